@@ -1,0 +1,87 @@
+"""Privacy configuration: which model, which budget, which release shape.
+
+Frozen records with Enums for choices, so a configuration can be stored in a report and compared.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fedeval.errors import UsageError
+
+
+class PrivacyModel(StrEnum):
+    """Trust model under which the score histograms are released (DESIGN.md, privacy models)."""
+
+    FEDERATED = "federated"  # secure aggregation, exact sums
+    DISTDP = "distdp"  # distributed DP: Pólya shares summing to discrete Laplace
+    LOCALDP = "localdp"  # local DP: Optimal Unary Encoding per client
+
+
+class Shape(StrEnum):
+    """Which levels of the dyadic hierarchy are released.
+
+    ``hierarchy`` releases levels 1..h (cheap long range queries, sensitivity h under distdp);
+    ``flat`` releases only the leaf level h (sensitivity 1; better for AUC up to 2^h ≈ h³).
+    """
+
+    HIERARCHY = "hierarchy"
+    FLAT = "flat"
+
+
+DEFAULT_EPSILON = {PrivacyModel.DISTDP: 1.0, PrivacyModel.LOCALDP: 5.0}
+"""The papers' experiment settings (Cormode & Markov, PVLDB 2023, section 7)."""
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """Everything that determines the noise in a release.
+
+    Attributes
+    ----------
+    model : the trust model.
+    epsilon : total ε of the release (pure ε-DP, add/remove-one-example neighbours);
+        ``None`` under ``federated``.
+    height : h; leaves are the 2^h equal cells of [0, 1].
+    shape : which levels are released.
+    """
+
+    model: PrivacyModel
+    height: int
+    shape: Shape
+    epsilon: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.height <= 24:
+            raise UsageError(f"`height` must be between 1 and 24. Found {self.height}.")
+        if self.model is PrivacyModel.FEDERATED:
+            if self.epsilon is not None:
+                raise UsageError(
+                    "`epsilon` does not apply to --model federated (secure aggregation adds no "
+                    "noise); drop --epsilon or choose --model distdp/localdp."
+                )
+        else:
+            if self.epsilon is None or not (self.epsilon > 0 and math.isfinite(self.epsilon)):
+                raise UsageError(
+                    f"`epsilon` must be a positive finite number under --model {self.model}. "
+                    f"Found {self.epsilon}."
+                )
+            if self.epsilon > 10:
+                warnings.warn(
+                    f"epsilon={self.epsilon} is unusually large: the privacy guarantee is weak.",
+                    stacklevel=2,
+                )
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """The released levels k (level k has 2^k cells)."""
+        if self.shape is Shape.FLAT:
+            return (self.height,)
+        return tuple(range(1, self.height + 1))
+
+    @property
+    def n_leaves(self) -> int:
+        return 1 << self.height

@@ -1,0 +1,185 @@
+"""The scored data a simulation holds, reduced as it streams in: fine leaf counts per class
+(enough for any height up to `MAX_HEIGHT`), and, when asked for, the raw scores (for the exact
+metrics) and per-example records (for the per-client reference path)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fedeval.estimate.exact import SortedScores
+from fedeval.hierarchy import cell_index, coarsen
+from fedeval.io import DEFAULT_COLUMNS, Batch, Columns, read_batches, validate_batch
+
+MAX_HEIGHT = 20
+"""Resolution the counts are kept at while streaming: 2^20 cells per class (16 MB)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Examples:
+    """Per-example records for the per-client path: unit scores, positives, client codes."""
+
+    unit_scores: np.ndarray
+    positive: np.ndarray
+    client: np.ndarray  # int64 codes 0..n_clients-1
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredData:
+    """Sufficient statistics of a scored, labelled table.
+
+    `fine_counts` has shape (2, 2^MAX_HEIGHT): [negatives, positives] per finest cell of the
+    scores mapped to [0, 1] by `score_range`.
+    """
+
+    fine_counts: np.ndarray
+    rows: int
+    n_clients: int
+    score_range: tuple[float, float]
+    sorted_scores: SortedScores | None = None
+    examples: Examples | None = None
+
+    @property
+    def positives(self) -> int:
+        return int(self.fine_counts[1].sum())
+
+    @property
+    def negatives(self) -> int:
+        return int(self.fine_counts[0].sum())
+
+    def leaf_counts(self, height: int) -> np.ndarray:
+        """Exact per-class counts of the 2^height leaves, shape (2, 2^height)."""
+        return coarsen(self.fine_counts, height)
+
+    def to_unit(self, x: np.ndarray | float) -> np.ndarray:
+        """Map scores (or thresholds) from the score range onto [0, 1]."""
+        lo, hi = self.score_range
+        return (np.asarray(x, dtype=np.float64) - lo) / (hi - lo)
+
+
+class _Accumulator:
+    def __init__(self, score_range, keep_scores: bool, keep_examples: bool):
+        self.score_range = score_range
+        self.keep_scores = keep_scores
+        self.keep_examples = keep_examples
+        self.counts = np.zeros(2 << MAX_HEIGHT, np.int64)
+        self.rows = 0
+        self.neg: list[np.ndarray] = []
+        self.pos: list[np.ndarray] = []
+        self.unit: list[np.ndarray] = []
+        self.labels: list[np.ndarray] = []
+        self.clients: list[pa.Array] = []
+
+    def add(self, b: Batch) -> None:
+        lo, hi = self.score_range
+        unit = b.scores if (lo, hi) == (0.0, 1.0) else (b.scores - lo) / (hi - lo)
+        idx = cell_index(unit, MAX_HEIGHT)
+        idx += b.positive.astype(np.int64) << MAX_HEIGHT
+        self.counts += np.bincount(idx, minlength=2 << MAX_HEIGHT)
+        self.rows += len(idx)
+        if self.keep_scores:
+            self.neg.append(b.scores[~b.positive])
+            self.pos.append(b.scores[b.positive])
+        if self.keep_examples:
+            self.unit.append(unit)
+            self.labels.append(b.positive)
+        if b.clients is not None:
+            self.clients.append(b.clients)
+
+    def finish(self) -> ScoredData:
+        sorted_scores = None
+        if self.keep_scores:
+            sorted_scores = SortedScores(
+                np.sort(np.concatenate(self.neg)), np.sort(np.concatenate(self.pos))
+            )
+        codes = None
+        if self.clients:
+            ids = pa.chunked_array(self.clients)
+            if self.keep_examples:
+                codes, uniques = pd.factorize(ids.to_pandas())
+                n_clients = len(uniques)
+            else:
+                n_clients = pc.count_distinct(ids).as_py()
+        else:
+            n_clients = self.rows  # one example per client: the papers' setting
+        examples = None
+        if self.keep_examples:
+            client = np.arange(self.rows) if codes is None else codes.astype(np.int64)
+            examples = Examples(np.concatenate(self.unit), np.concatenate(self.labels), client)
+        return ScoredData(
+            self.counts.reshape(2, 1 << MAX_HEIGHT),
+            self.rows,
+            n_clients,
+            self.score_range,
+            sorted_scores,
+            examples,
+        )
+
+
+def _accumulate(batches: Iterable[Batch], score_range, keep_scores, keep_examples) -> ScoredData:
+    acc = _Accumulator(tuple(map(float, score_range)), keep_scores, keep_examples)
+    for b in batches:
+        acc.add(b)
+    return acc.finish()
+
+
+def read_scored(
+    source: str | os.PathLike,
+    columns: Columns = DEFAULT_COLUMNS,
+    *,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    pos_label: object = None,
+    keep_scores: bool = True,
+    keep_examples: bool = False,
+) -> ScoredData:
+    """Stream a Parquet/CSV file (or '-') into `ScoredData`, in bounded memory unless scores or
+    examples are kept."""
+    batches = read_batches(source, columns, score_range=score_range, pos_label=pos_label)
+    return _accumulate(batches, score_range, keep_scores, keep_examples)
+
+
+def scored_from_arrays(
+    y_true,
+    y_score,
+    *,
+    client_ids=None,
+    pos_label: object = None,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    keep_scores: bool = True,
+    keep_examples: bool = False,
+) -> ScoredData:
+    """Validate in-memory arrays exactly as a file would be, and reduce them."""
+    from fedeval.errors import InputError
+
+    y_score, y_true = np.asarray(y_score), np.asarray(y_true)
+    if y_score.ndim != 1 or y_true.shape != y_score.shape:
+        raise InputError(
+            f"y_true and y_score must be 1-D and of equal length. Found shapes {y_true.shape} "
+            f"and {y_score.shape}."
+        )
+    if client_ids is not None and np.shape(client_ids) != y_score.shape:
+        raise InputError(
+            f"client_ids must have shape {y_score.shape}. Found {np.shape(client_ids)}."
+        )
+    cols = {"score": pa.array(y_score), "label": pa.array(y_true)}
+    if client_ids is not None:
+        cols["client"] = pa.array(np.asarray(client_ids))
+    rb = pa.record_batch(cols)
+    if rb.num_rows == 0:
+        raise InputError("y_true and y_score are empty: nothing to evaluate.")
+    batch = validate_batch(
+        rb,
+        "<arrays>",
+        "score",
+        "label",
+        "client" if client_ids is not None else None,
+        score_range=score_range,
+        pos_label=pos_label,
+    )
+    return _accumulate([batch], score_range, keep_scores, keep_examples)

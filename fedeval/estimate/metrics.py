@@ -1,0 +1,58 @@
+"""Classifier metrics from per-class score histograms (Cormode & Markov, sections 3.2 and 4).
+
+Inputs are histogram counts sorted by score (last axis), possibly noisy; leading axes broadcast.
+Semantics follow scikit-learn: predicted positive means score ≥ threshold; in AUC a positive and
+a negative in the same bucket count ½.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fedeval.hierarchy import mass_at_or_above
+
+
+def auc_from_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:
+    """AUC = Σ_i n_i · (Σ_{j>i} p_j + p_i/2) / (P·N) (Cormode & Markov, eq. 6).
+
+    Unbiased in the numerator under independent zero-mean noise on each count, since every term
+    multiplies counts of the two (independently noised) classes.
+    """
+    neg = np.asarray(negatives, dtype=np.float64)
+    pos = np.asarray(positives, dtype=np.float64)
+    p_total = pos.sum(axis=-1)
+    n_total = neg.sum(axis=-1)
+    above = p_total[..., None] - np.cumsum(pos, axis=-1)  # positives in buckets after i
+    numerator = (neg * (above + 0.5 * pos)).sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return numerator / (p_total * n_total)
+
+
+def threshold_counts(leaves: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(TP, FP) at each threshold in [0, 1]: class mass with score ≥ t, uniform inside a leaf."""
+    tp = mass_at_or_above(leaves[..., 1, :], thresholds)
+    fp = mass_at_or_above(leaves[..., 0, :], thresholds)
+    return tp, fp
+
+
+def precision_recall_accuracy(
+    tp: np.ndarray, fp: np.ndarray, positives: np.ndarray, negatives: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Precision TP/(TP+FP), recall TP/P, accuracy (TP + N − FP)/(P + N) (section 3.2).
+
+    `nan` where a denominator is not positive (e.g. nothing predicted positive), as scikit-learn
+    warns and does; callers decide what to print.
+    """
+    tp, fp = np.asarray(tp, float), np.asarray(fp, float)
+    p = np.asarray(positives, float)[..., None] if np.ndim(tp) > np.ndim(positives) else positives
+    n = np.asarray(negatives, float)[..., None] if np.ndim(fp) > np.ndim(negatives) else negatives
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
+        recall = np.where(p > 0, tp / p, np.nan)
+        accuracy = np.where(p + n > 0, (tp + n - fp) / (p + n), np.nan)
+    return precision, recall, accuracy
+
+
+def clip_unit(x: np.ndarray) -> np.ndarray:
+    """Clamp an estimated rate into [0, 1]: the last step, after every sum (nan stays nan)."""
+    return np.clip(x, 0.0, 1.0)

@@ -1,0 +1,144 @@
+"""Dyadic score hierarchy on [0, 1]: levels, constrained inference, range queries, quantiles.
+
+Level k (1..h) splits [0, 1] into 2^k equal cells; the leaves are level h. Every function works
+on arrays whose last axis is the cell axis, so a leading axis can hold classes or many noise
+draws at once (that is how the exact variance of any query is computed in the tests).
+
+Sources: Cormode & Markov, appendix A (dyadic counts, prefix queries, quantiles); Hay et al.,
+"Boosting the accuracy of differentially private histograms through consistency", VLDB 2010
+(constrained inference), generalised here to a noise variance that may differ between levels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def cell_index(scores: np.ndarray, height: int) -> np.ndarray:
+    """Leaf cell of each score in [0, 1]: floor(s · 2^h), with s = 1 in the last cell.
+
+    Multiplying by a power of two is exact in floating point, so coarsening a height-H index by
+    a right shift gives the height-h index of the same score.
+    """
+    n_leaves = 1 << height
+    idx = (scores * n_leaves).astype(np.int64)
+    np.minimum(idx, n_leaves - 1, out=idx)
+    return idx
+
+
+def coarsen(leaves: np.ndarray, height: int) -> np.ndarray:
+    """Sum 2^H leaves (last axis) into the 2^h cells of level `height` ≤ H."""
+    n = leaves.shape[-1]
+    target = 1 << height
+    if target > n:
+        raise ValueError(f"cannot refine {n} cells into {target}")
+    return leaves.reshape(*leaves.shape[:-1], target, n // target).sum(axis=-1)
+
+
+def levels_from_leaves(leaves: np.ndarray, levels: Sequence[int]) -> list[np.ndarray]:
+    """The exact counts of each requested level, summed from the leaves."""
+    return [coarsen(leaves, k) for k in levels]
+
+
+def consistent_leaves(
+    measured: Sequence[np.ndarray], variances: Sequence[float], levels: Sequence[int]
+) -> np.ndarray:
+    """Least-variance consistent leaf estimates from independent noisy level measurements.
+
+    `measured[i]` are unbiased noisy counts of level `levels[i]` (last axis 2^k cells) with
+    per-cell noise variance `variances[i]`. With one level, that level is returned. With levels
+    1..h, the two passes of Hay et al. (2010, section 4) run with inverse-variance weights:
+    bottom-up, each node's own measurement is combined with the sum of its children's estimates;
+    top-down, the parent's final value is split between its children in proportion to their
+    variances (equal for siblings). The result is the generalised-least-squares estimate, so every
+    range query answered from these leaves is unbiased and has the least variance among linear
+    unbiased estimators. Nodes measured without noise (variance 0) are kept exactly.
+    """
+    levels = list(levels)
+    if len(levels) == 1:
+        return np.asarray(measured[0], dtype=np.float64)
+    if levels != list(range(levels[0], levels[0] + len(levels))):
+        raise ValueError(f"levels must be consecutive, got {levels}")
+
+    z = [np.asarray(m, dtype=np.float64) for m in measured]
+    vz = [float(v) for v in variances]
+    # Bottom-up: z_k = weighted mean of y_k and the sum of the children's z_{k+1}.
+    for i in range(len(levels) - 2, -1, -1):
+        child_sum = _pair_sum(z[i + 1])
+        v_own, v_children = vz[i], 2.0 * vz[i + 1]
+        if v_own == 0.0:
+            continue  # an exact measurement stays as it is
+        if v_children == 0.0:
+            z[i] = child_sum
+            vz[i] = 0.0
+            continue
+        w_own = v_children / (v_own + v_children)
+        z[i] = w_own * z[i] + (1.0 - w_own) * child_sum
+        vz[i] = v_own * v_children / (v_own + v_children)
+    # Top-down: children absorb the parent's disagreement equally (siblings share a variance).
+    out = z[0]
+    for i in range(1, len(levels)):
+        gap = out - _pair_sum(z[i])
+        out = z[i] + np.repeat(gap / 2.0, 2, axis=-1)
+    return out
+
+
+def _pair_sum(a: np.ndarray) -> np.ndarray:
+    return a.reshape(*a.shape[:-1], a.shape[-1] // 2, 2).sum(axis=-1)
+
+
+def cumulative(leaves: np.ndarray, x: np.ndarray | float) -> np.ndarray:
+    """Mass of [0, x) for x in [0, 1], taking each leaf as uniform inside (linear interpolation).
+
+    `leaves` has shape (..., L); the result has shape (..., *shape(x)).
+    """
+    leaves = np.asarray(leaves, dtype=np.float64)
+    n = leaves.shape[-1]
+    cs = np.concatenate(
+        [np.zeros((*leaves.shape[:-1], 1)), np.cumsum(leaves, axis=-1)], axis=-1
+    )  # cs[..., j] = mass of the first j leaves
+    pos = np.clip(np.asarray(x, dtype=np.float64), 0.0, 1.0) * n
+    j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
+    frac = pos - j
+    return cs[..., j] + leaves[..., j] * frac
+
+
+def mass_at_or_above(leaves: np.ndarray, t: np.ndarray | float) -> np.ndarray:
+    """Mass with score ≥ t (the leaf that holds t taken as uniform inside)."""
+    leaves = np.asarray(leaves, dtype=np.float64)
+    return leaves.sum(axis=-1, keepdims=np.ndim(t) > 0) - cumulative(leaves, t)
+
+
+def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Scores x with mass([0, x)) = q · total, interpolating linearly inside the leaf that holds it.
+
+    Noisy leaves are clamped at 0 for this search only, so the prefix counts are monotone; the
+    interpolation inside the leaf avoids the bias of returning the leaf's left edge.
+    """
+    leaves = np.clip(np.asarray(leaves, dtype=np.float64), 0.0, None)
+    n = leaves.shape[-1]
+    cs = np.concatenate([[0.0], np.cumsum(leaves)])
+    total = cs[-1]
+    if total <= 0:
+        return np.linspace(0.0, 1.0, len(np.atleast_1d(q)))
+    target = np.asarray(q, dtype=np.float64) * total
+    # First knot whose prefix reaches the target, then interpolate inside that leaf.
+    j = np.clip(np.searchsorted(cs, target, side="left"), 1, n)
+    lo, hi = cs[j - 1], cs[j]
+    width = np.where(hi > lo, hi - lo, 1.0)
+    frac = np.where(hi > lo, (target - lo) / width, 0.0)
+    return (j - 1 + frac) / n
+
+
+def equidepth_edges(pooled_leaves: np.ndarray, n_buckets: int) -> np.ndarray:
+    """B + 1 bucket edges at the estimated 0, 1/B, …, 1 quantiles of the pooled scores."""
+    edges = quantiles(pooled_leaves, np.linspace(0.0, 1.0, n_buckets + 1))
+    edges[0], edges[-1] = 0.0, 1.0
+    return np.maximum.accumulate(edges)
+
+
+def bucket_counts(leaves: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts of each bucket [edges[i], edges[i+1]): a range query per bucket."""
+    return np.diff(cumulative(leaves, edges), axis=-1)

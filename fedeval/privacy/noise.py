@@ -1,0 +1,77 @@
+"""Noise samplers, each drawing only from the `numpy.random.Generator` it is given.
+
+Discrete Laplace via Pólya shares: Balle, Bell, Gascón, Nissim, "Private summation in the
+multi-message shuffle model", CCS 2020 (and Goryczka & Xiong 2015): if each of n clients adds
+Pólya(1/n, α) − Pólya(1/n, α), the sum is Pólya(1, α) − Pólya(1, α), the discrete Laplace
+P(k) ∝ α^|k|. Pólya(r, α) is numpy's ``negative_binomial(r, 1 − α)``.
+
+Optimal Unary Encoding: Wang, Blocki, Li, Jha, "Locally differentially private protocols for
+frequency estimation", USENIX Security 2017, section 4.4.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def laplace_alpha(epsilon: float, sensitivity: int) -> float:
+    """α = exp(−ε/Δ): the discrete Laplace that gives ε-DP to a release of L1 sensitivity Δ."""
+    return math.exp(-epsilon / sensitivity)
+
+
+def discrete_laplace_variance(alpha: float) -> float:
+    """Var of P(k) ∝ α^|k|: 2α / (1 − α)²."""
+    return 2.0 * alpha / (1.0 - alpha) ** 2
+
+
+def polya(r: float, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
+    """Pólya(r, α): P(k) = Γ(k + r)/(k! Γ(r)) · (1 − α)^r · α^k, k ≥ 0."""
+    return rng.negative_binomial(r, 1.0 - alpha, size=size)
+
+
+def polya_share(n_clients: int, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
+    """One client's noise share: Pólya(1/n, α) − Pólya(1/n, α); n shares sum to discrete Laplace."""
+    r = 1.0 / n_clients
+    return polya(r, alpha, size, rng) - polya(r, alpha, size, rng)
+
+
+def polya_sum(
+    n_shares: int, n_clients: int, alpha: float, size, rng: np.random.Generator
+) -> np.ndarray:
+    """The sum of `n_shares` clients' shares, drawn at once (Pólya is closed under r-addition)."""
+    r = n_shares / n_clients
+    return polya(r, alpha, size, rng) - polya(r, alpha, size, rng)
+
+
+def discrete_laplace(alpha: float, size, rng: np.random.Generator) -> np.ndarray:
+    """Discrete Laplace P(k) ∝ α^|k| as the difference of two geometric (Pólya(1, α)) draws."""
+    return polya(1.0, alpha, size, rng) - polya(1.0, alpha, size, rng)
+
+
+def oue_probabilities(epsilon: float) -> tuple[float, float]:
+    """(p, q) of Optimal Unary Encoding: keep a 1 with p = 1/2, turn a 0 on with q = 1/(e^ε + 1)."""
+    return 0.5, 1.0 / (math.exp(epsilon) + 1.0)
+
+
+def oue_perturb(onehot: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """Each client's randomised bit vector (rows are clients): the per-client reference path."""
+    p, q = oue_probabilities(epsilon)
+    u = rng.random(onehot.shape)
+    return np.where(onehot, u < p, u < q)
+
+
+def oue_sum(
+    true_counts: np.ndarray, n_reports: int, epsilon: float, rng: np.random.Generator
+) -> np.ndarray:
+    """Sum of n OUE reports drawn at once: Binomial(c, p) + Binomial(n − c, q) per bit."""
+    p, q = oue_probabilities(epsilon)
+    c = np.asarray(true_counts, dtype=np.int64)
+    return rng.binomial(c, p) + rng.binomial(n_reports - c, q)
+
+
+def oue_count_variance(n_reports: int, true_count: float, epsilon: float) -> float:
+    """Variance of the unbiased count (C − n·q)/(p − q) (Wang et al. 2017, eq. 9 generalised)."""
+    p, q = oue_probabilities(epsilon)
+    return (true_count * p * (1 - p) + (n_reports - true_count) * q * (1 - q)) / (p - q) ** 2
