@@ -32,6 +32,23 @@ class Shape(StrEnum):
     FLAT = "flat"
 
 
+def check_epsilon(model: PrivacyModel, epsilon: float | None) -> None:
+    """ε must be absent under federated and a positive finite number otherwise."""
+    if model is PrivacyModel.FEDERATED:
+        if epsilon is not None:
+            raise UsageError(
+                "`epsilon` does not apply to --model federated (secure aggregation adds no "
+                "noise); drop --epsilon or choose --model distdp/localdp."
+            )
+    elif epsilon is None or not (epsilon > 0 and math.isfinite(epsilon)):
+        raise UsageError(
+            f"`epsilon` must be a positive finite number under --model {model}. Found {epsilon}."
+        )
+
+
+MAX_HEIGHT = 20
+"""Finest leaf height: 2^20 cells per class, the resolution data is reduced to while streaming."""
+
 DEFAULT_EPSILON = {PrivacyModel.DISTDP: 1.0, PrivacyModel.LOCALDP: 5.0}
 """The papers' experiment settings (Cormode & Markov, PVLDB 2023, section 7)."""
 
@@ -55,20 +72,10 @@ class PrivacyConfig:
     epsilon: float | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.height <= 24:
-            raise UsageError(f"`height` must be between 1 and 24. Found {self.height}.")
-        if self.model is PrivacyModel.FEDERATED:
-            if self.epsilon is not None:
-                raise UsageError(
-                    "`epsilon` does not apply to --model federated (secure aggregation adds no "
-                    "noise); drop --epsilon or choose --model distdp/localdp."
-                )
-        else:
-            if self.epsilon is None or not (self.epsilon > 0 and math.isfinite(self.epsilon)):
-                raise UsageError(
-                    f"`epsilon` must be a positive finite number under --model {self.model}. "
-                    f"Found {self.epsilon}."
-                )
+        if not 1 <= self.height <= MAX_HEIGHT:
+            raise UsageError(f"`height` must be between 1 and {MAX_HEIGHT}. Found {self.height}.")
+        check_epsilon(self.model, self.epsilon)
+        if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
                     f"epsilon={self.epsilon} is unusually large: the privacy guarantee is weak.",

@@ -13,12 +13,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fedeval.config import MAX_HEIGHT
 from fedeval.estimate.exact import SortedScores
 from fedeval.hierarchy import cell_index, coarsen
 from fedeval.io import DEFAULT_COLUMNS, Batch, Columns, read_batches, validate_batch
-
-MAX_HEIGHT = 20
-"""Resolution the counts are kept at while streaming: 2^20 cells per class (16 MB)."""
 
 
 @dataclass(frozen=True, eq=False)

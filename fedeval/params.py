@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 
-from fedeval.config import DEFAULT_EPSILON, PrivacyConfig, PrivacyModel, Shape
+from fedeval.config import DEFAULT_EPSILON, PrivacyConfig, PrivacyModel, Shape, check_epsilon
 from fedeval.errors import UsageError
 
 FEDERATED_HEIGHT = 16
@@ -53,6 +53,7 @@ def resolve_config(
         raise UsageError(f"unknown privacy model {model!r}; choose one of {choices}.") from e
     if model is not PrivacyModel.FEDERATED and epsilon is None:
         epsilon = DEFAULT_EPSILON[model]
+    check_epsilon(model, epsilon)  # before ε enters the height formula
     if height == "auto":
         height = auto_height(model, n, epsilon)
     else:

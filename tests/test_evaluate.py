@@ -1,0 +1,148 @@
+"""The evaluation API: DP estimates are unbiased with the variance the mechanism predicts, and
+the API follows scikit-learn's semantics where they overlap."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fedeval
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.data import scored_from_arrays
+from fedeval.errors import InputError, UsageError
+from fedeval.evaluate import estimate_metrics
+from fedeval.hierarchy import consistent_leaves
+from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha
+from fedeval.simulate import fast_release
+
+THRESHOLDS = np.array([0.25, 0.5, 0.75])  # on the grid of every height used here
+
+
+def population(n: int = 20_000, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.18), 0, 1)
+    return scored_from_arrays(y, s, keep_scores=False)
+
+
+def metric_vector(data, cfg, rng):
+    est = estimate_metrics(fast_release(data, cfg, rng).histogram(), THRESHOLDS)
+    return np.concatenate([[est.auc], est.precision, est.recall, est.accuracy])
+
+
+@pytest.mark.parametrize(
+    ("model", "epsilon", "shape", "height"),
+    [
+        ("distdp", 1.0, "flat", 6),
+        ("distdp", 1.0, "hierarchy", 6),
+        ("localdp", 5.0, "flat", 4),
+        ("localdp", 5.0, "hierarchy", 4),
+    ],
+)
+def test_dp_estimates_are_unbiased(model, epsilon, shape, height):
+    # The expectation of every noisy estimate is the noiseless estimate from the same leaves:
+    # privacy noise adds variance, not bias (ratio estimators carry an O(1/n²) bias, far below
+    # the tolerance). Mean over T trials within 4 standard errors.
+    data = population()
+    truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, height, Shape(shape))
+    truth = metric_vector(data, truth_cfg, np.random.default_rng(0))
+    cfg = PrivacyConfig(PrivacyModel(model), height, Shape(shape), epsilon)
+    rng = np.random.default_rng(1)
+    trials = np.stack([metric_vector(data, cfg, rng) for _ in range(1500)])
+    mean, se = trials.mean(axis=0), trials.std(axis=0, ddof=1) / math.sqrt(len(trials))
+    assert np.all(se > 0)
+    assert np.all(np.abs(mean - truth) <= 4 * se), (mean - truth) / se
+
+
+def _consistency_operator(levels, variances):
+    """Leaves as a linear function of every measured node: one row per node."""
+    sizes = [1 << k for k in levels]
+    n_nodes = sum(sizes)
+    eye = np.eye(n_nodes)
+    parts = np.split(eye, np.cumsum(sizes)[:-1], axis=1)
+    return consistent_leaves(parts, variances, levels)  # (n_nodes, n_leaves)
+
+
+@pytest.mark.parametrize("shape", ["flat", "hierarchy"])
+def test_distdp_count_variance_matches_the_mechanism(shape):
+    # TP(t) after constrained inference is linear in the noisy nodes, so its variance is
+    # σ²·Σ_node (a·c_node)² with σ² = 2α/(1 − α)² and c_node the leaves one unit of noise on
+    # that node moves. The sample variance must match within 4 of its own standard errors.
+    h, eps = 5, 1.0
+    cfg = PrivacyConfig(PrivacyModel.DISTDP, h, Shape(shape), eps)
+    sigma2 = discrete_laplace_variance(laplace_alpha(eps, len(cfg.levels)))
+    op = _consistency_operator(cfg.levels, [sigma2] * len(cfg.levels))
+    a = np.zeros(1 << h)
+    a[(1 << h) // 2 :] = 1  # leaves with score ≥ 0.5
+    predicted = sigma2 * np.sum((op @ a) ** 2)
+
+    data = population(2000)
+    rng = np.random.default_rng(5)
+    tp = np.array([fast_release(data, cfg, rng).histogram().leaves[1] @ a for _ in range(4000)])
+    dev = tp - tp.mean()
+    s2 = dev @ dev / (len(tp) - 1)
+    se = math.sqrt((np.mean(dev**4) - s2**2) / len(tp))  # from the sample's fourth moment
+    assert abs(s2 - predicted) <= 4 * se, (s2, predicted, se)
+    if shape == "hierarchy":
+        # Consistency must beat using the leaf level alone (h leaves' worth of variance).
+        assert predicted < sigma2 * a.sum()
+
+
+def test_seed_reproduces_and_is_reported():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 3000)
+    s = rng.random(3000)
+    a = fedeval.evaluate(y, s, model="distdp", seed=42)
+    b = fedeval.evaluate(y, s, model="distdp", seed=42)
+    c = fedeval.evaluate(y, s, model="distdp")
+    assert a.auc.estimate == b.auc.estimate and a.seed == 42
+    assert isinstance(c.seed, int)
+    d = fedeval.evaluate(y, s, model="distdp", seed=c.seed)
+    assert d.auc.estimate == c.auc.estimate
+
+
+def test_pos_label_score_range_and_clients():
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 4000)
+    s = rng.random(4000) + y * 0.5
+    labels = np.where(y == 1, "spam", "ham")
+    clients = rng.integers(0, 300, 4000)
+    ev = fedeval.evaluate(
+        labels,
+        s * 10 - 5,
+        pos_label="spam",
+        score_range=(-5, 10),
+        model="federated",
+        client_ids=clients,
+        thresholds=[0.0, 2.5],
+    )
+    from sklearn.metrics import recall_score, roc_auc_score
+
+    assert ev.auc.exact == pytest.approx(roc_auc_score(y, s))
+    assert ev.thresholds[1].recall.exact == pytest.approx(recall_score(y, s * 10 - 5 >= 2.5))
+    assert ev.clients == len(np.unique(clients))
+    assert ev.rows == 4000
+
+
+def test_default_thresholds_follow_the_score_range():
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 2, 1000)
+    ev = fedeval.evaluate(y, rng.random(1000) * 2, score_range=(0, 2), model="federated")
+    np.testing.assert_allclose([m.threshold for m in ev.thresholds], np.arange(1, 11) * 2 / 11)
+
+
+def test_usage_errors():
+    y = np.array([0, 1, 0, 1])
+    s = np.array([0.1, 0.9, 0.2, 0.8])
+    with pytest.raises(UsageError, match="epsilon"):
+        fedeval.evaluate(y, s, model="federated", epsilon=1.0)
+    with pytest.raises(UsageError, match="epsilon"):
+        fedeval.evaluate(y, s, model="distdp", epsilon=-1.0)
+    with pytest.raises(UsageError, match="unknown privacy model"):
+        fedeval.evaluate(y, s, model="central")
+    with pytest.raises(UsageError, match="thresholds"):
+        fedeval.evaluate(y, s, thresholds=[1.5])
+    with pytest.raises(UsageError, match="buckets"):
+        fedeval.evaluate(y, s, buckets=0)
+    with pytest.raises(InputError, match="no positive"):
+        fedeval.evaluate(np.zeros(4), s)

@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+
+from fedeval.hierarchy import (
+    bucket_counts,
+    cell_index,
+    coarsen,
+    consistent_leaves,
+    cumulative,
+    equidepth_edges,
+    levels_from_leaves,
+    mass_at_or_above,
+    quantiles,
+)
+
+
+def _design_matrix(h: int) -> np.ndarray:
+    """Rows: every node of levels 1..h; columns: leaves; entry 1 if the leaf is under the node."""
+    rows = []
+    for k in range(1, h + 1):
+        width = 1 << (h - k)
+        for j in range(1 << k):
+            r = np.zeros(1 << h)
+            r[j * width : (j + 1) * width] = 1
+            rows.append(r)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("variances", [[1.0, 1.0, 1.0, 1.0], [5.0, 0.3, 2.0, 1.0]])
+def test_consistency_is_generalised_least_squares(variances):
+    # The two-pass algorithm must equal the explicit GLS estimate (AᵀWA)⁻¹AᵀWy on the leaves.
+    h = 4
+    rng = np.random.default_rng(0)
+    a = _design_matrix(h)
+    y = rng.normal(size=a.shape[0]) * 10
+    w = np.concatenate([np.full(1 << k, 1 / variances[k - 1]) for k in range(1, h + 1)])
+    gls = np.linalg.solve(a.T @ (w[:, None] * a), a.T @ (w * y))
+    parts = np.split(y, np.cumsum([1 << k for k in range(1, h)]))
+    got = consistent_leaves(parts, variances, range(1, h + 1))
+    np.testing.assert_allclose(got, gls, rtol=1e-10, atol=1e-10)
+
+
+def test_consistency_batches_over_leading_axes():
+    rng = np.random.default_rng(1)
+    parts = [rng.normal(size=(3, 1 << k)) for k in range(1, 4)]
+    batched = consistent_leaves(parts, [1, 2, 3], [1, 2, 3])
+    for i in range(3):
+        one = consistent_leaves([p[i] for p in parts], [1, 2, 3], [1, 2, 3])
+        np.testing.assert_allclose(batched[i], one)
+
+
+def test_consistency_keeps_exact_counts_and_single_level():
+    leaves = np.arange(16.0)
+    exact = levels_from_leaves(leaves, range(1, 5))
+    np.testing.assert_array_equal(consistent_leaves(exact, [0, 0, 0, 0], range(1, 5)), leaves)
+    np.testing.assert_array_equal(consistent_leaves([leaves], [3.0], [4]), leaves)
+
+
+def test_cell_index_coarsens_by_shift():
+    s = np.random.default_rng(2).random(10_000)
+    s[:3] = [0.0, 1.0, 0.5]
+    fine = cell_index(s, 20)
+    for h in (1, 5, 12):
+        np.testing.assert_array_equal(fine >> (20 - h), cell_index(s, h))
+    assert cell_index(np.array([1.0]), 3)[0] == 7  # score 1 lands in the last cell
+
+
+def test_coarsen_sums_children():
+    leaves = np.arange(8)
+    np.testing.assert_array_equal(coarsen(leaves, 2), [1, 5, 9, 13])
+
+
+def test_cumulative_interpolates_uniformly_inside_a_leaf():
+    leaves = np.array([4.0, 0.0, 8.0, 4.0])
+    assert cumulative(leaves, 0.0) == 0
+    assert cumulative(leaves, 0.125) == 2  # half of the first leaf
+    assert cumulative(leaves, 0.5) == 4
+    assert cumulative(leaves, 0.625) == 8
+    assert cumulative(leaves, 1.0) == 16
+    np.testing.assert_allclose(mass_at_or_above(leaves, np.array([0.0, 0.625, 1.0])), [16, 8, 0])
+
+
+def test_quantiles_interpolate_inside_the_leaf():
+    # Uniform mass: the q-quantile is q itself, not the left edge of its leaf.
+    leaves = np.full(8, 10.0)
+    np.testing.assert_allclose(quantiles(leaves, np.array([0.1, 0.5, 0.93])), [0.1, 0.5, 0.93])
+    # Noisy negative leaves are clamped for the search, so quantiles stay monotone.
+    noisy = np.array([5.0, -3.0, 2.0, 7.0])
+    q = quantiles(noisy, np.linspace(0, 1, 21))
+    assert np.all(np.diff(q) >= 0)
+
+
+def test_equidepth_buckets_hold_equal_mass():
+    rng = np.random.default_rng(3)
+    scores = rng.beta(2, 5, 100_000)
+    leaves = np.bincount(cell_index(scores, 12), minlength=1 << 12).astype(float)
+    edges = equidepth_edges(leaves, 10)
+    counts = bucket_counts(leaves, edges)
+    assert edges[0] == 0 and edges[-1] == 1
+    np.testing.assert_allclose(counts, 10_000, rtol=1e-9)
+    # ... and the edges are the true deciles up to a leaf width.
+    np.testing.assert_allclose(edges[1:-1], np.quantile(scores, np.arange(1, 10) / 10), atol=2**-12)
