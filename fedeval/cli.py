@@ -7,6 +7,7 @@ stdout, messages to stderr. Exit codes: 0 ok, 1 a quality gate failed, 2 bad inp
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import warnings
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from fedeval import __version__
 from fedeval.config import PrivacyModel
@@ -35,7 +37,8 @@ app = typer.Typer(
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-err = Console(stderr=True)
+# soft_wrap: one message stays one line in logs; markup is never read from message text.
+err = Console(stderr=True, soft_wrap=True)
 
 
 class OutputFormat(StrEnum):
@@ -51,11 +54,13 @@ def _errors_to_exit() -> Iterator[None]:
         try:
             yield
         except FedevalError as e:
-            err.print(f"[bold red]Error:[/bold red] {e}", highlight=False)
+            err.print(Text.assemble(("Error:", "bold red"), " ", str(e)), highlight=False)
             raise typer.Exit(e.exit_code) from None
         finally:
             for w in caught:
-                err.print(f"[yellow]Warning:[/yellow] {w.message}", highlight=False)
+                err.print(
+                    Text.assemble(("Warning:", "yellow"), " ", str(w.message)), highlight=False
+                )
 
 
 def _floats(text: str, option: str) -> list[float]:
@@ -69,8 +74,10 @@ def _floats(text: str, option: str) -> list[float]:
 
 def _score_range(text: str) -> tuple[float, float]:
     vals = _floats(text, "--score-range")
-    if len(vals) != 2 or not vals[0] < vals[1]:
-        raise UsageError(f"--score-range takes lo,hi with lo < hi, e.g. -5,5. Found {text!r}.")
+    if len(vals) != 2 or not vals[0] < vals[1] or not all(map(math.isfinite, vals)):
+        raise UsageError(
+            f"--score-range takes finite lo,hi with lo < hi, e.g. -5,5. Found {text!r}."
+        )
     return vals[0], vals[1]
 
 
@@ -119,7 +126,7 @@ def evaluate(
         typer.Option(
             "--epsilon",
             "-e",
-            help="Privacy budget ε of the whole release [default: 1 for distdp, 5 for localdp; "
+            help="Privacy budget ε of the whole release \\[default: 1 for distdp, 5 for localdp; "
             "not used by federated].",
             show_default=False,
         ),
@@ -149,7 +156,7 @@ def evaluate(
         str | None,
         typer.Option(
             help="Comma-separated thresholds for precision/recall/accuracy (positive means score "
-            "≥ t) [default: 1/11 … 10/11 of the score range].",
+            "≥ t) \\[default: 1/11 … 10/11 of the score range].",
             show_default=False,
         ),
     ] = None,
@@ -172,7 +179,7 @@ def evaluate(
     client_col: Annotated[
         str | None,
         typer.Option(
-            help="Column holding client ids [default: 'client' if present, else one example "
+            help="Column holding client ids \\[default: 'client' if present, else one example "
             "per client].",
             show_default=False,
         ),
@@ -182,7 +189,7 @@ def evaluate(
     ] = "0,1",
     pos_label: Annotated[
         str | None,
-        typer.Option(help="Label value of the positive class [default: labels are 0/1 or bool]."),
+        typer.Option(help="Label value of the positive class \\[default: labels are 0/1 or bool]."),
     ] = None,
     per_client: Annotated[
         bool,
@@ -206,6 +213,8 @@ def evaluate(
     prints each estimate beside its exact value.
 
     Example: [bold]fedeval evaluate scores.parquet --model distdp --epsilon 1 --format json[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
     from fedeval.evaluate import evaluate_file
     from fedeval.io import Columns, atomic_output, source_name

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from fedeval.errors import InputError
+from fedeval.errors import InputError, UsageError
 
 BATCH_ROWS = 1 << 20
 STDIN = "-"
@@ -61,11 +62,15 @@ def _is_parquet(path: Path) -> bool:
 
 
 def _record_batches(
-    source: str | os.PathLike, wanted: list[str], name: str, batch_rows: int
-) -> tuple[list[str], Iterator[pa.RecordBatch]]:
-    """(column names of the table, iterator over batches holding only `wanted` ∩ columns)."""
+    source: str | os.PathLike, wanted: list[str], text: list[str], name: str, batch_rows: int
+) -> tuple[list[str], Iterator[pa.RecordBatch], bool]:
+    """(column names, iterator over batches holding only `wanted` ∩ columns, whether it is CSV).
+
+    CSV columns named in `text` are read as text and converted later, row by row if need be,
+    so a bad value is reported with its row and ids stay consistent across blocks.
+    """
     if str(source) == STDIN:
-        return _csv_batches(sys.stdin.buffer, wanted, name)
+        return (*_csv_batches(sys.stdin.buffer, wanted, text, name), True)
     path = Path(source)
     if not path.exists():
         raise InputError(f"cannot read '{name}': no such file.")
@@ -76,23 +81,25 @@ def _record_batches(
     except OSError as e:
         raise InputError(f"cannot read '{name}': {e.strerror or e}.") from e
     if not parquet:
-        return _csv_batches(path, wanted, name)
+        return (*_csv_batches(path, wanted, text, name), True)
     try:
         pf = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"cannot read '{name}' as Parquet: {e}") from e
     names = pf.schema_arrow.names
     cols = [c for c in wanted if c in names]
-    return names, _guard(pf.iter_batches(batch_size=batch_rows, columns=cols), name)
+    return names, _guard(pf.iter_batches(batch_size=batch_rows, columns=cols), name), False
 
 
-def _csv_batches(src, wanted: list[str], name: str) -> tuple[list[str], Iterator[pa.RecordBatch]]:
+def _csv_batches(
+    src, wanted: list[str], text: list[str], name: str
+) -> tuple[list[str], Iterator[pa.RecordBatch]]:
     try:
         reader = pacsv.open_csv(
             src,
             read_options=pacsv.ReadOptions(block_size=1 << 24),
             convert_options=pacsv.ConvertOptions(
-                include_columns=wanted, include_missing_columns=True
+                column_types=dict.fromkeys(text, pa.string()), strings_can_be_null=True
             ),
         )
     except pa.ArrowInvalid as e:
@@ -101,9 +108,9 @@ def _csv_batches(src, wanted: list[str], name: str) -> tuple[list[str], Iterator
         raise InputError(f"cannot read '{name}' as CSV: {e}") from e
     except OSError as e:
         raise InputError(f"cannot read '{name}': {e}") from e
-    # include_missing_columns adds absent columns as all-null; tell them apart by the header.
-    present = [f.name for f in reader.schema if not pa.types.is_null(f.type)]
-    return present, _guard(reader, name)
+    names = reader.schema.names
+    cols = [c for c in wanted if c in names]
+    return names, _guard((rb.select(cols) for rb in reader), name)
 
 
 def _guard(batches, name: str) -> Iterator[pa.RecordBatch]:
@@ -128,15 +135,17 @@ def read_batches(
     outside `score_range`, a label that is not binary, or a table with no rows.
     """
     name = source_name(source)
-    wanted = [columns.score, columns.label] + ([columns.client] if columns.client else ["client"])
-    names, batches = _record_batches(source, wanted, name, batch_rows)
+    client_col = columns.client or "client"
+    wanted = [columns.score, columns.label, client_col]
+    names, batches, is_csv = _record_batches(
+        source, wanted, [columns.score, client_col], name, batch_rows
+    )
     for col, option in ((columns.score, "--score-col"), (columns.label, "--label-col")):
         if col not in names:
             raise InputError(
                 f"'{name}' has no column '{col}' (it has: {', '.join(names) or 'none'}); "
                 f"name the right one with {option}."
             )
-    client_col = columns.client or "client"
     if columns.client and columns.client not in names:
         raise InputError(
             f"'{name}' has no column '{columns.client}' (it has: {', '.join(names)}); "
@@ -144,7 +153,7 @@ def read_batches(
         )
     has_client = client_col in names
 
-    labels_seen: set = set()
+    labels_seen: dict = {}
     offset = 0
     for rb in batches:
         if rb.num_rows == 0:
@@ -159,6 +168,7 @@ def read_batches(
             score_range=score_range,
             pos_label=pos_label,
             labels_seen=labels_seen,
+            text_scores=is_csv,
         )
         offset += rb.num_rows
     if offset == 0:
@@ -175,18 +185,26 @@ def validate_batch(
     offset: int = 0,
     score_range: tuple[float, float] = (0.0, 1.0),
     pos_label: object = None,
-    labels_seen: set | None = None,
+    labels_seen: dict | None = None,
+    text_scores: bool = False,
 ) -> Batch:
-    """Check one batch and convert it; `offset` is the number of rows before it (for messages)."""
+    """Check one batch and convert it; `offset` is the number of rows before it (for messages).
+
+    `text_scores`: scores arrive as text (CSV) and are parsed here; a typed source with a string
+    score column is refused instead, as a schema error.
+    """
     lo, hi = score_range
-    scores = _scores(_chunk(rb.column(score_col)), name, score_col, offset, lo, hi)
+    score = _chunk(rb.column(score_col))
+    if text_scores and (pa.types.is_string(score.type) or pa.types.is_large_string(score.type)):
+        score = _parse_numbers(score, f"'{name}', column '{score_col}'", offset)
+    scores = _scores(score, name, score_col, offset, lo, hi)
     positive = _positives(
         _chunk(rb.column(label_col)),
         name,
         label_col,
         offset,
         pos_label,
-        set() if labels_seen is None else labels_seen,
+        {} if labels_seen is None else labels_seen,
     )
     clients = _chunk(rb.column(client_col)) if client_col else None
     if clients is not None and clients.null_count:
@@ -205,12 +223,12 @@ def _first_true(mask) -> int:
 
 def _scores(arr: pa.Array, name: str, col: str, offset: int, lo: float, hi: float) -> np.ndarray:
     where = f"'{name}', column '{col}'"
-    if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
-        raise InputError(f"{where}: scores must be numbers, found type {arr.type}.")
     if arr.null_count:
         raise InputError(
             f"{where}, row {offset + _first_true(arr.is_null()) + 1}: score is missing."
         )
+    if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
+        raise InputError(f"{where}: scores must be numbers, found type {arr.type}.")
     s = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
     # One min and one max pass; NaN makes both comparisons fail, so it lands in the slow path.
     if s.size and not (s.min() >= lo and s.max() <= hi):
@@ -219,14 +237,27 @@ def _scores(arr: pa.Array, name: str, col: str, offset: int, lo: float, hi: floa
             raise InputError(f"{where}, row {offset + _first_true(bad) + 1}: score is NaN.")
         i = _first_true((s < lo) | (s > hi))
         raise InputError(
-            f"{where}, row {offset + i + 1}: score {s[i]!r} is outside the score range "
+            f"{where}, row {offset + i + 1}: score {float(s[i])!r} is outside the score range "
             f"[{lo:g}, {hi:g}]; pass --score-range lo,hi if scores are not probabilities."
         )
     return s
 
 
+def _parse_numbers(arr: pa.Array, where: str, offset: int) -> pa.Array:
+    if arr.null_count:  # reported as missing by _scores, with its row
+        return arr
+    try:
+        return pc.cast(pc.utf8_trim_whitespace(arr), pa.float64())
+    except pa.ArrowInvalid:
+        parsed = pd.to_numeric(pd.Series(arr.to_pylist()), errors="coerce")
+        i = int(np.flatnonzero(parsed.isna().to_numpy())[0])
+        raise InputError(
+            f"{where}, row {offset + i + 1}: score {arr[i].as_py()!r} is not a number."
+        ) from None
+
+
 def _positives(
-    arr: pa.Array, name: str, col: str, offset: int, pos_label: object, seen: set
+    arr: pa.Array, name: str, col: str, offset: int, pos_label: object, seen: dict
 ) -> np.ndarray:
     where = f"'{name}', column '{col}'"
     if arr.null_count:
@@ -234,11 +265,16 @@ def _positives(
             f"{where}, row {offset + _first_true(arr.is_null()) + 1}: label is missing."
         )
     if pos_label is not None:
-        values = pc.unique(arr).to_pylist()
-        seen.update(values)
+        for v in pc.unique(arr).to_pylist():
+            seen.setdefault(v, None)  # a dict: insertion-ordered set
         if len(seen) > 2:
-            shown = ", ".join(map(repr, sorted(seen, key=str)[:5]))
-            raise InputError(f"{where}: labels are not binary; found values {shown}.")
+            first, second = list(seen)[:2]
+            allowed = pa.array([first, second], type=arr.type)
+            i = _first_true(pc.invert(pc.is_in(arr, value_set=allowed)))
+            raise InputError(
+                f"{where}, row {offset + i + 1}: label {arr[i].as_py()!r} is a third value; "
+                f"labels must be binary (already seen {first!r} and {second!r})."
+            )
         try:
             target = pa.scalar(pos_label).cast(arr.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -262,7 +298,7 @@ def _positives(
     if not ok:
         i = _first_true((y != 0) & (y != 1))
         raise InputError(
-            f"{where}, row {offset + i + 1}: label {y[i]!r} is not binary (expected 0/1 or "
+            f"{where}, row {offset + i + 1}: label {y[i].item()!r} is not binary (expected 0/1 or "
             "true/false); pass --pos-label VALUE for other codings."
         )
     return y == 1
@@ -270,13 +306,24 @@ def _positives(
 
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
-    """Write to a temporary file beside `path` and rename it into place only on success."""
+    """Write to a temporary file beside `path` and rename it into place only on success.
+
+    Raises `UsageError` when `path` cannot be written (a directory, no permission).
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        if target.is_dir():
+            raise IsADirectoryError(21, "it is a directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise UsageError(f"cannot write '{path}': {e.strerror or e}.") from e
     try:
         with os.fdopen(fd, mode) as f:
             yield f
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is an ordinary file
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
