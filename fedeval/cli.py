@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
 from fedeval import __version__
@@ -61,6 +62,24 @@ def _errors_to_exit() -> Iterator[None]:
                 err.print(
                     Text.assemble(("Warning:", "yellow"), " ", str(w.message)), highlight=False
                 )
+
+
+@contextlib.contextmanager
+def _progress_bar(label: str, enabled: bool) -> Iterator:
+    """A progress callback drawing a bar on stderr (only on a terminal), or None."""
+    if not enabled:
+        yield None
+        return
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
 def _floats(text: str, option: str) -> list[float]:
@@ -220,7 +239,7 @@ def evaluate(
     from fedeval.io import Columns, atomic_output, source_name
     from fedeval.report import render_table, to_json
 
-    with _errors_to_exit():
+    with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         ev = evaluate_file(
             file,
             columns=Columns(score_col, label_col, client_col),
@@ -235,6 +254,7 @@ def evaluate(
             buckets=buckets,
             thresholds=None if thresholds is None else _floats(thresholds, "--thresholds"),
             seed=seed,
+            progress=progress,
         )
         name = source_name(file)
         doc = to_json(ev, source=name)

@@ -11,7 +11,7 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,7 +117,7 @@ def _rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Gen
         return seed, None
     if seed is None:
         # Record fresh entropy so the run can be repeated from its report.
-        seed = int(np.random.SeedSequence().entropy % (1 << 63))
+        seed = int(np.random.SeedSequence().entropy % (1 << 32))
     return np.random.default_rng(seed), int(seed)
 
 
@@ -146,8 +146,12 @@ def evaluate_data(
     thresholds: Sequence[float] | None = None,
     path: SimulationPath | str = SimulationPath.FAST,
     seed: int | np.random.Generator | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Evaluation:
-    """Simulate the protocol on reduced data and estimate every metric (shared entry point)."""
+    """Simulate the protocol on reduced data and estimate every metric (shared entry point).
+
+    `progress(done, total)` reports clients encoded on the per-client path.
+    """
     if data.positives == 0 or data.negatives == 0:
         missing = "positive" if data.positives == 0 else "negative"
         raise InputError(
@@ -164,7 +168,7 @@ def evaluate_data(
     path = SimulationPath(path)
     rng, seed_used = _rng_and_seed(seed)
 
-    release: Release = simulate_release(data, config, rng, path)
+    release: Release = simulate_release(data, config, rng, path, progress)
     hist = release.histogram()
     est = estimate_metrics(hist, data.to_unit(thr), n_buckets)
 

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import fedeval
@@ -127,12 +128,12 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
     cfg = ev.config
     eps = "" if cfg.epsilon is None else f", ε = {cfg.epsilon:g}"
     head = (
-        f"[bold]{source or 'scores'}[/bold]: {ev.rows:,} examples, {ev.clients:,} clients · "
+        f"[bold]{escape(source or 'scores')}[/bold]: {ev.rows:,} examples, {ev.clients:,} clients · "
         f"model [bold]{cfg.model.value}[/bold]{eps} · {cfg.shape.value} release, "
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
-    console.print(head)
-    console.print(f"[dim]{ev.mechanism['name']} · {guarantee(ev)}[/dim]")
+    console.print(head, soft_wrap=True)
+    console.print(f"[dim]{ev.mechanism['name']} · {guarantee(ev)}[/dim]", soft_wrap=True)
     exact = ev.auc.exact is not None
 
     auc = Table(show_header=True, header_style="bold", box=None, pad_edge=False)

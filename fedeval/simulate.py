@@ -6,6 +6,7 @@ reports directly, the per-client path materialises every client's report, as `en
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 
 import numpy as np
@@ -35,10 +36,12 @@ def per_client_release(
     rng: np.random.Generator,
     *,
     max_cells: int = 1 << 22,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Release:
     """Materialise every client's report, in batches of clients, and sum them (reference path).
 
-    Clients are taken in batches so that one batch's reports hold at most `max_cells` entries.
+    Clients are taken in batches so that one batch's reports hold at most `max_cells` entries;
+    `progress(done, total)` is called after each batch.
     """
     ex = data.examples
     if ex is None:
@@ -67,7 +70,8 @@ def simulate_release(
     config: PrivacyConfig,
     rng: np.random.Generator,
     path: SimulationPath | str = SimulationPath.FAST,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Release:
     if SimulationPath(path) is SimulationPath.FAST:
         return fast_release(data, config, rng)
-    return per_client_release(data, config, rng)
+    return per_client_release(data, config, rng, progress=progress)
