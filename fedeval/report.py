@@ -128,7 +128,7 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
     cfg = ev.config
     eps = "" if cfg.epsilon is None else f", ε = {cfg.epsilon:g}"
     head = (
-        f"[bold]{escape(source or 'scores')}[/bold]: {ev.rows:,} examples, {ev.clients:,} clients · "
+        f"[bold]{escape(source or 'scores')}[/bold]: {ev.rows:,} rows, {ev.clients:,} clients · "
         f"model [bold]{cfg.model.value}[/bold]{eps} · {cfg.shape.value} release, "
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
