@@ -1,6 +1,6 @@
-"""The scored data a simulation holds, reduced as it streams in: fine leaf counts per class
-(enough for any height up to `MAX_HEIGHT`), and, when asked for, the raw scores (for the exact
-metrics) and per-example records (for the per-client reference path)."""
+"""The scored data a simulation holds, reduced as it streams in: leaf counts per class at a
+fixed resolution (any coarser height is a sum of them), and, when asked for, the raw scores (for
+the exact metrics) and per-example records (for the per-client reference path)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fedeval.config import MAX_HEIGHT
+from fedeval.errors import UsageError
 from fedeval.estimate.exact import SortedScores
-from fedeval.hierarchy import cell_index, coarsen
+from fedeval.hierarchy import coarsen
 from fedeval.io import DEFAULT_COLUMNS, Batch, Columns, read_batches, validate_batch
 
 
@@ -32,11 +31,12 @@ class Examples:
 class ScoredData:
     """Sufficient statistics of a scored, labelled table.
 
-    `fine_counts` has shape (2, 2^MAX_HEIGHT): [negatives, positives] per finest cell of the
-    scores mapped to [0, 1] by `score_range`.
+    `fine_counts` has shape (2, 2^resolution): [negatives, positives] per cell of the scores
+    mapped to [0, 1] by `score_range`.
     """
 
     fine_counts: np.ndarray
+    resolution: int
     rows: int
     n_clients: int
     score_range: tuple[float, float]
@@ -53,6 +53,11 @@ class ScoredData:
 
     def leaf_counts(self, height: int) -> np.ndarray:
         """Exact per-class counts of the 2^height leaves, shape (2, 2^height)."""
+        if height > self.resolution:
+            raise UsageError(
+                f"the data were reduced to height {self.resolution}; height {height} needs them "
+                f"read again at that resolution."
+            )
         return coarsen(self.fine_counts, height)
 
     def to_unit(self, x: np.ndarray | float) -> np.ndarray:
@@ -62,11 +67,12 @@ class ScoredData:
 
 
 class _Accumulator:
-    def __init__(self, score_range, keep_scores: bool, keep_examples: bool):
+    def __init__(self, resolution: int, score_range, keep_scores: bool, keep_examples: bool):
+        self.resolution = resolution
         self.score_range = score_range
         self.keep_scores = keep_scores
         self.keep_examples = keep_examples
-        self.counts = np.zeros(2 << MAX_HEIGHT, np.int64)
+        self.counts = np.zeros(2 << resolution, np.int64)
         self.rows = 0
         self.neg: list[np.ndarray] = []
         self.pos: list[np.ndarray] = []
@@ -76,10 +82,18 @@ class _Accumulator:
 
     def add(self, b: Batch) -> None:
         lo, hi = self.score_range
-        unit = b.scores if (lo, hi) == (0.0, 1.0) else (b.scores - lo) / (hi - lo)
-        idx = cell_index(unit, MAX_HEIGHT)
-        idx += b.positive.astype(np.int64) << MAX_HEIGHT
-        self.counts += np.bincount(idx, minlength=2 << MAX_HEIGHT)
+        n_leaves = 1 << self.resolution
+        unit = b.scores
+        if (lo, hi) != (0.0, 1.0):
+            unit = (b.scores.astype(np.float64) - lo) / (hi - lo)
+        # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in any
+        # float width; the clamp is needed only when a score sits on the top of the range; the
+        # class goes into the index by an in-place masked add.
+        idx = (unit * n_leaves).astype(np.int64)
+        if b.score_max >= hi:
+            np.minimum(idx, n_leaves - 1, out=idx)
+        np.add(idx, n_leaves, out=idx, where=b.positive)
+        self.counts += np.bincount(idx, minlength=2 * n_leaves)
         self.rows += len(idx)
         if self.keep_scores:
             self.neg.append(b.scores[~b.positive])
@@ -100,6 +114,8 @@ class _Accumulator:
         if self.clients:
             ids = pa.chunked_array(self.clients)
             if self.keep_examples:
+                import pandas as pd  # only the per-client path needs dense client codes
+
                 codes, uniques = pd.factorize(ids.to_pandas())
                 n_clients = len(uniques)
             else:
@@ -111,7 +127,8 @@ class _Accumulator:
             client = np.arange(self.rows) if codes is None else codes.astype(np.int64)
             examples = Examples(np.concatenate(self.unit), np.concatenate(self.labels), client)
         return ScoredData(
-            self.counts.reshape(2, 1 << MAX_HEIGHT),
+            self.counts.reshape(2, 1 << self.resolution),
+            self.resolution,
             self.rows,
             n_clients,
             self.score_range,
@@ -120,8 +137,14 @@ class _Accumulator:
         )
 
 
-def _accumulate(batches: Iterable[Batch], score_range, keep_scores, keep_examples) -> ScoredData:
-    acc = _Accumulator(tuple(map(float, score_range)), keep_scores, keep_examples)
+DEFAULT_RESOLUTION = 16
+"""Enough for every height `--height auto` picks."""
+
+
+def _accumulate(
+    batches: Iterable[Batch], resolution: int, score_range, keep_scores, keep_examples
+) -> ScoredData:
+    acc = _Accumulator(resolution, tuple(map(float, score_range)), keep_scores, keep_examples)
     for b in batches:
         acc.add(b)
     return acc.finish()
@@ -135,11 +158,12 @@ def read_scored(
     pos_label: object = None,
     keep_scores: bool = True,
     keep_examples: bool = False,
+    resolution: int = DEFAULT_RESOLUTION,
 ) -> ScoredData:
-    """Stream a Parquet/CSV file (or '-') into `ScoredData`, in bounded memory unless scores or
-    examples are kept."""
+    """Stream a Parquet/CSV file (or '-') into `ScoredData` with 2^resolution cells per class,
+    in bounded memory unless scores or examples are kept."""
     batches = read_batches(source, columns, score_range=score_range, pos_label=pos_label)
-    return _accumulate(batches, score_range, keep_scores, keep_examples)
+    return _accumulate(batches, resolution, score_range, keep_scores, keep_examples)
 
 
 def scored_from_arrays(
@@ -151,6 +175,7 @@ def scored_from_arrays(
     score_range: tuple[float, float] = (0.0, 1.0),
     keep_scores: bool = True,
     keep_examples: bool = False,
+    resolution: int = DEFAULT_RESOLUTION,
 ) -> ScoredData:
     """Validate in-memory arrays exactly as a file would be, and reduce them."""
     from fedeval.errors import InputError
@@ -180,4 +205,4 @@ def scored_from_arrays(
         score_range=score_range,
         pos_label=pos_label,
     )
-    return _accumulate([batch], score_range, keep_scores, keep_examples)
+    return _accumulate([batch], resolution, score_range, keep_scores, keep_examples)

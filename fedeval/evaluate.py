@@ -28,7 +28,7 @@ from fedeval.estimate.metrics import (
 )
 from fedeval.hierarchy import bucket_counts, equidepth_edges
 from fedeval.io import DEFAULT_COLUMNS, Columns
-from fedeval.params import resolve_config
+from fedeval.params import data_resolution, resolve_config
 from fedeval.privacy import mechanism_for
 from fedeval.release import Release, ScoreHistogram
 from fedeval.simulate import SimulationPath, simulate_release
@@ -246,6 +246,7 @@ def evaluate(
         score_range=score_range,
         keep_scores=exact,
         keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
+        resolution=data_resolution(model, height),
     )
     return evaluate_data(
         data,
@@ -268,6 +269,8 @@ def evaluate_file(
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
     path: SimulationPath | str = SimulationPath.FAST,
+    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    height: int | str = "auto",
     **options,
 ) -> Evaluation:
     """`evaluate` on a Parquet/CSV file (or '-' for CSV on stdin), streamed in record batches."""
@@ -278,5 +281,6 @@ def evaluate_file(
         pos_label=pos_label,
         keep_scores=exact,
         keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
+        resolution=data_resolution(model, height),
     )
-    return evaluate_data(data, path=path, **options)
+    return evaluate_data(data, path=path, model=model, height=height, **options)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -41,10 +40,12 @@ DEFAULT_COLUMNS = Columns()
 
 @dataclass(frozen=True, eq=False)
 class Batch:
-    """One validated record batch: float64 scores, boolean positives, optional client ids."""
+    """One validated record batch: float scores (the source's width), boolean positives, the
+    largest score, optional client ids."""
 
     scores: np.ndarray
     positive: np.ndarray
+    score_max: float
     clients: pa.Array | None
 
 
@@ -197,7 +198,7 @@ def validate_batch(
     score = _chunk(rb.column(score_col))
     if text_scores and (pa.types.is_string(score.type) or pa.types.is_large_string(score.type)):
         score = _parse_numbers(score, f"'{name}', column '{score_col}'", offset)
-    scores = _scores(score, name, score_col, offset, lo, hi)
+    scores, score_max = _scores(score, name, score_col, offset, lo, hi)
     positive = _positives(
         _chunk(rb.column(label_col)),
         name,
@@ -210,7 +211,7 @@ def validate_batch(
     if clients is not None and clients.null_count:
         row = offset + _first_true(clients.is_null()) + 1
         raise InputError(f"'{name}', column '{client_col}', row {row}: client id is missing.")
-    return Batch(scores, positive, clients)
+    return Batch(scores, positive, score_max, clients)
 
 
 def _chunk(col) -> pa.Array:
@@ -221,7 +222,10 @@ def _first_true(mask) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
-def _scores(arr: pa.Array, name: str, col: str, offset: int, lo: float, hi: float) -> np.ndarray:
+def _scores(
+    arr: pa.Array, name: str, col: str, offset: int, lo: float, hi: float
+) -> tuple[np.ndarray, float]:
+    """Validated scores as floats (float32 stays float32: exact, half the work) and their max."""
     where = f"'{name}', column '{col}'"
     if arr.null_count:
         raise InputError(
@@ -229,9 +233,12 @@ def _scores(arr: pa.Array, name: str, col: str, offset: int, lo: float, hi: floa
         )
     if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
         raise InputError(f"{where}: scores must be numbers, found type {arr.type}.")
-    s = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    s = arr.to_numpy(zero_copy_only=False)
+    if s.dtype.kind != "f" or s.dtype.itemsize < 4:
+        s = s.astype(np.float64)
     # One min and one max pass; NaN makes both comparisons fail, so it lands in the slow path.
-    if s.size and not (s.min() >= lo and s.max() <= hi):
+    s_min, s_max = s.min(), s.max()
+    if not (s_min >= lo and s_max <= hi):
         bad = np.isnan(s)
         if bad.any():
             raise InputError(f"{where}, row {offset + _first_true(bad) + 1}: score is NaN.")
@@ -240,7 +247,7 @@ def _scores(arr: pa.Array, name: str, col: str, offset: int, lo: float, hi: floa
             f"{where}, row {offset + i + 1}: score {float(s[i])!r} is outside the score range "
             f"[{lo:g}, {hi:g}]; pass --score-range lo,hi if scores are not probabilities."
         )
-    return s
+    return s, float(s_max)
 
 
 def _parse_numbers(arr: pa.Array, where: str, offset: int) -> pa.Array:
@@ -249,6 +256,8 @@ def _parse_numbers(arr: pa.Array, where: str, offset: int) -> pa.Array:
     try:
         return pc.cast(pc.utf8_trim_whitespace(arr), pa.float64())
     except pa.ArrowInvalid:
+        import pandas as pd  # only to find the row of a bad CSV value
+
         parsed = pd.to_numeric(pd.Series(arr.to_pylist()), errors="coerce")
         i = int(np.flatnonzero(parsed.isna().to_numpy())[0])
         raise InputError(

@@ -17,11 +17,25 @@ from __future__ import annotations
 
 import math
 
-from fedeval.config import DEFAULT_EPSILON, PrivacyConfig, PrivacyModel, Shape, check_epsilon
+from fedeval.config import (
+    DEFAULT_EPSILON,
+    MAX_HEIGHT,
+    PrivacyConfig,
+    PrivacyModel,
+    Shape,
+    check_epsilon,
+)
 from fedeval.errors import UsageError
 
 FEDERATED_HEIGHT = 16
 """Federated error is about 2^-h and the release costs O(2^h): 65,536 leaves is cheap."""
+
+AUTO_MAX_HEIGHT = {
+    PrivacyModel.FEDERATED: FEDERATED_HEIGHT,
+    PrivacyModel.DISTDP: 14,
+    PrivacyModel.LOCALDP: 10,
+}
+"""The largest height `auto` picks for each model."""
 
 
 def oue_sigma2(epsilon: float) -> float:
@@ -36,9 +50,23 @@ def auto_height(model: PrivacyModel, n: int, epsilon: float | None) -> int:
     n = max(n, 2)
     if model is PrivacyModel.DISTDP:
         leaves = 2.0 * (epsilon * n / 2) ** 0.4
-        return int(min(max(round(math.log2(leaves)), 4), 14))
+        return int(min(max(round(math.log2(leaves)), 4), AUTO_MAX_HEIGHT[model]))
     leaves = 2.0 * (n / oue_sigma2(epsilon)) ** 0.2
-    return int(min(max(round(math.log2(leaves)), 2), 10))
+    return int(min(max(round(math.log2(leaves)), 2), AUTO_MAX_HEIGHT[model]))
+
+
+def data_resolution(model: PrivacyModel | str, height: int | str) -> int:
+    """The leaf height to reduce data to while reading: the height asked for, or the largest one
+    `auto` may pick. Small resolutions keep the streaming counts in cache."""
+    if height == "auto":
+        try:
+            return AUTO_MAX_HEIGHT[PrivacyModel(model)]
+        except ValueError:
+            return FEDERATED_HEIGHT  # resolve_config reports the unknown model
+    try:
+        return min(max(int(height), 1), MAX_HEIGHT)
+    except (TypeError, ValueError):
+        return FEDERATED_HEIGHT  # resolve_config reports the bad height
 
 
 def resolve_config(

@@ -63,7 +63,6 @@ def to_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, Any]:
     """The JSON report as a dict (see the module docstring for the compatibility contract)."""
     cfg = ev.config
     hist = ev.histogram
-    simulation = ev.auc.exact is not None
     privacy: dict[str, Any] = {
         "model": cfg.model.value,
         "epsilon": cfg.epsilon,
@@ -86,7 +85,7 @@ def to_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "fedeval_version": fedeval.__version__,
-        "simulation": simulation,
+        "simulation": True,  # evaluate always simulates the protocol on the raw table
         "privacy": privacy,
         "data": {
             "source": source,
@@ -127,8 +126,9 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
     """Human-readable report: the privacy setting, AUC, and P/R/A per threshold."""
     cfg = ev.config
     eps = "" if cfg.epsilon is None else f", ε = {cfg.epsilon:g}"
+    name = escape(source or "scores")
     head = (
-        f"[bold]{escape(source or 'scores')}[/bold]: {ev.rows:,} rows, {ev.clients:,} clients · "
+        f"[bold]{name}[/bold]: {ev.rows:,} examples, {ev.clients:,} clients · "
         f"model [bold]{cfg.model.value}[/bold]{eps} · {cfg.shape.value} release, "
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
