@@ -1,7 +1,9 @@
 """Reports: the versioned JSON document and the rich table.
 
 Schema ``fedeval.report/1``. Compatibility contract: within schema version 1, fields are never
-removed, renamed or given a new meaning; new fields may appear.
+removed, renamed or given a new meaning; new fields may appear. ``simulation`` says whether the
+release was simulated from a raw table (``exact`` values exist only then, and only when asked
+for); it is false for estimates from a real deployment's aggregate.
 """
 
 from __future__ import annotations
