@@ -54,7 +54,8 @@ def consistent_leaves(
     top-down, the parent's final value is split between its children in proportion to their
     variances (equal for siblings). The result is the generalised-least-squares estimate, so every
     range query answered from these leaves is unbiased and has the least variance among linear
-    unbiased estimators. Nodes measured without noise (variance 0) are kept exactly.
+    unbiased estimators. Nodes measured without noise (variance 0) are kept exactly; a level
+    with infinite variance (nothing measured) is ignored.
     """
     levels = list(levels)
     if len(levels) == 1:
@@ -70,6 +71,10 @@ def consistent_leaves(
         v_own, v_children = vz[i], 2.0 * vz[i + 1]
         if v_own == 0.0:
             continue  # an exact measurement stays as it is
+        if not np.isfinite(v_own):  # nothing measured at this level (e.g. no OUE reporters)
+            z[i] = child_sum
+            vz[i] = v_children
+            continue
         if v_children == 0.0:
             z[i] = child_sum
             vz[i] = 0.0

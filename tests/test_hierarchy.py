@@ -100,3 +100,11 @@ def test_equidepth_buckets_hold_equal_mass():
     np.testing.assert_allclose(counts, 10_000, rtol=1e-9)
     # ... and the edges are the true deciles up to a leaf width.
     np.testing.assert_allclose(edges[1:-1], np.quantile(scores, np.arange(1, 10) / 10), atol=2**-12)
+
+
+def test_unmeasured_level_is_ignored():
+    # A level nobody reported on (infinite variance) must not poison the others with NaN.
+    rng = np.random.default_rng(4)
+    parts = [rng.normal(size=1 << k) for k in range(1, 4)]
+    got = consistent_leaves(parts, [np.inf, 1.0, 1.0], [1, 2, 3])
+    np.testing.assert_allclose(got, consistent_leaves(parts[1:], [1.0, 1.0], [2, 3]))
