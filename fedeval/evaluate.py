@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.config import PrivacyModel, Shape
+from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
-from fedeval.errors import InputError, UsageError
+from fedeval.errors import UsageError
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
 from fedeval.estimate.metrics import (
     auc_from_buckets,
@@ -28,27 +29,13 @@ from fedeval.estimate.metrics import (
 )
 from fedeval.hierarchy import bucket_counts, equidepth_edges
 from fedeval.io import DEFAULT_COLUMNS, Columns
-from fedeval.params import data_resolution, resolve_config
-from fedeval.privacy import mechanism_for
-from fedeval.release import Release, ScoreHistogram
-from fedeval.simulate import SimulationPath, simulate_release
+from fedeval.params import data_resolution
+from fedeval.release import ScoreHistogram
+from fedeval.results import Estimate
+from fedeval.simulate import Simulated, SimulationPath, simulate
 
 DEFAULT_THRESHOLDS = tuple(i / 11 for i in range(1, 11))
 """1/11 … 10/11, the papers' experiment thresholds (Cormode & Markov, PVLDB 2023, section 7)."""
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A private estimate, with the exact value and the absolute error when the truth is known."""
-
-    estimate: float
-    exact: float | None = None
-
-    @property
-    def abs_error(self) -> float | None:
-        if self.exact is None or np.isnan(self.estimate) or np.isnan(self.exact):
-            return None
-        return abs(self.estimate - self.exact)
 
 
 @dataclass(frozen=True)
@@ -63,22 +50,22 @@ class ThresholdMetrics:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """The result of one evaluation: configuration, data summary and metrics."""
+    """The result of one evaluation: the simulated release, its metrics and curve areas."""
 
-    config: PrivacyConfig
-    mechanism: dict
-    rows: int
-    clients: int
+    run: Simulated = field(repr=False)
     auc: Estimate
     thresholds: tuple[ThresholdMetrics, ...]
     buckets: int | None
-    seed: int | None
-    path: SimulationPath
-    histogram: ScoreHistogram = field(repr=False)
+    curves: CurveResult = field(repr=False)
 
-    @property
-    def delta(self) -> float | None:
-        return None if self.config.model is PrivacyModel.FEDERATED else 0.0
+    config = property(lambda self: self.run.config)
+    mechanism = property(lambda self: self.run.mechanism)
+    histogram = property(lambda self: self.run.histogram)
+    rows = property(lambda self: self.run.rows)
+    clients = property(lambda self: self.run.clients)
+    seed = property(lambda self: self.run.seed)
+    path = property(lambda self: self.run.path)
+    delta = property(lambda self: self.run.delta)
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,15 +99,6 @@ def estimate_metrics(
     return MetricEstimates(auc, clip_unit(p), clip_unit(r), clip_unit(a))
 
 
-def _rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Generator, int | None]:
-    if isinstance(seed, np.random.Generator):
-        return seed, None
-    if seed is None:
-        # Record fresh entropy so the run can be repeated from its report.
-        seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    return np.random.default_rng(seed), int(seed)
-
-
 def _parse_buckets(buckets: int | str | None) -> int | None:
     if buckets in (None, "auto", "leaves"):
         return None
@@ -147,17 +125,12 @@ def evaluate_data(
     path: SimulationPath | str = SimulationPath.FAST,
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
+    quantiles: int = DEFAULT_QUANTILES,
 ) -> Evaluation:
     """Simulate the protocol on reduced data and estimate every metric (shared entry point).
 
     `progress(done, total)` reports clients encoded on the per-client path.
     """
-    if data.positives == 0 or data.negatives == 0:
-        missing = "positive" if data.positives == 0 else "negative"
-        raise InputError(
-            f"the labels hold no {missing} example: AUC, precision and recall are undefined."
-        )
-    config = resolve_config(model, n=data.rows, epsilon=epsilon, height=height, shape=shape)
     n_buckets = _parse_buckets(buckets)
     lo, hi = data.score_range
     thr = np.asarray(DEFAULT_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
@@ -165,12 +138,17 @@ def evaluate_data(
         thr = lo + (hi - lo) * thr
     if thr.ndim != 1 or not np.all((thr >= lo) & (thr <= hi)):
         raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
-    path = SimulationPath(path)
-    rng, seed_used = _rng_and_seed(seed)
-
-    release: Release = simulate_release(data, config, rng, path, progress)
-    hist = release.histogram()
-    est = estimate_metrics(hist, data.to_unit(thr), n_buckets)
+    run = simulate(
+        data,
+        model=model,
+        epsilon=epsilon,
+        height=height,
+        shape=shape,
+        path=path,
+        seed=seed,
+        progress=progress,
+    )
+    est = estimate_metrics(run.histogram, data.to_unit(thr), n_buckets)
 
     exact_auc_value: float | None = None
     exact_p = exact_r = exact_a = [None] * len(thr)
@@ -191,16 +169,11 @@ def evaluate_data(
         for i, t in enumerate(thr)
     )
     return Evaluation(
-        config=config,
-        mechanism=mechanism_for(config.model).describe(config, data.n_clients),
-        rows=data.rows,
-        clients=data.n_clients,
+        run=run,
         auc=Estimate(est.auc, exact_auc_value),
         thresholds=rows,
         buckets=n_buckets,
-        seed=seed_used,
-        path=path,
-        histogram=hist,
+        curves=curve_result(run, quantiles),
     )
 
 
@@ -220,6 +193,7 @@ def evaluate(
     path: SimulationPath | str = SimulationPath.FAST,
     seed: int | np.random.Generator | None = None,
     exact: bool = True,
+    quantiles: int = 100,
 ) -> Evaluation:
     """Evaluate a scored classifier under a privacy model, as the federated protocol would.
 
@@ -237,6 +211,7 @@ def evaluate(
     path : 'fast' draws the aggregate directly; 'per-client' materialises every report.
     seed : an int or a Generator; the int used is stored in the result.
     exact : also compute the exact metrics (keeps the raw scores in memory).
+    quantiles : Q per class for the ROC and PR curve areas.
     """
     data = scored_from_arrays(
         y_true,
@@ -258,6 +233,7 @@ def evaluate(
         thresholds=thresholds,
         path=path,
         seed=seed,
+        quantiles=quantiles,
     )
 
 

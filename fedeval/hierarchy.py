@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from scipy.optimize import isotonic_regression
 
 
 def cell_index(scores: np.ndarray, height: int) -> np.ndarray:
@@ -116,15 +117,26 @@ def mass_at_or_above(leaves: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     return leaves.sum(axis=-1, keepdims=np.ndim(t) > 0) - cumulative(leaves, t)
 
 
+def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
+    """Prefix sums cs[j] = mass of the first j leaves, made non-decreasing by least squares.
+
+    The raw prefix sums of consistent leaves are unbiased; isotonic regression keeps them as
+    close as possible while making them a valid CDF. Clamping each noisy leaf at 0 instead would
+    add the positive part of the noise of every empty leaf: under strong noise that spurious
+    mass drags every quantile (and every curve) away from the data.
+    """
+    cs = np.concatenate([[0.0], np.cumsum(np.asarray(leaves, dtype=np.float64))])
+    return np.clip(isotonic_regression(cs).x, 0.0, None)
+
+
 def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Scores x with mass([0, x)) = q · total, interpolating linearly inside the leaf that holds it.
 
-    Noisy leaves are clamped at 0 for this search only, so the prefix counts are monotone; the
-    interpolation inside the leaf avoids the bias of returning the leaf's left edge.
+    Works on the monotone prefix sums (`monotone_cumulative`); interpolating inside the leaf
+    avoids the bias of returning the leaf's left edge.
     """
-    leaves = np.clip(np.asarray(leaves, dtype=np.float64), 0.0, None)
-    n = leaves.shape[-1]
-    cs = np.concatenate([[0.0], np.cumsum(leaves)])
+    cs = monotone_cumulative(leaves)
+    n = len(cs) - 1
     total = cs[-1]
     if total <= 0:
         return np.linspace(0.0, 1.0, len(np.atleast_1d(q)))

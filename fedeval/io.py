@@ -63,9 +63,14 @@ def _is_parquet(path: Path) -> bool:
 
 
 def _record_batches(
-    source: str | os.PathLike, wanted: list[str], text: list[str], name: str, batch_rows: int
+    source: str | os.PathLike,
+    wanted: list[str] | None,
+    text: list[str],
+    name: str,
+    batch_rows: int,
 ) -> tuple[list[str], Iterator[pa.RecordBatch], bool]:
-    """(column names, iterator over batches holding only `wanted` ∩ columns, whether it is CSV).
+    """(column names, iterator over batches holding `wanted` ∩ columns, or all columns if
+    `wanted` is None, whether it is CSV).
 
     CSV columns named in `text` are read as text and converted later, row by row if need be,
     so a bad value is reported with its row and ids stay consistent across blocks.
@@ -88,12 +93,12 @@ def _record_batches(
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"cannot read '{name}' as Parquet: {e}") from e
     names = pf.schema_arrow.names
-    cols = [c for c in wanted if c in names]
+    cols = names if wanted is None else [c for c in wanted if c in names]
     return names, _guard(pf.iter_batches(batch_size=batch_rows, columns=cols), name), False
 
 
 def _csv_batches(
-    src, wanted: list[str], text: list[str], name: str
+    src, wanted: list[str] | None, text: list[str], name: str
 ) -> tuple[list[str], Iterator[pa.RecordBatch]]:
     try:
         reader = pacsv.open_csv(
@@ -110,7 +115,7 @@ def _csv_batches(
     except OSError as e:
         raise InputError(f"cannot read '{name}': {e}") from e
     names = reader.schema.names
-    cols = [c for c in wanted if c in names]
+    cols = names if wanted is None else [c for c in wanted if c in names]
     return names, _guard((rb.select(cols) for rb in reader), name)
 
 
@@ -174,6 +179,44 @@ def read_batches(
         offset += rb.num_rows
     if offset == 0:
         raise InputError(f"'{name}' has no rows: nothing to evaluate.")
+
+
+def read_with_scores(
+    source: str | os.PathLike,
+    score_col: str,
+    *,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    batch_rows: int = BATCH_ROWS,
+) -> tuple[bool, Iterator[tuple[pa.RecordBatch, np.ndarray]]]:
+    """Every column of a table, batch by batch, with its validated scores (labels not needed).
+
+    Returns whether the source is CSV (its columns arrive as text where typed), and the batches.
+    """
+    name = source_name(source)
+    names, batches, is_csv = _record_batches(source, None, [score_col], name, batch_rows)
+    if score_col not in names:
+        raise InputError(
+            f"'{name}' has no column '{score_col}' (it has: {', '.join(names) or 'none'}); "
+            "name the right one with --score-col."
+        )
+
+    def gen() -> Iterator[tuple[pa.RecordBatch, np.ndarray]]:
+        offset = 0
+        lo, hi = score_range
+        where = f"'{name}', column '{score_col}'"
+        for rb in batches:
+            if rb.num_rows == 0:
+                continue
+            col = _chunk(rb.column(score_col))
+            if is_csv and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+                col = _parse_numbers(col, where, offset)
+            scores, _ = _scores(col, name, score_col, offset, lo, hi)
+            yield rb, scores
+            offset += rb.num_rows
+        if offset == 0:
+            raise InputError(f"'{name}' has no rows: nothing to calibrate.")
+
+    return is_csv, gen()
 
 
 def validate_batch(

@@ -17,10 +17,15 @@ from rich.markup import escape
 from rich.table import Table
 
 import fedeval
+from fedeval.calibration import CalibrationResult
 from fedeval.config import PrivacyModel
-from fedeval.evaluate import Estimate, Evaluation
+from fedeval.curves import CurveResult
+from fedeval.evaluate import Evaluation
+from fedeval.results import Estimate
+from fedeval.simulate import Simulated
 
 SCHEMA = "fedeval.report/1"
+CURVES_SCHEMA = "fedeval.curves/1"
 
 NEIGHBOURING = {
     PrivacyModel.FEDERATED: None,
@@ -29,10 +34,10 @@ NEIGHBOURING = {
 }
 
 
-def guarantee(ev: Evaluation) -> str:
+def guarantee(run: Simulated) -> str:
     """The privacy claim in words: exactly what the added noise supports."""
-    eps = ev.config.epsilon
-    match ev.config.model:
+    eps = run.config.epsilon
+    match run.config.model:
         case PrivacyModel.FEDERATED:
             return (
                 "no differential privacy: secure aggregation hides individual reports but the "
@@ -48,7 +53,7 @@ def guarantee(ev: Evaluation) -> str:
                 f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
                 f"{eps:g}-DP as post-processing"
             )
-    raise AssertionError(ev.config.model)
+    raise AssertionError(run.config.model)
 
 
 def _num(x: float | None) -> float | None:
@@ -61,55 +66,129 @@ def _estimate(e: Estimate) -> dict[str, float | None]:
     return {"estimate": _num(e.estimate), "exact": _num(e.exact), "abs_error": _num(e.abs_error)}
 
 
-def to_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, Any]:
-    """The JSON report as a dict (see the module docstring for the compatibility contract)."""
-    cfg = ev.config
-    hist = ev.histogram
+def privacy_section(run: Simulated) -> dict[str, Any]:
+    """Model, ε, δ, unit, neighbouring relation, mechanism and release shape: the full claim."""
+    cfg = run.config
     privacy: dict[str, Any] = {
         "model": cfg.model.value,
         "epsilon": cfg.epsilon,
-        "delta": ev.delta,
+        "delta": run.delta,
         "unit": "example",
         "neighbouring": NEIGHBOURING[cfg.model],
-        "mechanism": ev.mechanism,
+        "mechanism": run.mechanism,
         "height": cfg.height,
         "shape": cfg.shape.value,
         "levels": list(cfg.levels),
-        "buckets": ev.buckets if ev.buckets is not None else cfg.n_leaves,
-        "bucketing": "equi-depth" if ev.buckets is not None else "leaves",
-        "guarantee": guarantee(ev),
+        "guarantee": guarantee(run),
     }
-    if ev.clients != ev.rows:
+    if run.clients != run.rows:
         privacy["note"] = (
-            f"{ev.rows} examples are held by {ev.clients} clients; the guarantee covers one "
+            f"{run.rows} examples are held by {run.clients} clients; the guarantee covers one "
             "example, so a client holding k examples is protected at k·ε (group privacy)"
         )
+    return privacy
+
+
+def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
+    """The sections every fedeval document shares."""
+    hist = run.histogram
     return {
-        "schema": SCHEMA,
+        "schema": schema,
         "fedeval_version": fedeval.__version__,
-        "simulation": True,  # evaluate always simulates the protocol on the raw table
-        "privacy": privacy,
+        "simulation": True,  # the release was simulated from the raw table
+        "privacy": privacy_section(run),
         "data": {
             "source": source,
-            "rows": ev.rows,
-            "clients": ev.clients,
+            "rows": run.rows,
+            "clients": run.clients,
             "positives_estimate": hist.positives,
             "negatives_estimate": hist.negatives,
         },
-        "run": {"seed": ev.seed, "path": ev.path.value},
-        "metrics": {
-            "auc": _estimate(ev.auc),
-            "thresholds": [
-                {
-                    "threshold": t.threshold,
-                    "precision": _estimate(t.precision),
-                    "recall": _estimate(t.recall),
-                    "accuracy": _estimate(t.accuracy),
-                }
-                for t in ev.thresholds
-            ],
+        "run": {"seed": run.seed, "path": run.path.value},
+    }
+
+
+def _curve_areas(c: CurveResult) -> dict[str, Any]:
+    return {
+        "quantiles": c.quantiles,
+        "roc_auc": _estimate(c.roc_auc),
+        "average_precision": _estimate(c.average_precision),
+        "roc_area_error": _num(c.roc_area_error),
+        "pr_area_error": _num(c.pr_area_error),
+    }
+
+
+def to_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, Any]:
+    """The JSON report as a dict (see the module docstring for the compatibility contract)."""
+    doc = document(SCHEMA, ev.run, source)
+    doc["privacy"]["buckets"] = ev.buckets if ev.buckets is not None else ev.config.n_leaves
+    doc["privacy"]["bucketing"] = "equi-depth" if ev.buckets is not None else "leaves"
+    doc["metrics"] = {
+        "auc": _estimate(ev.auc),
+        "thresholds": [
+            {
+                "threshold": t.threshold,
+                "precision": _estimate(t.precision),
+                "recall": _estimate(t.recall),
+                "accuracy": _estimate(t.accuracy),
+            }
+            for t in ev.thresholds
+        ],
+        "curves": _curve_areas(ev.curves),
+    }
+    return doc
+
+
+def curves_dict(c: CurveResult, *, source: str | None = None) -> dict[str, Any]:
+    """`fedeval.curves/1`: areas and the curves at the estimated quantiles (threshold null at
+    the two ends, where every example is negative / positive)."""
+    doc = document(CURVES_SCHEMA, c.run, source)
+    pts = c.points
+    doc["curves"] = _curve_areas(c) | {
+        "points": {
+            "threshold": [_num(t) if math.isfinite(t) else None for t in pts.thresholds],
+            "fpr": pts.fpr.tolist(),
+            "tpr": pts.tpr.tolist(),
+            "precision": pts.precision.tolist(),
+        }
+    }
+    return doc
+
+
+def curves_csv(c: CurveResult) -> str:
+    """One row per point: threshold (empty at the two ends), fpr, tpr (= recall), precision."""
+    pts = c.points
+    lines = ["threshold,fpr,tpr,precision"]
+    for t, f, r, p in zip(pts.thresholds, pts.fpr, pts.tpr, pts.precision, strict=True):
+        lines.append(f"{'' if not math.isfinite(t) else repr(float(t))},{f!r},{r!r},{p!r}")
+    return "\n".join(lines) + "\n"
+
+
+def map_dict(
+    cal: CalibrationResult, *, source: str | None = None, score_col: str = "score"
+) -> dict[str, Any]:
+    """`fedeval.calibration-map/1`: the map in the scores' own units, with its provenance."""
+    from fedeval.mapfile import SCHEMA as MAP_SCHEMA
+
+    lo, hi = cal.run.data.score_range
+    doc = document(MAP_SCHEMA, cal.run, source)
+    m = cal.map
+    doc |= {
+        "kind": "binary",
+        "method": cal.method.value,
+        "interpolation": "step",
+        "score_column": score_col,
+        "score_range": [lo, hi],
+        "edges": (lo + (hi - lo) * m.edges).tolist(),
+        "values": m.values.tolist(),
+        "mass": m.mass.tolist(),
+        "ece": {
+            "bins": cal.n_bins,
+            "raw": None if cal.ece_raw is None else _estimate(cal.ece_raw),
+            "calibrated": _estimate(cal.ece_calibrated) | {"in_sample": True},
         },
     }
+    return doc
 
 
 def to_json(ev: Evaluation, *, source: str | None = None) -> str:
@@ -135,7 +214,7 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
     console.print(head, soft_wrap=True)
-    console.print(f"[dim]{ev.mechanism['name']} · {guarantee(ev)}[/dim]", soft_wrap=True)
+    console.print(f"[dim]{ev.mechanism['name']} · {guarantee(ev.run)}[/dim]", soft_wrap=True)
     exact = ev.auc.exact is not None
 
     auc = Table(show_header=True, header_style="bold", box=None, pad_edge=False)

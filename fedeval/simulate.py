@@ -7,16 +7,18 @@ reports directly, the per-client path materialises every client's report, as `en
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.data import ScoredData
-from fedeval.errors import UsageError
+from fedeval.errors import InputError, UsageError
 from fedeval.hierarchy import cell_index
+from fedeval.params import resolve_config
 from fedeval.privacy import mechanism_for
-from fedeval.release import Release, level_offsets
+from fedeval.release import Release, ScoreHistogram, level_offsets
 
 
 class SimulationPath(StrEnum):
@@ -75,3 +77,64 @@ def simulate_release(
     if SimulationPath(path) is SimulationPath.FAST:
         return fast_release(data, config, rng)
     return per_client_release(data, config, rng, progress=progress)
+
+
+def rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Generator, int | None]:
+    """One generator for the whole run; a fresh seed is drawn and returned so it can be reported."""
+    if isinstance(seed, np.random.Generator):
+        return seed, None
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 32))
+    return np.random.default_rng(seed), int(seed)
+
+
+@dataclass(frozen=True, eq=False)
+class Simulated:
+    """One private release simulated on a scored table, and decoded: everything estimators need.
+
+    `data` is kept for the exact values a simulation reports beside each estimate.
+    """
+
+    config: PrivacyConfig
+    mechanism: dict
+    histogram: ScoreHistogram
+    data: ScoredData
+    seed: int | None
+    path: SimulationPath
+
+    @property
+    def rows(self) -> int:
+        return self.data.rows
+
+    @property
+    def clients(self) -> int:
+        return self.data.n_clients
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.config.model is PrivacyModel.FEDERATED else 0.0
+
+
+def simulate(
+    data: ScoredData,
+    *,
+    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    epsilon: float | None = None,
+    height: int | str = "auto",
+    shape: Shape | str = "auto",
+    path: SimulationPath | str = SimulationPath.FAST,
+    seed: int | np.random.Generator | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Simulated:
+    """Resolve the configuration, run the protocol once and decode the release."""
+    if data.positives == 0 or data.negatives == 0:
+        missing = "positive" if data.positives == 0 else "negative"
+        raise InputError(
+            f"the labels hold no {missing} example: AUC, precision and recall are undefined."
+        )
+    config = resolve_config(model, n=data.rows, epsilon=epsilon, height=height, shape=shape)
+    path = SimulationPath(path)
+    rng, seed_used = rng_and_seed(seed)
+    hist = simulate_release(data, config, rng, path, progress).histogram()
+    mechanism = mechanism_for(config.model).describe(config, data.n_clients)
+    return Simulated(config, mechanism, hist, data, seed_used, path)

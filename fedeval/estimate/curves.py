@@ -1,0 +1,152 @@
+"""ROC and PR curves from the per-class score histograms (Xu & Cormode, "Federated Computation
+of ROC and PR Curves", arXiv 2510.04979, section 3).
+
+Each class's ECDF is rebuilt from Q of its quantiles (estimated from that class's own consistent
+leaves) by monotone PCHIP interpolation; TPR = 1 − F₊, FPR = 1 − F₋ and
+precision = P·TPR / (P·TPR + N·FPR). Estimating the two classes separately keeps precision ≤ 1
+(the paper's "separate" strategy). Thresholds here are on the unit scale [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.interpolate import PchipInterpolator
+
+from fedeval.estimate.exact import SortedScores
+from fedeval.hierarchy import quantiles
+
+EVAL_GRID = 4097
+"""Uniform thresholds added to the quantile knots when the areas are integrated."""
+
+
+def curve_height(n_quantiles: int) -> int:
+    """The papers' default height for Q quantiles: ⌈log₂ Q⌉ + 2 (branching 2)."""
+    return max(1, math.ceil(math.log2(max(n_quantiles, 2)))) + 2
+
+
+@dataclass(frozen=True, eq=False)
+class Curves:
+    """ROC and PR curves sampled at thresholds, highest first, from (0, 0) to (1, 1).
+
+    `thresholds[0]` is +inf and `thresholds[-1]` is −inf (every example negative / positive).
+    `precision` is 1 where nothing is predicted positive (scikit-learn's convention).
+    """
+
+    thresholds: np.ndarray
+    tpr: np.ndarray
+    fpr: np.ndarray
+    precision: np.ndarray
+
+    @property
+    def recall(self) -> np.ndarray:
+        return self.tpr
+
+    @property
+    def roc_auc(self) -> float:
+        """Trapezoidal area under the ROC curve."""
+        return float(np.trapezoid(self.tpr, self.fpr))
+
+    @property
+    def average_precision(self) -> float:
+        """Σ (Rₖ − Rₖ₋₁)·Pₖ over thresholds from high to low, as scikit-learn defines it."""
+        return float(np.sum(np.diff(self.tpr) * self.precision[1:]))
+
+
+def class_ecdf(leaves: np.ndarray, n_quantiles: int) -> Callable[[np.ndarray], np.ndarray]:
+    """F(t) of one class from its Q-quantiles by monotone PCHIP (0 below the first, 1 above the
+    last). Equal quantiles (a spike, or noise) keep the highest rank, as an ECDF jumps there."""
+    ranks = np.linspace(0.0, 1.0, n_quantiles + 1)
+    x = quantiles(leaves, ranks)
+    keep = np.r_[x[1:] > x[:-1], True]
+    x, r = x[keep], ranks[keep]
+    if len(x) < 2:  # all mass at one point
+        return lambda t: (np.asarray(t) >= x[0]).astype(float)
+    f = PchipInterpolator(x, r, extrapolate=False)
+    lo, hi = x[0], x[-1]
+
+    def ecdf(t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        inside = np.clip(t, lo, hi)
+        return np.where(t < lo, 0.0, np.where(t >= hi, 1.0, f(inside)))
+
+    return ecdf
+
+
+def _precision(tpr, fpr, positives: float, negatives: float) -> np.ndarray:
+    tp, fp = positives * tpr, negatives * fpr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(tp + fp > 0, tp / (tp + fp), 1.0)
+
+
+def estimate_curves(
+    leaves: np.ndarray, n_quantiles: int, *, grid: int = EVAL_GRID
+) -> tuple[Curves, Curves]:
+    """(dense curves for areas, knot curves for output) from consistent leaves of shape (2, L).
+
+    The knot curves are sampled at the 2(Q + 1) quantiles only: the points worth printing.
+    """
+    if n_quantiles < 2:
+        raise ValueError(f"`n_quantiles` must be at least 2. Found {n_quantiles}.")
+    f_neg = class_ecdf(leaves[0], n_quantiles)
+    f_pos = class_ecdf(leaves[1], n_quantiles)
+    positives = max(float(leaves[1].sum()), 0.0)
+    negatives = max(float(leaves[0].sum()), 0.0)
+    ranks = np.linspace(0.0, 1.0, n_quantiles + 1)
+    knots = np.union1d(quantiles(leaves[0], ranks), quantiles(leaves[1], ranks))
+
+    def sample(t: np.ndarray) -> Curves:
+        t = np.concatenate([[np.inf], np.sort(t)[::-1], [-np.inf]])
+        tpr = 1.0 - f_pos(t)
+        fpr = 1.0 - f_neg(t)
+        tpr[0] = fpr[0] = 0.0
+        tpr[-1] = fpr[-1] = 1.0
+        return Curves(t, tpr, fpr, _precision(tpr, fpr, positives, negatives))
+
+    dense = sample(np.union1d(knots, np.linspace(0.0, 1.0, grid)))
+    return dense, sample(knots)
+
+
+def exact_curves(s: SortedScores) -> Curves:
+    """The empirical curves at every distinct score (scikit-learn's roc_curve and
+    precision_recall_curve without dropping points), thresholds in the scores' own units."""
+    t = np.unique(np.concatenate([s.negatives, s.positives]))[::-1]
+    p, n = len(s.positives), len(s.negatives)
+    tp = p - np.searchsorted(s.positives, t, side="left")
+    fp = n - np.searchsorted(s.negatives, t, side="left")
+    t = np.concatenate([[np.inf], t])
+    tpr = np.concatenate([[0.0], tp / p])
+    fpr = np.concatenate([[0.0], fp / n])
+    return Curves(t, tpr, fpr, _precision(tpr, fpr, float(p), float(n)))
+
+
+def _area_between(x1, y1, x2, y2) -> float:
+    """∫|y1(x) − y2(x)| dx for two curves whose x runs monotone from 0 to 1, each linear between
+    its points (where a curve is vertical, the top of the jump is kept)."""
+
+    def clean(x, y):
+        order = np.argsort(x, kind="stable")
+        x, y = np.asarray(x)[order], np.asarray(y)[order]
+        last = np.r_[x[1:] != x[:-1], True]
+        return x[last], y[last]
+
+    x1, y1 = clean(x1, y1)
+    x2, y2 = clean(x2, y2)
+    grid = np.union1d(x1, x2)
+    diff = np.abs(np.interp(grid, x1, y1) - np.interp(grid, x2, y2))
+    return float(np.trapezoid(diff, grid))
+
+
+def roc_area_error(estimate: Curves, exact: Curves) -> float:
+    """Area between the estimated and the exact ROC curve (TPR as a function of FPR)."""
+    return _area_between(estimate.fpr, estimate.tpr, exact.fpr, exact.tpr)
+
+
+def pr_area_error(estimate: Curves, exact: Curves) -> float:
+    """Area between the estimated and the exact PR curve (precision as a function of recall)."""
+    return _area_between(
+        estimate.recall[1:], estimate.precision[1:], exact.recall[1:], exact.precision[1:]
+    )

@@ -1,0 +1,108 @@
+"""Calibration map files: a versioned JSON document, written atomically, read defensively.
+
+Schema ``fedeval.calibration-map/1``. Compatibility contract: within version 1 fields are never
+removed, renamed or given a new meaning; new fields may appear. A reader refuses a newer major
+version rather than guess what it means.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedeval.errors import InputError
+
+SCHEMA_PREFIX = "fedeval.calibration-map/"
+VERSION = 1
+SCHEMA = f"{SCHEMA_PREFIX}{VERSION}"
+
+
+@dataclass(frozen=True, eq=False)
+class MapFile:
+    """A binary calibration map as read back: a step function in the scores' own units."""
+
+    edges: np.ndarray  # K + 1, in score units, edges[0] = lo, edges[-1] = hi
+    values: np.ndarray  # K, non-decreasing, in [0, 1]
+    score_range: tuple[float, float]
+    method: str
+    document: dict[str, Any]
+
+    def __call__(self, scores: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.edges, scores, side="right") - 1
+        return self.values[np.clip(i, 0, len(self.values) - 1)]
+
+
+def load_map(path: str | os.PathLike) -> MapFile:
+    """Read and check a calibration map; `InputError` names the file and what is wrong."""
+    name = str(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise InputError(f"cannot read map '{name}': no such file.") from None
+    except IsADirectoryError:
+        raise InputError(f"cannot read map '{name}': it is a directory.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"'{name}' is not a calibration map: it is not valid JSON ({e}).") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
+        raise InputError(
+            f"'{name}' is not a calibration map: it has no 'schema' field. Make one with "
+            "`fedeval calibrate FILE -o map.json`."
+        )
+    schema = doc["schema"]
+    if not schema.startswith(SCHEMA_PREFIX):
+        raise InputError(
+            f"'{name}' is a '{schema}' document, not a calibration map. Make one with "
+            "`fedeval calibrate FILE -o map.json`."
+        )
+    try:
+        version = int(schema.removeprefix(SCHEMA_PREFIX))
+    except ValueError:
+        raise InputError(f"'{name}': unknown schema version '{schema}'.") from None
+    if version > VERSION:
+        raise InputError(
+            f"'{name}' was written by a newer fedeval (schema '{schema}'); this version reads "
+            f"'{SCHEMA}'. Upgrade fedeval to use it."
+        )
+    if doc.get("kind", "binary") != "binary":
+        raise InputError(f"'{name}': a '{doc.get('kind')}' map cannot be applied to binary scores.")
+
+    def field(key: str):
+        if key not in doc:
+            raise InputError(f"'{name}' is not a valid calibration map: field '{key}' is missing.")
+        return doc[key]
+
+    try:
+        edges = np.asarray(field("edges"), dtype=np.float64)
+        values = np.asarray(field("values"), dtype=np.float64)
+        lo, hi = (float(x) for x in field("score_range"))
+    except (TypeError, ValueError):
+        raise InputError(
+            f"'{name}' is not a valid calibration map: 'edges', 'values' and 'score_range' must "
+            "hold numbers."
+        ) from None
+    problems = []
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        problems.append("'score_range' must be two finite numbers lo < hi")
+    if edges.ndim != 1 or values.ndim != 1 or len(values) < 1 or len(edges) != len(values) + 1:
+        problems.append("'edges' must have one more entry than 'values'")
+    elif not (np.all(np.isfinite(edges)) and np.all(np.diff(edges) >= 0)):
+        problems.append("'edges' must be finite and non-decreasing")
+    elif not (np.all((values >= 0) & (values <= 1)) and np.all(np.diff(values) >= 0)):
+        problems.append("'values' must be non-decreasing probabilities in [0, 1]")
+    if problems:
+        raise InputError(f"'{name}' is not a valid calibration map: {'; '.join(problems)}.")
+    return MapFile(edges, values, (lo, hi), str(doc.get("method", "")), doc)
+
+
+def write_json(doc: dict[str, Any], path: str | os.PathLike) -> None:
+    """Write a JSON document atomically (temp file, then rename)."""
+    from fedeval.io import atomic_output
+
+    with atomic_output(path) as f:
+        f.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
