@@ -7,6 +7,7 @@ stdout, messages to stderr. Exit codes: 0 ok, 1 a quality gate failed, 2 bad inp
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import sys
 import warnings
@@ -124,46 +125,127 @@ FileArg = Annotated[
         show_default=False,
     ),
 ]
+ModelOpt = Annotated[
+    PrivacyModel,
+    typer.Option(
+        "--model",
+        "-m",
+        help="federated: secure aggregation, exact sums, no DP. distdp: clients add Pólya "
+        "shares that sum to discrete Laplace (central ε-DP). localdp: each example sends an "
+        "OUE report (ε-local DP).",
+        case_sensitive=False,
+    ),
+]
+EpsilonOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--epsilon",
+        "-e",
+        help="Privacy budget ε of the whole release \\[default: 1 for distdp, 5 for localdp; "
+        "not used by federated].",
+        show_default=False,
+    ),
+]
+HeightOpt = Annotated[
+    str,
+    typer.Option(
+        help="Leaf height h: the release has 2^h cells over the score range. 'auto' balances "
+        "noise against resolution for this n and ε.",
+    ),
+]
+ShapeOpt = Annotated[
+    str,
+    typer.Option(
+        help="'flat' releases the leaves only (sensitivity 1); 'hierarchy' releases levels "
+        "1..h (the papers' dyadic tree, sensitivity h, consistent range queries); 'auto' picks "
+        "hierarchy under DP.",
+    ),
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option(help="Seed for the simulated noise; the one used is always reported."),
+]
+ScoreColOpt = Annotated[str, typer.Option(help="Column holding the scores.")]
+LabelColOpt = Annotated[str, typer.Option(help="Column holding the labels.")]
+ClientColOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Column holding client ids \\[default: 'client' if present, else one example "
+        "per client].",
+        show_default=False,
+    ),
+]
+ScoreRangeOpt = Annotated[
+    str, typer.Option(help="lo,hi: the range scores lie in; mapped onto [0, 1].")
+]
+PosLabelOpt = Annotated[
+    str | None,
+    typer.Option(help="Label value of the positive class \\[default: labels are 0/1 or bool]."),
+]
+PerClientOpt = Annotated[
+    bool,
+    typer.Option(
+        "--per-client",
+        help="Materialise every client's report (the deployed encoder) instead of drawing "
+        "the aggregate directly; same distribution, much slower.",
+    ),
+]
+ExactOpt = Annotated[
+    bool,
+    typer.Option(
+        "--exact/--no-exact",
+        help="Also compute the exact values from the input (a simulation knows the truth).",
+    ),
+]
+QuantilesOpt = Annotated[
+    int,
+    typer.Option(
+        "--quantiles", "-q", min=2, help="Q quantiles per class for the ROC and PR curves."
+    ),
+]
+
+
+def _table_options(
+    score_col: str,
+    label_col: str,
+    client_col: str | None,
+    score_range: str,
+    pos_label: str | None,
+    exact: bool,
+    per_client: bool,
+    progress,
+) -> dict:
+    """The reading and simulation options every one-shot command passes to the library."""
+    from fedeval.io import Columns
+
+    return {
+        "columns": Columns(score_col, label_col, client_col),
+        "pos_label": pos_label,
+        "score_range": _score_range(score_range),
+        "exact": exact,
+        "path": "per-client" if per_client else "fast",
+        "progress": progress,
+    }
+
+
+def _write_output(text: str, output: Path | None) -> None:
+    """Data to a file (atomically) if asked, else to stdout."""
+    from fedeval.io import atomic_output
+
+    if output is None or str(output) == "-":
+        sys.stdout.write(text)
+        return
+    with atomic_output(output) as f:
+        f.write(text)
 
 
 @app.command()
 def evaluate(
     file: FileArg,
-    model: Annotated[
-        PrivacyModel,
-        typer.Option(
-            "--model",
-            "-m",
-            help="federated: secure aggregation, exact sums, no DP. distdp: clients add Pólya "
-            "shares that sum to discrete Laplace (central ε-DP). localdp: each example sends an "
-            "OUE report (ε-local DP).",
-            case_sensitive=False,
-        ),
-    ] = PrivacyModel.DISTDP,
-    epsilon: Annotated[
-        float | None,
-        typer.Option(
-            "--epsilon",
-            "-e",
-            help="Privacy budget ε of the whole release \\[default: 1 for distdp, 5 for localdp; "
-            "not used by federated].",
-            show_default=False,
-        ),
-    ] = None,
-    height: Annotated[
-        str,
-        typer.Option(
-            help="Leaf height h: the release has 2^h cells over the score range. 'auto' balances "
-            "noise against resolution for this n and ε.",
-        ),
-    ] = "auto",
-    shape: Annotated[
-        str,
-        typer.Option(
-            help="'flat' releases the leaves only (sensitivity 1); 'hierarchy' releases levels "
-            "1..h (the papers' dyadic tree, sensitivity h, consistent range queries).",
-        ),
-    ] = "auto",
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    height: HeightOpt = "auto",
+    shape: ShapeOpt = "auto",
     buckets: Annotated[
         str,
         typer.Option(
@@ -179,10 +261,8 @@ def evaluate(
             show_default=False,
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(help="Seed for the simulated noise; the one used is always reported."),
-    ] = None,
+    quantiles: QuantilesOpt = 100,
+    seed: SeedOpt = None,
     output_format: Annotated[
         OutputFormat,
         typer.Option("--format", "-f", help="table for people, json for programs (one document)."),
@@ -193,40 +273,19 @@ def evaluate(
             "--output", "-o", help="Also write the JSON report to this file (atomically)."
         ),
     ] = None,
-    score_col: Annotated[str, typer.Option(help="Column holding the scores.")] = "score",
-    label_col: Annotated[str, typer.Option(help="Column holding the labels.")] = "label",
-    client_col: Annotated[
-        str | None,
-        typer.Option(
-            help="Column holding client ids \\[default: 'client' if present, else one example "
-            "per client].",
-            show_default=False,
-        ),
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Directory to draw the ROC and PR curves into (curves.png)."),
     ] = None,
-    score_range: Annotated[
-        str, typer.Option(help="lo,hi: the range scores lie in; mapped onto [0, 1].")
-    ] = "0,1",
-    pos_label: Annotated[
-        str | None,
-        typer.Option(help="Label value of the positive class \\[default: labels are 0/1 or bool]."),
-    ] = None,
-    per_client: Annotated[
-        bool,
-        typer.Option(
-            "--per-client",
-            help="Materialise every client's report (the deployed encoder) instead of drawing "
-            "the aggregate directly; same distribution, much slower.",
-        ),
-    ] = False,
-    exact: Annotated[
-        bool,
-        typer.Option(
-            "--exact/--no-exact",
-            help="Also compute the exact metrics from the input (a simulation knows the truth).",
-        ),
-    ] = True,
+    score_col: ScoreColOpt = "score",
+    label_col: LabelColOpt = "label",
+    client_col: ClientColOpt = None,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+    per_client: PerClientOpt = False,
+    exact: ExactOpt = True,
 ) -> None:
-    """Estimate ROC AUC and precision/recall/accuracy at thresholds from one private release.
+    """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
 
     Simulates the protocol on FILE (one example per client unless a client column is given) and
     prints each estimate beside its exact value.
@@ -236,35 +295,256 @@ def evaluate(
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
     from fedeval.evaluate import evaluate_file
-    from fedeval.io import Columns, atomic_output, source_name
+    from fedeval.io import source_name
     from fedeval.report import render_table, to_json
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
+        opts = _table_options(
+            score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
+        )
         ev = evaluate_file(
             file,
-            columns=Columns(score_col, label_col, client_col),
-            pos_label=pos_label,
-            score_range=_score_range(score_range),
-            exact=exact,
-            path="per-client" if per_client else "fast",
             model=model,
             epsilon=epsilon,
             height=height,
             shape=shape,
             buckets=buckets,
             thresholds=None if thresholds is None else _floats(thresholds, "--thresholds"),
+            quantiles=quantiles,
             seed=seed,
-            progress=progress,
+            **opts,
         )
         name = source_name(file)
         doc = to_json(ev, source=name)
         if output is not None:
-            with atomic_output(output) as f:
-                f.write(doc)
+            _write_output(doc, output)
+        if plot is not None:
+            from fedeval.plot import plot_curves
+
+            plot_curves(ev.curves, Path(plot) / "curves.png")
         if output_format is OutputFormat.json:
             sys.stdout.write(doc)
         else:
             render_table(ev, Console(), source=name)
+
+
+class CurvesFormat(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+@app.command()
+def curves(
+    file: FileArg,
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    quantiles: QuantilesOpt = 100,
+    height: Annotated[
+        str,
+        typer.Option(
+            help="Leaf height h; 'auto' is ⌈log₂ Q⌉ + 2 (the papers' choice, branching 2)."
+        ),
+    ] = "auto",
+    shape: ShapeOpt = "auto",
+    seed: SeedOpt = None,
+    output_format: Annotated[
+        CurvesFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table (areas and a dozen points), json (areas and every point), csv (points).",
+        ),
+    ] = CurvesFormat.table,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the json/csv output to this file instead."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Draw ROC and PR curves, estimated over exact (.png or .svg)."),
+    ] = None,
+    score_col: ScoreColOpt = "score",
+    label_col: LabelColOpt = "label",
+    client_col: ClientColOpt = None,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+    per_client: PerClientOpt = False,
+    exact: ExactOpt = True,
+) -> None:
+    """ROC and PR curves from one private release: Q quantiles per class, PCHIP-interpolated.
+
+    Prints the area under each estimated curve beside the exact one, and the area between the
+    estimated and the exact curve.
+
+    Example: [bold]fedeval curves scores.parquet --model distdp -q 128 --plot curves.png[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    """
+    from fedeval.curves import roc_pr_curves_file
+    from fedeval.io import source_name
+    from fedeval.report import curves_csv, curves_dict, render_curves_table
+
+    with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
+        if plot is not None:
+            _check_plot_suffix(plot)
+        opts = _table_options(
+            score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
+        )
+        c = roc_pr_curves_file(
+            file,
+            quantiles=quantiles,
+            model=model,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            seed=seed,
+            **opts,
+        )
+        name = source_name(file)
+        if plot is not None:
+            from fedeval.plot import plot_curves
+
+            plot_curves(c, plot)
+        if output_format is CurvesFormat.json:
+            _write_output(json.dumps(curves_dict(c, source=name), indent=2) + "\n", output)
+        elif output_format is CurvesFormat.csv:
+            _write_output(curves_csv(c), output)
+        else:
+            if output is not None:
+                raise UsageError("-o/--output needs --format json or csv.")
+            render_curves_table(c, Console(), source=name)
+
+
+@app.command()
+def calibrate(
+    file: FileArg,
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="binning: histogram binning on B equi-depth buckets; bbq: Bayesian binning "
+            "into quantiles, averaging many binnings.",
+        ),
+    ] = "binning",
+    buckets: Annotated[
+        str,
+        typer.Option(help="B for binning; 'auto' balances sampling and privacy noise."),
+    ] = "auto",
+    bins: Annotated[int, typer.Option("--bins", min=1, help="M equal-width bins of the ECE.")] = 15,
+    height: HeightOpt = "auto",
+    shape: ShapeOpt = "auto",
+    seed: SeedOpt = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the calibration map (JSON) to this file."),
+    ] = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="table, or json (the map document) on stdout."),
+    ] = OutputFormat.table,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Draw a reliability diagram (.png or .svg)."),
+    ] = None,
+    score_col: ScoreColOpt = "score",
+    label_col: LabelColOpt = "label",
+    client_col: ClientColOpt = None,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+    per_client: PerClientOpt = False,
+    exact: ExactOpt = True,
+) -> None:
+    """Fit a calibration map from one private release, and report ECE before and after.
+
+    The map is monotone and in [0, 1]; apply it to new scores with [bold]fedeval apply[/bold].
+
+    Example: [bold]fedeval calibrate scores.parquet -m distdp -o map.json && cat new.csv | fedeval
+    apply map.json - > calibrated.csv[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    """
+    from fedeval.calibration import calibrate_file
+    from fedeval.io import source_name
+    from fedeval.mapfile import write_json
+    from fedeval.report import map_dict, render_calibration_table
+
+    with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
+        if plot is not None:
+            _check_plot_suffix(plot)
+        opts = _table_options(
+            score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
+        )
+        cal = calibrate_file(
+            file,
+            method=method,
+            buckets=buckets,
+            n_bins=bins,
+            model=model,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            seed=seed,
+            **opts,
+        )
+        name = source_name(file)
+        doc = map_dict(cal, source=name, score_col=score_col)
+        if output is not None:
+            write_json(doc, output)
+        if plot is not None:
+            from fedeval.plot import plot_reliability
+
+            plot_reliability(cal, plot)
+        if output_format is OutputFormat.json:
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            render_calibration_table(cal, Console(), source=name)
+
+
+@app.command()
+def apply(
+    map_file: Annotated[
+        Path,
+        typer.Argument(
+            help="A calibration map made by fedeval calibrate.", metavar="MAP", show_default=False
+        ),
+    ],
+    input_file: Annotated[
+        str,
+        typer.Argument(
+            help="Scores to calibrate: Parquet or CSV, or - for CSV on stdin.",
+            metavar="INPUT",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Output file (.parquet/.pq for Parquet, else CSV) \\[default: CSV on stdout].",
+            show_default=False,
+        ),
+    ] = None,
+    score_col: ScoreColOpt = "score",
+    output_col: Annotated[str, typer.Option(help="Name of the new column.")] = "calibrated",
+) -> None:
+    """Add a column of calibrated probabilities to every row of INPUT (all columns kept).
+
+    Example: [bold]cat scores.csv | fedeval apply map.json - > calibrated.csv[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (a file output is never left half-written).
+    """
+    from fedeval.calibration import apply_map_file
+
+    with _errors_to_exit():
+        apply_map_file(map_file, input_file, output, score_col=score_col, output_col=output_col)
+
+
+def _check_plot_suffix(path: Path) -> None:
+    if path.suffix.lower() not in {".png", ".svg"}:
+        raise UsageError(f"--plot '{path}': use a .png or .svg file name.")
 
 
 def main() -> None:

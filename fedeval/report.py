@@ -12,6 +12,7 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -203,32 +204,59 @@ def _err(x: float | None) -> str:
     return "—" if x is None else f"{x:.1e}"
 
 
-def render_table(ev: Evaluation, console: Console, *, source: str | None = None) -> None:
-    """Human-readable report: the privacy setting, AUC, and P/R/A per threshold."""
-    cfg = ev.config
+def _render_header(run: Simulated, console: Console, source: str | None) -> None:
+    cfg = run.config
     eps = "" if cfg.epsilon is None else f", ε = {cfg.epsilon:g}"
     name = escape(source or "scores")
     head = (
-        f"[bold]{name}[/bold]: {ev.rows:,} examples, {ev.clients:,} clients · "
+        f"[bold]{name}[/bold]: {run.rows:,} examples, {run.clients:,} clients · "
         f"model [bold]{cfg.model.value}[/bold]{eps} · {cfg.shape.value} release, "
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
     console.print(head, soft_wrap=True)
-    console.print(f"[dim]{ev.mechanism['name']} · {guarantee(ev.run)}[/dim]", soft_wrap=True)
+    console.print(f"[dim]{run.mechanism['name']} · {guarantee(run)}[/dim]", soft_wrap=True)
+
+
+def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
+    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    t.add_column("metric")
+    t.add_column("estimate", justify="right")
+    if exact:
+        t.add_column("exact", justify="right")
+        t.add_column("|error|", justify="right")
+    for label, e in rows:
+        if e is None:
+            continue
+        cells = [label, _fmt(e.estimate)]
+        if exact:
+            cells += [_fmt(e.exact), _err(e.abs_error)]
+        t.add_row(*cells)
+    return t
+
+
+def _footer(run: Simulated, console: Console, exact: bool) -> None:
+    foot = [f"seed {run.seed}"] if run.seed is not None else []
+    if exact:
+        foot.append("exact values: --format json")
+    if foot:
+        console.print(f"[dim]{' · '.join(foot)}[/dim]")
+
+
+def render_table(ev: Evaluation, console: Console, *, source: str | None = None) -> None:
+    """Human-readable report: the privacy setting, AUC, curve areas, and P/R/A per threshold."""
+    _render_header(ev.run, console, source)
     exact = ev.auc.exact is not None
-
-    auc = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    auc.add_column("metric")
-    auc.add_column("estimate", justify="right")
-    if exact:
-        auc.add_column("exact", justify="right")
-        auc.add_column("|error|", justify="right")
-    row = ["ROC AUC", _fmt(ev.auc.estimate)]
-    if exact:
-        row += [_fmt(ev.auc.exact), _err(ev.auc.abs_error)]
-    auc.add_row(*row)
-    console.print(auc)
-
+    c = ev.curves
+    console.print(
+        _estimates_table(
+            [
+                ("ROC AUC", ev.auc),
+                (f"ROC AUC, PCHIP curve (Q = {c.quantiles})", c.roc_auc),
+                (f"average precision (Q = {c.quantiles})", c.average_precision),
+            ],
+            exact,
+        )
+    )
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     t.add_column("threshold", justify="right")
     for name in ("precision", "recall", "accuracy"):
@@ -243,8 +271,64 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
             cells.append(_err(max(errs)) if errs else "—")
         t.add_row(*cells)
     console.print(t)
-    foot = [f"seed {ev.seed}"] if ev.seed is not None else []
+    _footer(ev.run, console, exact)
+
+
+def render_curves_table(c: CurveResult, console: Console, *, source: str | None = None) -> None:
+    """Areas, area errors, and about a dozen points of each curve (all of them: --format csv)."""
+    _render_header(c.run, console, source)
+    exact = c.exact is not None
+    console.print(
+        _estimates_table(
+            [("ROC AUC", c.roc_auc), ("average precision", c.average_precision)], exact
+        )
+    )
     if exact:
-        foot.append("exact values: --format json")
-    if foot:
-        console.print(f"[dim]{' · '.join(foot)}[/dim]")
+        console.print(
+            f"area between estimated and exact curve: ROC {_err(c.roc_area_error)}, "
+            f"PR {_err(c.pr_area_error)}"
+        )
+    pts = c.points
+    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for name in ("threshold", "FPR", "TPR (recall)", "precision"):
+        t.add_column(name, justify="right")
+    inner = np.arange(1, len(pts.thresholds) - 1)
+    for i in inner[:: max(1, len(inner) // 12)]:
+        t.add_row(
+            f"{pts.thresholds[i]:.4g}", _fmt(pts.fpr[i]), _fmt(pts.tpr[i]), _fmt(pts.precision[i])
+        )
+    console.print(t)
+    console.print(
+        f"[dim]{len(pts.thresholds)} points at Q = {c.quantiles} quantiles per class[/dim]"
+    )
+    _footer(c.run, console, exact)
+
+
+def render_calibration_table(
+    cal: CalibrationResult, console: Console, *, source: str | None = None
+) -> None:
+    """The map (bucket edges, values, mass) and the ECE before and after."""
+    _render_header(cal.run, console, source)
+    exact = cal.ece_calibrated.exact is not None
+    console.print(
+        _estimates_table(
+            [
+                (f"ECE raw ({cal.n_bins} bins)", cal.ece_raw),
+                (f"ECE calibrated, in-sample ({cal.n_bins} bins)", cal.ece_calibrated),
+            ],
+            exact,
+        )
+    )
+    m = cal.map
+    lo, hi = cal.run.data.score_range
+    edges = lo + (hi - lo) * m.edges
+    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for name in ("from", "to", "calibrated", "examples"):
+        t.add_column(name, justify="right")
+    step = max(1, len(m.values) // 20)
+    for i in range(0, len(m.values), step):
+        t.add_row(f"{edges[i]:.4g}", f"{edges[i + 1]:.4g}", _fmt(m.values[i]), f"{m.mass[i]:,.0f}")
+    console.print(t)
+    shown = "" if step == 1 else f" (one row in {step} shown; the map file holds all)"
+    console.print(f"[dim]{cal.method.value}: {len(m.values)} buckets, step map{shown}[/dim]")
+    _footer(cal.run, console, exact)
