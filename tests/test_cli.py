@@ -585,3 +585,130 @@ def test_error_message_is_one_line(scores):
 def test_evaluate_help_shows_documented_defaults():
     text = flat(invoke("evaluate", "--help", env=WIDE).stdout)
     assert "1 for distdp, 5 for localdp" in text
+
+
+# --- curves, calibrate, apply --------------------------------------------------------------------
+
+
+@pytest.fixture
+def bigger(workdir) -> str:
+    y, s = make_data(5000, seed=3)
+    write_parquet("big.parquet", score=s, label=y, id=np.arange(5000))
+    return "big.parquet"
+
+
+def test_evaluate_reports_curve_areas(bigger):
+    doc = run_json(bigger, "--seed", "1", "--quantiles", "50")
+    c = doc["metrics"]["curves"]
+    assert c["quantiles"] == 50
+    for key in ("roc_auc", "average_precision"):
+        assert set(c[key]) == {"estimate", "exact", "abs_error"}
+    assert 0 <= c["roc_area_error"] < 0.05 and 0 <= c["pr_area_error"] < 0.1
+
+
+def test_curves_json_csv_and_table(bigger):
+    r = invoke("curves", bigger, "--model", "federated", "-q", "32", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "fedeval.curves/1"
+    pts = doc["curves"]["points"]
+    assert pts["threshold"][0] is None and pts["threshold"][-1] is None  # the two ends
+    assert (pts["fpr"][0], pts["tpr"][0]) == (0.0, 0.0)
+    assert (pts["fpr"][-1], pts["tpr"][-1]) == (1.0, 1.0)
+    assert doc["privacy"]["height"] == 7  # ⌈log₂ 32⌉ + 2
+
+    r = invoke("curves", bigger, "--model", "federated", "-q", "32", "--format", "csv")
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "threshold,fpr,tpr,precision"
+    assert len(lines) - 1 == len(pts["tpr"])  # the same points as the JSON
+    assert [float(x) for x in lines[5].split(",")[1:]] == [
+        pts["fpr"][4],
+        pts["tpr"][4],
+        pts["precision"][4],
+    ]
+    assert "ROC AUC" in flat(invoke("curves", bigger, "--seed", "2", env=WIDE).stdout)
+
+
+def test_curves_output_needs_a_data_format(bigger):
+    r = invoke("curves", bigger, "-o", "c.json")
+    assert r.exit_code == 2
+    assert "needs --format json or csv" in flat(r.stderr)
+    assert not Path("c.json").exists()
+    r = invoke("curves", bigger, "--format", "csv", "-o", "c.csv", "--seed", "1")
+    assert r.exit_code == 0 and r.stdout == ""
+    assert Path("c.csv").read_text().startswith("threshold,fpr,tpr,precision")
+
+
+def test_plot_suffix_refused_before_work(bigger):
+    r = invoke("curves", bigger, "--plot", "c.pdf")
+    assert r.exit_code == 2
+    assert "use a .png or .svg" in flat(r.stderr)
+    assert not Path("c.pdf").exists()
+
+
+def test_calibrate_writes_a_map_and_apply_pipes(bigger):
+    r = invoke("calibrate", bigger, "--seed", "1", "-o", "m.json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(Path("m.json").read_text())
+    assert doc["schema"] == "fedeval.calibration-map/1"
+    assert doc["privacy"]["model"] == "distdp" and doc["privacy"]["epsilon"] == 1.0
+    assert doc["ece"]["bins"] == 15 and doc["ece"]["calibrated"]["in_sample"] is True
+    assert len(doc["edges"]) == len(doc["values"]) + 1
+    assert all(a <= b for a, b in zip(doc["values"], doc["values"][1:], strict=False))
+
+    # CSV through stdin and stdout: every input column kept, plus the calibrated one.
+    csv_in = "score,label,who\n0.05,0,a\n0.5,1,b\n0.97,1,c\n"
+    r = invoke("apply", "m.json", "-", input=csv_in)
+    assert r.exit_code == 0, r.stderr
+    out = [line.replace('"', "").split(",") for line in r.stdout.strip().splitlines()]
+    assert out[0] == ["score", "label", "who", "calibrated"]
+    assert [row[:3] for row in out[1:]] == [
+        ["0.05", "0", "a"],
+        ["0.5", "1", "b"],
+        ["0.97", "1", "c"],
+    ]
+    got = [float(row[3]) for row in out[1:]]
+    cmap = fedeval.mapfile.load_map("m.json")
+    np.testing.assert_allclose(got, cmap(np.array([0.05, 0.5, 0.97])))
+
+    # Parquet in, Parquet out.
+    r = invoke("apply", "m.json", bigger, "-o", "out.parquet")
+    assert r.exit_code == 0, r.stderr
+    t = pq.read_table("out.parquet")
+    assert t.column_names == ["score", "label", "id", "calibrated"]
+    np.testing.assert_allclose(
+        t["calibrated"].to_numpy(), cmap(t["score"].to_numpy().astype(float))
+    )
+
+
+def test_calibrate_json_and_bbq(bigger):
+    r = invoke("calibrate", bigger, "--method", "bbq", "--format", "json", "--seed", "1")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["method"] == "bbq"
+    r = invoke("calibrate", bigger, "--method", "bbq", "--buckets", "10")
+    assert r.exit_code == 2 and "does not apply to bbq" in flat(r.stderr)
+    r = invoke("calibrate", bigger, "--method", "platt")
+    assert r.exit_code == 2 and "unknown method" in flat(r.stderr)
+
+
+def test_apply_refuses_a_report_and_leaves_no_output(bigger):
+    run_json(bigger, "--seed", "1", "-o", "report.json")
+    r = invoke("apply", "report.json", bigger, "-o", "out.csv")
+    assert r.exit_code == 2
+    assert "is a 'fedeval.report/1' document, not a calibration map" in flat(r.stderr)
+    assert not Path("out.csv").exists()
+    invoke("calibrate", bigger, "--seed", "1", "-o", "m.json")
+    write_parquet("bad.parquet", score=[0.2, 1.5], label=[0, 1])
+    r = invoke("apply", "m.json", "bad.parquet", "-o", "out.csv")
+    assert r.exit_code == 2
+    assert "'bad.parquet', column 'score', row 2: score 1.5 is outside" in flat(r.stderr)
+    assert not Path("out.csv").exists()
+    assert not list(Path(".").glob(".out.csv*"))
+
+
+def test_every_command_has_help():
+    for cmd in ("evaluate", "curves", "calibrate", "apply"):
+        r = invoke(cmd, "--help", env=WIDE)
+        assert r.exit_code == 0, cmd
+        assert "Exit codes" in flat(r.stdout), cmd
