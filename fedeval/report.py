@@ -161,7 +161,8 @@ def curves_csv(c: CurveResult) -> str:
     pts = c.points
     lines = ["threshold,fpr,tpr,precision"]
     for t, f, r, p in zip(pts.thresholds, pts.fpr, pts.tpr, pts.precision, strict=True):
-        lines.append(f"{'' if not math.isfinite(t) else repr(float(t))},{f!r},{r!r},{p!r}")
+        cells = ["" if not math.isfinite(t) else repr(float(t))]
+        lines.append(",".join(cells + [repr(float(x)) for x in (f, r, p)]))
     return "\n".join(lines) + "\n"
 
 
