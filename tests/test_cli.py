@@ -712,3 +712,16 @@ def test_every_command_has_help():
         r = invoke(cmd, "--help", env=WIDE)
         assert r.exit_code == 0, cmd
         assert "Exit codes" in flat(r.stdout), cmd
+
+
+def test_plots_from_every_command(bigger):
+    png = b"\x89PNG\r\n\x1a\n"
+    r = invoke("evaluate", bigger, "--seed", "1", "--plot", "figs")
+    assert r.exit_code == 0, r.stderr
+    assert Path("figs/curves.png").read_bytes().startswith(png)
+    r = invoke("curves", bigger, "--seed", "1", "--plot", "c.svg")
+    assert r.exit_code == 0, r.stderr
+    assert "<svg" in Path("c.svg").read_text()
+    r = invoke("calibrate", bigger, "--seed", "1", "--plot", "rel.png")
+    assert r.exit_code == 0, r.stderr
+    assert Path("rel.png").read_bytes().startswith(png)
