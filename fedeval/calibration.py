@@ -196,6 +196,24 @@ def calibrate_file(
     return calibrate_data(data, path=path, **options)
 
 
+def _csv_bytes(batch, *, header: bool) -> bytes:
+    """A batch as CSV: cells unquoted (so text passes through unchanged), unless a cell holds a
+    delimiter, quote or line break, when that batch is written with quotes where needed."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    for style in ("none", "needed"):
+        buf = pa.BufferOutputStream()
+        try:
+            pacsv.write_csv(
+                batch, buf, pacsv.WriteOptions(include_header=header, quoting_style=style)
+            )
+        except pa.ArrowInvalid:
+            continue
+        return buf.getvalue().to_pybytes()
+    raise AssertionError("quoting_style='needed' cannot fail")
+
+
 def apply_map_file(
     map_path: str | os.PathLike,
     source: str | os.PathLike,
@@ -212,7 +230,6 @@ def apply_map_file(
     import sys
 
     import pyarrow as pa
-    import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
     from fedeval.io import STDIN, atomic_output, read_with_scores, source_name
@@ -228,16 +245,18 @@ def apply_map_file(
         rows = 0
         try:
             for rb, scores in batches:
-                if writer is None:
-                    if output_col in rb.schema.names:
-                        raise UsageError(
-                            f"'{source_name(source)}' already has a column '{output_col}'; "
-                            "choose another name with --output-col."
-                        )
-                    schema = rb.schema.append(pa.field(output_col, pa.float64()))
-                    writer = (pq.ParquetWriter if parquet else pacsv.CSVWriter)(sink, schema)
+                if rows == 0 and output_col in rb.schema.names:
+                    raise UsageError(
+                        f"'{source_name(source)}' already has a column '{output_col}'; "
+                        "choose another name with --output-col."
+                    )
                 out = rb.append_column(output_col, pa.array(cmap(scores), pa.float64()))
-                writer.write_batch(out) if parquet else writer.write(out)
+                if parquet:
+                    if writer is None:
+                        writer = pq.ParquetWriter(sink, out.schema)
+                    writer.write_batch(out)
+                else:
+                    sink.write(_csv_bytes(out, header=rows == 0))
                 rows += rb.num_rows
         finally:
             if writer is not None:

@@ -6,7 +6,10 @@ one row is to blame, the row (1-based, not counting a CSV header).
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import csv
+import gzip
 import os
 import sys
 import tempfile
@@ -181,6 +184,59 @@ def read_batches(
         raise InputError(f"'{name}' has no rows: nothing to evaluate.")
 
 
+def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Iterator]:
+    """Every column of a CSV as text, exactly as written (only empty cells are missing).
+
+    The header is read first so every column can be declared text, and nothing is guessed.
+    """
+    if str(source) == STDIN:
+        stream, owned = sys.stdin.buffer, False
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise InputError(f"cannot read '{name}': no such file.")
+        if path.is_dir():
+            raise InputError(f"cannot read '{name}': it is a directory, not a table.")
+        opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix.lower(), open)
+        stream, owned = opener(path, "rb"), True
+    try:
+        header = stream.readline()
+        if not header.strip():
+            raise InputError(f"'{name}' is empty: expected a header row and data rows.")
+        try:
+            names = next(csv.reader([header.decode("utf-8-sig").rstrip("\r\n")]))
+        except (UnicodeDecodeError, csv.Error) as e:
+            raise InputError(f"cannot read the header of '{name}': {e}") from e
+        try:
+            reader = pacsv.open_csv(
+                stream,
+                read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=dict.fromkeys(names, pa.string()),
+                    null_values=[""],
+                    strings_can_be_null=True,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        except pa.ArrowInvalid as e:
+            if "Empty CSV file" not in str(e):  # else: a header and nothing else
+                raise InputError(f"cannot read '{name}' as CSV: {e}") from e
+            reader = iter(())
+    except BaseException:
+        if owned:
+            stream.close()
+        raise
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            yield from _guard(reader, name)
+        finally:
+            if owned:
+                stream.close()
+
+    return names, batches()
+
+
 def read_with_scores(
     source: str | os.PathLike,
     score_col: str,
@@ -190,10 +246,15 @@ def read_with_scores(
 ) -> tuple[bool, Iterator[tuple[pa.RecordBatch, np.ndarray]]]:
     """Every column of a table, batch by batch, with its validated scores (labels not needed).
 
-    Returns whether the source is CSV (its columns arrive as text where typed), and the batches.
+    Returns whether the source is CSV, and the batches. CSV columns arrive as the text they were
+    written as, so a table passed through keeps every cell byte for byte.
     """
     name = source_name(source)
-    names, batches, is_csv = _record_batches(source, None, [score_col], name, batch_rows)
+    is_csv = str(source) == STDIN or not _is_parquet_path(Path(source), name)
+    if is_csv:
+        names, batches = _csv_as_text(source, name)
+    else:
+        names, batches, _ = _record_batches(source, None, [score_col], name, batch_rows)
     if score_col not in names:
         raise InputError(
             f"'{name}' has no column '{score_col}' (it has: {', '.join(names) or 'none'}); "
@@ -208,11 +269,8 @@ def read_with_scores(
             if rb.num_rows == 0:
                 continue
             col = _chunk(rb.column(score_col))
-            if is_csv and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+            if is_csv:
                 col = _parse_numbers(col, where, offset)
-                # CSV scores were read as text for row-precise errors; pass them on as numbers.
-                i = rb.schema.get_field_index(score_col)
-                rb = rb.set_column(i, score_col, col)
             scores, _ = _scores(col, name, score_col, offset, lo, hi)
             yield rb, scores
             offset += rb.num_rows
@@ -220,6 +278,15 @@ def read_with_scores(
             raise InputError(f"'{name}' has no rows: nothing to calibrate.")
 
     return is_csv, gen()
+
+
+def _is_parquet_path(path: Path, name: str) -> bool:
+    if not path.exists() or path.is_dir():
+        return False  # _csv_as_text reports it
+    try:
+        return _is_parquet(path)
+    except OSError as e:
+        raise InputError(f"cannot read '{name}': {e.strerror or e}.") from e
 
 
 def validate_batch(

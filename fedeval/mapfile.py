@@ -77,10 +77,11 @@ def load_map(path: str | os.PathLike) -> MapFile:
             raise InputError(f"'{name}' is not a valid calibration map: field '{key}' is missing.")
         return doc[key]
 
+    raw_edges, raw_values, raw_range = field("edges"), field("values"), field("score_range")
     try:
-        edges = np.asarray(field("edges"), dtype=np.float64)
-        values = np.asarray(field("values"), dtype=np.float64)
-        lo, hi = (float(x) for x in field("score_range"))
+        edges = np.asarray(raw_edges, dtype=np.float64)
+        values = np.asarray(raw_values, dtype=np.float64)
+        lo, hi = (float(x) for x in raw_range)
     except (TypeError, ValueError):
         raise InputError(
             f"'{name}' is not a valid calibration map: 'edges', 'values' and 'score_range' must "

@@ -123,21 +123,48 @@ def exact_curves(s: SortedScores) -> Curves:
     return Curves(t, tpr, fpr, _precision(tpr, fpr, float(p), float(n)))
 
 
+def _limits(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct x (ascending) with the curve's value arriving at (left) and leaving (right) each:
+    they differ where the curve jumps vertically. Points must be in curve order."""
+    order = np.argsort(x, kind="stable")
+    x, y = np.asarray(x, dtype=np.float64)[order], np.asarray(y, dtype=np.float64)[order]
+    ux, first = np.unique(x, return_index=True)
+    last = np.r_[first[1:] - 1, len(x) - 1]
+    return ux, y[first], y[last]
+
+
+def _at(ux, left, right, g: np.ndarray, side: str) -> np.ndarray:
+    """The curve's value at g, approached from the right of g ('right') or arriving at g from
+    its left ('left'); at a knot that is the knot's right or left limit."""
+    n = len(ux)
+    if side == "right":
+        k = np.clip(np.searchsorted(ux, g, side="right") - 1, 0, n - 1)  # last knot ≤ g
+        knot_value, seg = right[k], k
+    else:
+        k = np.clip(np.searchsorted(ux, g, side="left"), 0, n - 1)  # first knot ≥ g
+        knot_value, seg = left[k], k - 1
+    i, j = np.clip(seg, 0, n - 1), np.clip(seg + 1, 0, n - 1)
+    x0, x1, y0, y1 = ux[i], ux[j], right[i], left[j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(x1 > x0, (g - x0) / (x1 - x0), 0.0)
+    return np.where(ux[k] == g, knot_value, y0 + t * (y1 - y0))
+
+
 def _area_between(x1, y1, x2, y2) -> float:
-    """∫|y1(x) − y2(x)| dx for two curves whose x runs monotone from 0 to 1, each linear between
-    its points (where a curve is vertical, the top of the jump is kept)."""
-
-    def clean(x, y):
-        order = np.argsort(x, kind="stable")
-        x, y = np.asarray(x)[order], np.asarray(y)[order]
-        last = np.r_[x[1:] != x[:-1], True]
-        return x[last], y[last]
-
-    x1, y1 = clean(x1, y1)
-    x2, y2 = clean(x2, y2)
-    grid = np.union1d(x1, x2)
-    diff = np.abs(np.interp(grid, x1, y1) - np.interp(grid, x2, y2))
-    return float(np.trapezoid(diff, grid))
+    """∫|y1(x) − y2(x)| dx, exactly, for two curves whose x runs monotone from 0 to 1 and that
+    are linear between their points (vertical jumps allowed: only the limits at a jump matter)."""
+    c1, c2 = _limits(x1, y1), _limits(x2, y2)
+    grid = np.union1d(c1[0], c2[0])
+    a, b = grid[:-1], grid[1:]
+    # On each grid interval both curves are linear: difference d0 at the start, d1 at the end.
+    d0 = _at(*c1, a, "right") - _at(*c2, a, "right")
+    d1 = _at(*c1, b, "left") - _at(*c2, b, "left")
+    width = b - a
+    same_sign = d0 * d1 >= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        crossing = (d0**2 + d1**2) / (2 * (np.abs(d0) + np.abs(d1)))
+    area = np.where(same_sign, (np.abs(d0) + np.abs(d1)) / 2, np.nan_to_num(crossing)) * width
+    return float(area.sum())
 
 
 def roc_area_error(estimate: Curves, exact: Curves) -> float:
