@@ -28,6 +28,7 @@ from fedeval.estimate.calibration import (
     exact_ece,
     histogram_binning,
 )
+from fedeval.estimate.uncertainty import interval, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.results import Estimate
@@ -117,11 +118,14 @@ def calibrate_data(
                 ) from e
             if b < 1:
                 raise UsageError(f"`buckets` must be a positive integer. Found {b}.")
-        cmap = histogram_binning(leaves, b)
+
+        def fit(x: np.ndarray) -> CalibrationMap:
+            return histogram_binning(x, b)
     else:
         if buckets != "auto":
             raise UsageError("--buckets does not apply to bbq, which averages many binnings.")
-        cmap = bbq(leaves)
+        fit = bbq
+    cmap = fit(leaves)
 
     # ECE of the raw scores is only meaningful if they are probabilities.
     is_probability = data.score_range == (0.0, 1.0)
@@ -129,15 +133,42 @@ def calibrate_data(
     if data.sorted_scores is not None:
         exact_raw = exact_ece(data.sorted_scores, n_bins) if is_probability else None
         exact_cal = exact_ece(data.sorted_scores, n_bins, transform=lambda x: cmap(data.to_unit(x)))
-    ece_raw = Estimate(ece_from_histogram(leaves, n_bins), exact_raw) if is_probability else None
+    raw_value = ece_from_histogram(leaves, n_bins)
+    cal_value = ece_from_histogram(leaves, n_bins, cmap)
+    raw_ci, cal_ci = _ece_intervals(run, raw_value, cal_value, n_bins, fit)
     return CalibrationResult(
         run=run,
         method=method,
         map=cmap,
         n_bins=n_bins,
-        ece_raw=ece_raw,
-        ece_calibrated=Estimate(ece_from_histogram(leaves, n_bins, cmap), exact_cal),
+        ece_raw=Estimate(raw_value, exact_raw, raw_ci) if is_probability else None,
+        ece_calibrated=Estimate(cal_value, exact_cal, cal_ci),
     )
+
+
+def _ece_intervals(run: Simulated, raw: float, calibrated: float, n_bins: int, fit):
+    """95% intervals of the ECE before and after: the noise spread over the run's draws (the
+    map refitted on each), widened by half a leaf width, which bounds what placing each leaf's
+    examples at its midpoint can change."""
+    if run.ci_draws == 0:
+        return None, None
+    leaves = run.histogram.leaves
+    sd_raw = sd_cal = 0.0
+    if run.noise_draws is not None:
+        values = []
+        for d in run.noise_draws:
+            resampled = leaves + d
+            values.append(
+                (
+                    ece_from_histogram(resampled, n_bins),
+                    ece_from_histogram(resampled, n_bins, fit(resampled)),
+                )
+            )
+        sd_raw, sd_cal = noise_sd(np.array(values))
+    half_leaf = 0.5 / leaves.shape[-1]
+    raw_ci = interval(raw, sd_raw, 0.0, half_leaf)
+    cal_ci = interval(calibrated, sd_cal, 0.0, half_leaf)
+    return (float(raw_ci[0]), float(raw_ci[1])), (float(cal_ci[0]), float(cal_ci[1]))
 
 
 def calibrate(

@@ -26,10 +26,15 @@ from fedeval.estimate.curves import (
     exact_curves,
     pr_area_error,
     roc_area_error,
+    within_leaf_bounds,
 )
+from fedeval.estimate.uncertainty import Z95, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.results import Estimate
 from fedeval.simulate import Simulated, SimulationPath, simulate
+
+DRAW_GRID = 513
+"""Uniform thresholds added to the knots when a curve is rebuilt for each noise draw."""
 
 DEFAULT_QUANTILES = 100
 """Q ≈ 100: the papers' setting, where the noiseless area error is below 1e-3 (ROC)."""
@@ -69,7 +74,11 @@ def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveR
     """Curves and areas from a simulated release (Xu & Cormode, section 3)."""
     n_quantiles = _check_quantiles(n_quantiles)
     lo, hi = run.data.score_range
-    dense, points = estimate_curves(run.histogram.leaves, n_quantiles)
+    leaves = run.histogram.leaves
+    dense, points = estimate_curves(leaves, n_quantiles)
+    roc_ci = ap_ci = None
+    if run.ci_draws:
+        roc_ci, ap_ci = _area_intervals(run, dense, n_quantiles)
     exact = None
     roc_err = pr_err = None
     if run.data.sorted_scores is not None:
@@ -81,12 +90,44 @@ def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveR
         points=_in_units(points, lo, hi),
         dense=_in_units(dense, lo, hi),
         exact=exact,
-        roc_auc=Estimate(dense.roc_auc, None if exact is None else exact.roc_auc),
+        roc_auc=Estimate(dense.roc_auc, None if exact is None else exact.roc_auc, roc_ci),
         average_precision=Estimate(
-            dense.average_precision, None if exact is None else exact.average_precision
+            dense.average_precision, None if exact is None else exact.average_precision, ap_ci
         ),
         roc_area_error=roc_err,
         pr_area_error=pr_err,
+    )
+
+
+def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int):
+    """95% intervals of the curve areas, conservative rather than calibrated: the hull of the
+    estimate and the areas every order of examples inside the leaves allows
+    (`within_leaf_bounds`), widened by z times the noise spread over the run's draws (each curve
+    rebuilt on a coarser grid)."""
+    leaves = run.histogram.leaves
+    auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(leaves)
+    roc_sd = ap_sd = 0.0
+    if run.noise_draws is not None:
+        areas = np.array(
+            [
+                (c.roc_auc, c.average_precision)
+                for c in (
+                    estimate_curves(leaves + d, n_quantiles, grid=DRAW_GRID)[0]
+                    for d in run.noise_draws
+                )
+            ]
+        )
+        roc_sd, ap_sd = noise_sd(areas)
+
+    def hull(est, lo, hi, sd):
+        return (
+            float(np.clip(min(est, lo) - Z95 * sd, 0.0, 1.0)),
+            float(np.clip(max(est, hi) + Z95 * sd, 0.0, 1.0)),
+        )
+
+    return (
+        hull(dense.roc_auc, auc_lo, auc_hi, roc_sd),
+        hull(dense.average_precision, ap_lo, ap_hi, ap_sd),
     )
 
 

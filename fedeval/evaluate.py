@@ -27,6 +27,13 @@ from fedeval.estimate.metrics import (
     precision_recall_accuracy,
     threshold_counts,
 )
+from fedeval.estimate.uncertainty import (
+    interval,
+    noise_sd,
+    threshold_metric_variance,
+    threshold_metrics,
+    within_bucket_auc_variance,
+)
 from fedeval.hierarchy import bucket_counts, equidepth_edges
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
@@ -99,6 +106,47 @@ def estimate_metrics(
     return MetricEstimates(auc, clip_unit(p), clip_unit(r), clip_unit(a))
 
 
+def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buckets: int | None):
+    """95% intervals of AUC and of P/R/A at each threshold (`fedeval.estimate.uncertainty`):
+    noise from fresh draws on the release, discretisation from the leaves' within-leaf
+    variance. All None when intervals are switched off (ci_draws = 0)."""
+    if run.ci_draws == 0:
+        return None, None, None, None
+    leaves = run.histogram.leaves
+    draws = run.noise_draws
+    if buckets is None:
+        auc_disc = within_bucket_auc_variance(leaves[0], leaves[1])
+    else:
+        edges = equidepth_edges(leaves[0] + leaves[1], buckets)
+        auc_disc = within_bucket_auc_variance(
+            bucket_counts(leaves[0], edges), bucket_counts(leaves[1], edges)
+        )
+    if draws is None:
+        auc_sd = 0.0
+        sd_p = sd_r = sd_a = np.zeros(len(unit_thresholds))
+    else:
+        resampled = leaves + draws
+        if buckets is None:
+            auc_sd = noise_sd(auc_from_buckets(resampled[:, 0], resampled[:, 1]))
+        else:
+            auc_sd = noise_sd(np.array([bucket_auc(x, buckets) for x in resampled]))
+        p, r, a = threshold_metrics(resampled, unit_thresholds)
+        sd_p, sd_r, sd_a = noise_sd(p), noise_sd(r), noise_sd(a)
+    vp, vr, va = threshold_metric_variance(leaves, unit_thresholds)
+    return (
+        interval(est.auc, auc_sd, auc_disc),
+        interval(est.precision, sd_p, vp),
+        interval(est.recall, sd_r, vr),
+        interval(est.accuracy, sd_a, va),
+    )
+
+
+def bucket_auc(leaves: np.ndarray, buckets: int) -> float:
+    """AUC of one set of leaves over B equi-depth buckets (used per noise draw)."""
+    edges = equidepth_edges(leaves[0] + leaves[1], buckets)
+    return float(auc_from_buckets(bucket_counts(leaves[0], edges), bucket_counts(leaves[1], edges)))
+
+
 def _parse_buckets(buckets: int | str | None) -> int | None:
     if buckets in (None, "auto", "leaves"):
         return None
@@ -148,7 +196,9 @@ def evaluate_data(
         seed=seed,
         progress=progress,
     )
-    est = estimate_metrics(run.histogram, data.to_unit(thr), n_buckets)
+    unit_thr = data.to_unit(thr)
+    est = estimate_metrics(run.histogram, unit_thr, n_buckets)
+    auc_ci, p_ci, r_ci, a_ci = metric_intervals(run, est, unit_thr, n_buckets)
 
     exact_auc_value: float | None = None
     exact_p = exact_r = exact_a = [None] * len(thr)
@@ -159,18 +209,21 @@ def evaluate_data(
         ep, er, ea = precision_recall_accuracy(tp, fp, float(data.positives), float(data.negatives))
         exact_p, exact_r, exact_a = ep.tolist(), er.tolist(), ea.tolist()
 
+    def ci(a, i) -> tuple[float, float] | None:
+        return None if a is None else (float(a[i, 0]), float(a[i, 1]))
+
     rows = tuple(
         ThresholdMetrics(
             float(t),
-            Estimate(float(est.precision[i]), exact_p[i]),
-            Estimate(float(est.recall[i]), exact_r[i]),
-            Estimate(float(est.accuracy[i]), exact_a[i]),
+            Estimate(float(est.precision[i]), exact_p[i], ci(p_ci, i)),
+            Estimate(float(est.recall[i]), exact_r[i], ci(r_ci, i)),
+            Estimate(float(est.accuracy[i]), exact_a[i], ci(a_ci, i)),
         )
         for i, t in enumerate(thr)
     )
     return Evaluation(
         run=run,
-        auc=Estimate(est.auc, exact_auc_value),
+        auc=Estimate(est.auc, exact_auc_value, None if auc_ci is None else ci(auc_ci[None], 0)),
         thresholds=rows,
         buckets=n_buckets,
         curves=curve_result(run, quantiles),

@@ -134,7 +134,7 @@ class Release:
                 for c in (0, 1)
             ]
         )
-        return ScoreHistogram(self.config, leaves, tuple(variances))
+        return ScoreHistogram(self.config, leaves, tuple(variances), tuple(self.reporters.tolist()))
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,12 +143,37 @@ class ScoreHistogram:
 
     `leaves[0]` are negatives, `leaves[1]` positives; counts may be negative or fractional under
     noise (clamping would bias every sum over many cells, so it is left to the final metric).
-    `level_variances` is the noise variance of one measured count at each released level.
+    `level_variances` is the noise variance of one measured count at each released level (the
+    constrained-inference weights); `reporters` the example reports summed into each level.
     """
 
     config: PrivacyConfig
     leaves: np.ndarray
     level_variances: tuple[float, ...]
+    reporters: tuple[int, ...] = ()
+
+    def noise_draws(self, n_draws: int, rng: np.random.Generator) -> np.ndarray | None:
+        """`n_draws` fresh draws of the release's noise as it reaches the consistent leaves,
+        shape (n_draws, 2, 2^h); None without noise.
+
+        Constrained inference is linear and keeps consistent counts unchanged, so the leaves of
+        (released counts + fresh noise) are these leaves + consistency(noise): adding the draws
+        to `leaves` resamples the whole release (a parametric bootstrap over the known noise).
+        """
+        from fedeval.privacy import mechanism_for
+
+        noise = mechanism_for(self.config.model).measurement_noise(self, n_draws, rng)
+        if noise is None:
+            return None
+        return np.stack(
+            [
+                consistent_leaves(
+                    [m[:, c] for m in noise], self.level_variances, self.config.levels
+                )
+                for c in (0, 1)
+            ],
+            axis=1,
+        )
 
     @property
     def negatives(self) -> float:

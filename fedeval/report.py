@@ -63,8 +63,14 @@ def _num(x: float | None) -> float | None:
     return float(x)
 
 
-def _estimate(e: Estimate) -> dict[str, float | None]:
-    return {"estimate": _num(e.estimate), "exact": _num(e.exact), "abs_error": _num(e.abs_error)}
+def _estimate(e: Estimate) -> dict[str, Any]:
+    ci = None if e.ci95 is None else [_num(e.ci95[0]), _num(e.ci95[1])]
+    return {
+        "estimate": _num(e.estimate),
+        "ci95": ci,
+        "exact": _num(e.exact),
+        "abs_error": _num(e.abs_error),
+    }
 
 
 def privacy_section(run: Simulated) -> dict[str, Any]:
@@ -201,6 +207,14 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def _pm(e: Estimate, digits: int = 4) -> str:
+    """estimate ± half the 95% interval (the interval may be asymmetric after clipping)."""
+    if e.ci95 is None or e.estimate is None or math.isnan(e.estimate):
+        return _fmt(e.estimate, digits)
+    half = max(e.estimate - e.ci95[0], e.ci95[1] - e.estimate)
+    return f"{e.estimate:.{digits}f} ± {half:.1e}"
+
+
 def _err(x: float | None) -> str:
     return "—" if x is None else f"{x:.1e}"
 
@@ -221,14 +235,14 @@ def _render_header(run: Simulated, console: Console, source: str | None) -> None
 def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     t.add_column("metric")
-    t.add_column("estimate", justify="right")
+    t.add_column("estimate ± 95%", justify="right")
     if exact:
         t.add_column("exact", justify="right")
         t.add_column("|error|", justify="right")
     for label, e in rows:
         if e is None:
             continue
-        cells = [label, _fmt(e.estimate)]
+        cells = [label, _pm(e)]
         if exact:
             cells += [_fmt(e.exact), _err(e.abs_error)]
         t.add_row(*cells)
@@ -260,13 +274,13 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
     )
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     t.add_column("threshold", justify="right")
-    for name in ("precision", "recall", "accuracy"):
+    for name in ("precision ± 95%", "recall ± 95%", "accuracy ± 95%"):
         t.add_column(name, justify="right")
     if exact:
         t.add_column("worst |error|", justify="right", style="dim")
     for m in ev.thresholds:
         trio = (m.precision, m.recall, m.accuracy)
-        cells = [f"{m.threshold:.4g}", *(_fmt(e.estimate) for e in trio)]
+        cells = [f"{m.threshold:.4g}", *(_pm(e) for e in trio)]
         if exact:
             errs = [e.abs_error for e in trio if e.abs_error is not None]
             cells.append(_err(max(errs)) if errs else "—")

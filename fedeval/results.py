@@ -8,10 +8,19 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Estimate:
-    """A private estimate, with the exact value and the absolute error when the truth is known."""
+    """A private estimate, its 95% interval (privacy noise and discretisation, from the release
+    alone), and the exact value and absolute error when the truth is known."""
 
     estimate: float
     exact: float | None = None
+    ci95: tuple[float, float] | None = None
+
+    @property
+    def covered(self) -> bool | None:
+        """Whether the interval holds the exact value (None if either is unknown)."""
+        if self.exact is None or self.ci95 is None:
+            return None
+        return self.ci95[0] <= self.exact <= self.ci95[1]
 
     @property
     def abs_error(self) -> float | None:

@@ -7,14 +7,16 @@ reports directly, the per-client path materialises every client's report, as `en
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.data import ScoredData
 from fedeval.errors import InputError, UsageError
+from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.hierarchy import cell_index
 from fedeval.params import resolve_config
 from fedeval.privacy import mechanism_for
@@ -101,6 +103,16 @@ class Simulated:
     data: ScoredData
     seed: int | None
     path: SimulationPath
+    ci_rng: np.random.Generator = field(repr=False)
+    ci_draws: int = DEFAULT_DRAWS
+
+    @cached_property
+    def noise_draws(self) -> np.ndarray | None:
+        """Fresh noise on the release as it reaches the leaves, (ci_draws, 2, L), drawn once per
+        run and shared by every interval; None without noise or with ci_draws = 0."""
+        if self.ci_draws <= 0:
+            return None
+        return self.histogram.noise_draws(self.ci_draws, self.ci_rng)
 
     @property
     def rows(self) -> int:
@@ -125,8 +137,12 @@ def simulate(
     path: SimulationPath | str = SimulationPath.FAST,
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ci_draws: int = DEFAULT_DRAWS,
 ) -> Simulated:
-    """Resolve the configuration, run the protocol once and decode the release."""
+    """Resolve the configuration, run the protocol once and decode the release.
+
+    `ci_draws` fresh noise draws (from a child of the run's generator) make the 95% intervals.
+    """
     if data.positives == 0 or data.negatives == 0:
         missing = "positive" if data.positives == 0 else "negative"
         raise InputError(
@@ -134,7 +150,10 @@ def simulate(
         )
     config = resolve_config(model, n=data.rows, epsilon=epsilon, height=height, shape=shape)
     path = SimulationPath(path)
+    if not isinstance(ci_draws, int) or ci_draws < 0 or ci_draws == 1:
+        raise UsageError(f"`ci_draws` must be 0 (no intervals) or at least 2. Found {ci_draws!r}.")
     rng, seed_used = rng_and_seed(seed)
+    (ci_rng,) = rng.spawn(1)
     hist = simulate_release(data, config, rng, path, progress).histogram()
     mechanism = mechanism_for(config.model).describe(config, data.n_clients)
-    return Simulated(config, mechanism, hist, data, seed_used, path)
+    return Simulated(config, mechanism, hist, data, seed_used, path, ci_rng, ci_draws)

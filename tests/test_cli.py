@@ -602,7 +602,7 @@ def test_evaluate_reports_curve_areas(bigger):
     c = doc["metrics"]["curves"]
     assert c["quantiles"] == 50
     for key in ("roc_auc", "average_precision"):
-        assert set(c[key]) == {"estimate", "exact", "abs_error"}
+        assert set(c[key]) == {"estimate", "ci95", "exact", "abs_error"}
     assert 0 <= c["roc_area_error"] < 0.05 and 0 <= c["pr_area_error"] < 0.1
 
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
+from scipy.special import digamma
 
 from fedeval.estimate.exact import SortedScores
-from fedeval.hierarchy import quantiles
+from fedeval.hierarchy import monotone_cumulative, quantiles
 
 EVAL_GRID = 4097
 """Uniform thresholds added to the quantile knots when the areas are integrated."""
@@ -108,6 +109,49 @@ def estimate_curves(
 
     dense = sample(np.union1d(knots, np.linspace(0.0, 1.0, grid)))
     return dense, sample(knots)
+
+
+def leaf_curves(leaves: np.ndarray) -> Curves:
+    """The curves at the leaves' full resolution (each class's monotone prefix sums at every
+    leaf edge): what Q quantiles compress. Its gap to the Q-quantile curve measures that loss."""
+    neg, pos = monotone_cumulative(leaves[0]), monotone_cumulative(leaves[1])
+    n_total, p_total = max(neg[-1], 1e-12), max(pos[-1], 1e-12)
+    # thresholds: +inf, then leaf edges from the top down (mass ≥ edge), then −inf
+    tpr = np.concatenate([[0.0], (p_total - pos[::-1]) / p_total, [1.0]])
+    fpr = np.concatenate([[0.0], (n_total - neg[::-1]) / n_total, [1.0]])
+    n = leaves.shape[-1]
+    t = np.concatenate([[np.inf], np.arange(n, -1, -1) / n, [-np.inf]])
+    return Curves(t, tpr, fpr, _precision(tpr, fpr, p_total, n_total))
+
+
+def within_leaf_bounds(leaves: np.ndarray) -> tuple[float, float, float, float]:
+    """(AUC low, AUC high, AP low, AP high) over every order of the examples inside each leaf.
+
+    The leaves fix everything but the order within a leaf: AUC moves by at most ±Σpᵢnᵢ/(2PN);
+    AP is highest with each leaf's positives first and lowest with them last, and the sum over
+    a leaf has a closed form: Σₖ₌₁ᵖ (a + k)/(a + b + k) = p − b·(ψ(a + b + p + 1) − ψ(a + b + 1))
+    for a positives and b negatives above it.
+    """
+    # Non-negative leaves from the monotone prefix sums (not clamped leaves, whose positive
+    # noise in empty leaves would invent examples at the top of the ranking).
+    neg = np.diff(monotone_cumulative(leaves[0]))[::-1]  # top leaf first
+    pos = np.diff(monotone_cumulative(leaves[1]))[::-1]
+    p_total, n_total = pos.sum(), neg.sum()
+    if p_total <= 0 or n_total <= 0:
+        return 0.0, 1.0, 0.0, 1.0
+    tp_above = np.concatenate([[0.0], np.cumsum(pos)[:-1]])
+    fp_above = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
+
+    def precision_sum(a, b, p):
+        return p - b * (digamma(a + b + p + 1) - digamma(a + b + 1))
+
+    ap_hi = float(precision_sum(tp_above, fp_above, pos).sum() / p_total)
+    ap_lo = float(precision_sum(tp_above, fp_above + neg, pos).sum() / p_total)
+    # AUC with ties at ½ over the leaves, and its extremes
+    below = n_total - fp_above - neg  # negatives in leaves below (scores lower)
+    auc_mid = float(np.sum(pos * (below + neg / 2)) / (p_total * n_total))
+    half = float(np.sum(pos * neg) / (2 * p_total * n_total))
+    return auc_mid - half, auc_mid + half, ap_lo, ap_hi
 
 
 def exact_curves(s: SortedScores) -> Curves:

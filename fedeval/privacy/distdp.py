@@ -13,6 +13,7 @@ import numpy as np
 from fedeval.config import PrivacyConfig
 from fedeval.privacy import federated
 from fedeval.privacy.noise import (
+    discrete_laplace,
     discrete_laplace_variance,
     laplace_alpha,
     polya_share,
@@ -70,3 +71,12 @@ def describe(config: PrivacyConfig, population: int) -> dict:
         f"Pólya(1/{population}, α) to every count; the secure sum is discrete Laplace "
         "P(k) ∝ α^|k|",
     }
+
+
+def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Fresh discrete Laplace noise on every released count: per level, (n_draws, 2, 2^k)."""
+    a = alpha(hist.config)
+    return [
+        discrete_laplace(a, (n_draws, 2, 1 << k), rng).astype(np.float64)
+        for k in hist.config.levels
+    ]

@@ -107,3 +107,22 @@ def describe(config: PrivacyConfig, population: int) -> dict:
         if len(config.levels) > 1
         else "the leaf level",
     }
+
+
+def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Fresh noise of each decoded count, per level (n_draws, 2, 2^k): normal with the OUE
+    variance at the estimated count, plus the sampling error of the level's share of examples.
+
+    The decoded count is a rescaled sum of many independent bits, so it is close to normal.
+    """
+    p, q = oue_probabilities(hist.config.epsilon)
+    n_total = float(sum(hist.reporters))
+    out = []
+    for k, n_k in zip(hist.config.levels, hist.reporters, strict=True):
+        c = np.clip(coarsen(hist.leaves, k), 0.0, n_total)  # estimated true counts
+        scale = n_total / n_k if n_k else 0.0
+        c_k = np.minimum(c / scale, n_k) if n_k else c * 0
+        oue = (c_k * p * (1 - p) + (n_k - c_k) * q * (1 - q)) / (p - q) ** 2
+        var = scale**2 * oue + c * max(scale - 1.0, 0.0)
+        out.append(rng.standard_normal((n_draws, 2, 1 << k)) * np.sqrt(var))
+    return out
