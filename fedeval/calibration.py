@@ -28,7 +28,7 @@ from fedeval.estimate.calibration import (
     exact_ece,
     histogram_binning,
 )
-from fedeval.estimate.uncertainty import interval, noise_sd
+from fedeval.estimate.uncertainty import REFIT_DRAWS, interval, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.results import Estimate
@@ -156,7 +156,7 @@ def _ece_intervals(run: Simulated, raw: float, calibrated: float, n_bins: int, f
     sd_raw = sd_cal = 0.0
     if run.noise_draws is not None:
         values = []
-        for d in run.noise_draws:
+        for d in run.noise_draws[:REFIT_DRAWS]:
             resampled = leaves + d
             values.append(
                 (

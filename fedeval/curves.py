@@ -28,7 +28,7 @@ from fedeval.estimate.curves import (
     roc_area_error,
     within_leaf_bounds,
 )
-from fedeval.estimate.uncertainty import Z95, noise_sd
+from fedeval.estimate.uncertainty import REFIT_DRAWS, Z95, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.results import Estimate
 from fedeval.simulate import Simulated, SimulationPath, simulate
@@ -113,7 +113,7 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int):
                 (c.roc_auc, c.average_precision)
                 for c in (
                     estimate_curves(leaves + d, n_quantiles, grid=DRAW_GRID)[0]
-                    for d in run.noise_draws
+                    for d in run.noise_draws[:REFIT_DRAWS]
                 )
             ]
         )

@@ -24,6 +24,10 @@ Z95 = 1.959963984540054
 DEFAULT_DRAWS = 200
 """Fresh noise draws per run: the interval's half-width is then known to about ±5%."""
 
+REFIT_DRAWS = 50
+"""Draws used where each one means rebuilding a curve or refitting a map (conservative
+intervals, where a spread known to about ±10% is enough)."""
+
 
 def within_leaf_count_variance(leaves: np.ndarray, unit_thresholds: np.ndarray) -> np.ndarray:
     """Variance of the count above each threshold from the unknown positions inside the leaf
