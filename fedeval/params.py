@@ -100,3 +100,16 @@ def resolve_config(
     except ValueError as e:
         raise UsageError(f"unknown shape {shape!r}; choose hierarchy, flat or auto.") from e
     return PrivacyConfig(model=model, height=height, shape=shape, epsilon=epsilon)
+
+
+def auto_quantiles(model: PrivacyModel | str, n: int, epsilon: float | None) -> int:
+    """Q for the ROC and PR curves: the area error falls roughly as 1/Q until privacy noise
+    takes over. `benchmarks/curves.py` shows the plateau near Q ≈ √(εn)/2 under distdp (from
+    Q ≈ 64 at εn = 2·10⁴, Q ≈ 128 at 5·10⁴); for OUE εn is replaced by n/σ²_OUE. Between 16
+    and 256 (beyond it the noiseless gain is below 1e-4)."""
+    model = PrivacyModel(model)
+    if model is PrivacyModel.FEDERATED:
+        return 256
+    strength = epsilon * n if model is PrivacyModel.DISTDP else n / oue_sigma2(epsilon)
+    q = 2 ** round(math.log2(max(math.sqrt(strength) / 2, 1.0)))
+    return int(min(max(q, 16), 256))

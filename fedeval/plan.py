@@ -1,0 +1,203 @@
+"""Plan before deploying: the error to expect for a population size, ε and privacy model, the
+parameters to use, and the population needed for a target error.
+
+The papers bound the error (Cormode & Markov, Table 1: P/R/A ≈ 2^-h | (εn)^{-2/3} |
+ε^{-2/3} n^{-1/3}; AUC ≈ 1/B² | + 1/(εn) | h/(ε√n)); the constants depend on the score
+distribution and on the estimator. Instead of fitting them once, the planner runs fedeval's own
+estimators on a reference population of the requested size, built directly as fine leaf counts
+(no rows, so n = 10^6 costs milliseconds): a binormal score model with the given AUC and
+positive fraction, or the score distribution of a pilot file (`like`). The prediction is the
+mean absolute error over noise draws and thresholds. `benchmarks/plan.py` compares it with
+errors measured on real data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from fedeval.config import PrivacyConfig, PrivacyModel
+from fedeval.data import ScoredData
+from fedeval.errors import UsageError
+from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics
+from fedeval.params import resolve_config
+from fedeval.simulate import fast_release
+
+RESOLUTION = 20
+"""Reference populations are kept at 2^20 cells per class: the truth, up to 2^-20."""
+
+TABLE1 = {
+    PrivacyModel.FEDERATED: ("2^-h", "1/B²"),
+    PrivacyModel.DISTDP: ("(εn)^(-2/3)", "1/B² + 1/(εn)"),
+    PrivacyModel.LOCALDP: ("ε^(-2/3)·n^(-1/3)", "h/(ε·√n)"),
+}
+"""The papers' error rates (Table 1) for P/R/A and AUC, shown for orientation."""
+
+
+def binormal_density(positives: bool, auc: float, n_cells: int) -> np.ndarray:
+    """Probability of each score cell under a binormal model on the logit scale with the given
+    AUC (d′ = √2·Φ⁻¹(AUC)); scores are sigmoid(logit)."""
+    d = math.sqrt(2) * norm.ppf(auc)
+    mu = d / 2 if positives else -d / 2
+    edges = np.linspace(0.0, 1.0, n_cells + 1)
+    with np.errstate(divide="ignore"):
+        logits = np.log(edges) - np.log1p(-edges)
+    cdf = norm.cdf(logits, loc=mu, scale=1.0)
+    return np.diff(cdf)
+
+
+def reference_population(
+    rows: int,
+    positives_fraction: float,
+    rng: np.random.Generator,
+    *,
+    auc: float = 0.85,
+    like: ScoredData | None = None,
+) -> ScoredData:
+    """A population of `rows` examples as fine per-class counts: multinomial draws from the
+    binormal model (or from `like`'s own per-class score distribution)."""
+    n_cells = 1 << RESOLUTION
+    if like is not None:
+        fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
+        fine = np.repeat(fine, n_cells // fine.shape[-1], axis=-1) / (n_cells // fine.shape[-1])
+        dens = [fine[c] / fine[c].sum() for c in (0, 1)]
+    else:
+        dens = [binormal_density(c == 1, auc, n_cells) for c in (0, 1)]
+    n_pos = round(rows * positives_fraction)
+    counts = np.stack(
+        [rng.multinomial(rows - n_pos, dens[0]), rng.multinomial(n_pos, dens[1])]
+    ).astype(np.int64)
+    return ScoredData(counts, RESOLUTION, rows, rows, (0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Expected absolute errors (mean over noise draws and the ten default thresholds)."""
+
+    config: PrivacyConfig
+    rows: int
+    auc: float
+    precision: float
+    recall: float
+    accuracy: float
+
+    @property
+    def pra(self) -> float:
+        """The largest of the three threshold metrics' expected errors."""
+        return max(self.precision, self.recall, self.accuracy)
+
+
+def predict(
+    population: ScoredData,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+    *,
+    runs: int = 20,
+) -> Prediction:
+    """Mean absolute error of fedeval's estimators on `population` under `config`."""
+    thr = np.asarray(DEFAULT_THRESHOLDS)
+    truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, RESOLUTION, config.shape)
+    truth = estimate_metrics(fast_release(population, truth_cfg, rng).histogram(), thr)
+    errs = []
+    for _ in range(runs):
+        est = estimate_metrics(fast_release(population, config, rng).histogram(), thr)
+        errs.append(
+            [
+                abs(est.auc - truth.auc),
+                np.nanmean(np.abs(est.precision - truth.precision)),
+                np.nanmean(np.abs(est.recall - truth.recall)),
+                np.nanmean(np.abs(est.accuracy - truth.accuracy)),
+            ]
+        )
+    auc, p, r, a = np.mean(errs, axis=0)
+    return Prediction(config, population.rows, float(auc), float(p), float(r), float(a))
+
+
+def _check(rows: int, positives_fraction: float) -> None:
+    if not isinstance(rows, int | np.integer) or rows < 100:
+        raise UsageError(f"`rows` must be an integer of at least 100. Found {rows!r}.")
+    if not 0 < positives_fraction < 1:
+        raise UsageError(
+            f"`positives_fraction` must lie strictly between 0 and 1. Found {positives_fraction}."
+        )
+
+
+def plan(
+    rows: int,
+    *,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float = 0.5,
+    auc: float = 0.85,
+    like: ScoredData | None = None,
+    heights: range | None = None,
+    seed: int = 0,
+    runs: int = 20,
+) -> tuple[Prediction, list[Prediction]]:
+    """(prediction at the recommended parameters, predictions for each height in `heights`).
+
+    The recommendation is `--height auto --shape auto`'s rule (`fedeval.params`), so what the
+    planner predicts is what the other commands will do.
+    """
+    _check(rows, positives_fraction)
+    rng = np.random.default_rng(seed)
+    population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
+    best = resolve_config(model, n=rows, epsilon=epsilon)
+    recommended = predict(population, best, rng, runs=runs)
+    others = [
+        predict(
+            population, resolve_config(model, n=rows, epsilon=epsilon, height=h), rng, runs=runs
+        )
+        for h in (heights or [])
+    ]
+    return recommended, others
+
+
+def population_needed(
+    target: float,
+    *,
+    metric: str = "pra",
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float = 0.5,
+    auc: float = 0.85,
+    like: ScoredData | None = None,
+    seed: int = 0,
+    max_rows: int = 10**9,
+) -> int | None:
+    """The smallest population (to two significant digits) whose predicted error of `metric`
+    ('auc' or 'pra') is at most `target`; None if even `max_rows` is not enough."""
+    if not target > 0:
+        raise UsageError(f"`target_error` must be positive. Found {target}.")
+    if metric not in ("auc", "pra"):
+        raise UsageError(f"`metric` must be 'auc' or 'pra'. Found {metric!r}.")
+
+    def error(n: int) -> float:
+        pred, _ = plan(
+            n,
+            model=model,
+            epsilon=epsilon,
+            positives_fraction=positives_fraction,
+            auc=auc,
+            like=like,
+            seed=seed,
+        )
+        return pred.auc if metric == "auc" else pred.pra
+
+    lo, hi = 100, 1000
+    while error(hi) > target:
+        lo, hi = hi, hi * 10
+        if hi > max_rows:
+            return None
+    # Bisect on the log scale to two significant digits.
+    while hi / lo > 1.05:
+        mid = int(math.sqrt(lo * hi))
+        if error(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    digits = 10 ** max(0, int(math.log10(hi)) - 1)
+    return int(math.ceil(hi / digits) * digits)
