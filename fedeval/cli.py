@@ -206,6 +206,109 @@ QuantilesOpt = Annotated[
 ]
 
 
+FailUnderOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-under",
+        help="Floor METRIC=VALUE (repeatable, or comma-separated): exit 1 if the metric may be "
+        "below it. Metrics: auc, ap, roc_auc_curve, ece, precision@t, recall@t, accuracy@t.",
+        show_default=False,
+    ),
+]
+FailOverOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--fail-over",
+        help="Ceiling METRIC=VALUE (repeatable): exit 1 if the metric may be above it, e.g. "
+        "ece=0.03.",
+        show_default=False,
+    ),
+]
+GateOnOpt = Annotated[
+    str,
+    typer.Option(
+        help="Judge gates on the 95% 'bound' (a floor needs the lower bound to clear it) or on "
+        "the 'estimate'.",
+    ),
+]
+LedgerOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Privacy ledger (JSON Lines) to charge this release to; needs --budget.",
+        show_default=False,
+    ),
+]
+BudgetOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Total ε the ledger may spend; a release that would exceed it is refused.",
+        show_default=False,
+    ),
+]
+
+
+def _gates(fail_under, fail_over, gate_on: str):
+    from fedeval.gates import GateOn, Kind, parse_gates
+
+    try:
+        on = GateOn(gate_on)
+    except ValueError:
+        raise UsageError(f"--gate-on takes bound or estimate. Found {gate_on!r}.") from None
+    return parse_gates(fail_under, Kind.FLOOR) + parse_gates(fail_over, Kind.CEILING), on
+
+
+def _with_gate_thresholds(text: str | None, gates, score_range) -> list[float] | None:
+    """The thresholds to evaluate: those asked for (or the default ones) plus every threshold a
+    gate names, so `--fail-under recall@0.5=0.7` works without --thresholds."""
+    from fedeval.evaluate import DEFAULT_THRESHOLDS
+    from fedeval.gates import gate_thresholds
+
+    extra = gate_thresholds(gates)
+    if text is None and not extra:
+        return None
+    lo, hi = score_range
+    base = (
+        _floats(text, "--thresholds")
+        if text is not None
+        else [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
+    )
+    return sorted(set(base) | set(extra))
+
+
+def _check_ledger_options(ledger: Path | None, budget: float | None) -> None:
+    if (ledger is None) != (budget is None):
+        raise UsageError("--ledger and --budget go together: name the ledger and its total ε.")
+
+
+def _charge(
+    ledger: Path | None, budget: float | None, doc: dict, command: str, covered: str, source: str
+) -> None:
+    """Charge the release to the ledger before anything is shown (refused: nothing is)."""
+    if ledger is None:
+        return
+    from fedeval.ledger import charge, make_entry
+
+    total = charge(ledger, make_entry(doc, command=command, covered=covered, source=source), budget)
+    err.print(f"ledger {ledger}: ε spent {total:g} of {budget:g}", highlight=False)
+
+
+def _apply_gates(gates, on, doc: dict) -> None:
+    """Print each verdict on stderr; exit 1 if any gate failed."""
+    if not gates:
+        return
+    from fedeval.errors import GateFailed
+    from fedeval.gates import judge, report_metrics
+
+    verdicts = judge(gates, report_metrics(doc), on)
+    for v in verdicts:
+        style = "green" if v.passed else "bold red"
+        err.print(Text(f"gate {v.describe(on)}", style=style))
+    failed = [v for v in verdicts if not v.passed]
+    if failed:
+        names = ", ".join(v.gate.metric for v in failed)
+        raise GateFailed(f"{len(failed)} of {len(verdicts)} quality gates failed: {names}.")
+
+
 def _table_options(
     score_col: str,
     label_col: str,
@@ -285,6 +388,11 @@ def evaluate(
     pos_label: PosLabelOpt = None,
     per_client: PerClientOpt = False,
     exact: ExactOpt = True,
+    fail_under: FailUnderOpt = None,
+    fail_over: FailOverOpt = None,
+    gate_on: GateOnOpt = "bound",
+    ledger: LedgerOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
 
@@ -293,13 +401,18 @@ def evaluate(
 
     Example: [bold]fedeval evaluate scores.parquet --model distdp --epsilon 1 --format json[/bold]
 
-    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    CI gate: [bold]fedeval evaluate s.parquet --fail-under auc=0.85 --fail-over ece=0.03[/bold]
+
+    Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage, or a release refused by
+    the ledger (nothing is written).
     """
     from fedeval.evaluate import evaluate_file
     from fedeval.io import source_name
-    from fedeval.report import render_table, to_json
+    from fedeval.report import render_table, to_dict
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
+        gates, on = _gates(fail_under, fail_over, gate_on)
+        _check_ledger_options(ledger, budget)
         opts = _table_options(
             score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
         )
@@ -310,13 +423,19 @@ def evaluate(
             height=height,
             shape=shape,
             buckets=buckets,
-            thresholds=None if thresholds is None else _floats(thresholds, "--thresholds"),
+            thresholds=_with_gate_thresholds(thresholds, gates, _score_range(score_range)),
             quantiles=quantiles,
             seed=seed,
             **opts,
         )
         name = source_name(file)
-        doc = to_json(ev, source=name)
+        report = to_dict(ev, source=name)
+        covered = (
+            f"evaluate: AUC, ECE, ROC/PR curves (Q = {ev.curves.quantiles}), P/R/A at "
+            f"{len(ev.thresholds)} thresholds"
+        )
+        _charge(ledger, budget, report, "evaluate", covered, name)
+        doc = json.dumps(report, indent=2, allow_nan=False) + "\n"
         if output is not None:
             _write_output(doc, output)
         if plot is not None:
@@ -327,6 +446,7 @@ def evaluate(
             sys.stdout.write(doc)
         else:
             render_table(ev, Console(), source=name)
+        _apply_gates(gates, on, report)
 
 
 class CurvesFormat(StrEnum):
@@ -372,6 +492,8 @@ def curves(
     pos_label: PosLabelOpt = None,
     per_client: PerClientOpt = False,
     exact: ExactOpt = True,
+    ledger: LedgerOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """ROC and PR curves from one private release: Q quantiles per class, PCHIP-interpolated.
 
@@ -389,6 +511,7 @@ def curves(
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         if plot is not None:
             _check_plot_suffix(plot)
+        _check_ledger_options(ledger, budget)
         opts = _table_options(
             score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
         )
@@ -403,12 +526,14 @@ def curves(
             **opts,
         )
         name = source_name(file)
+        cdoc = curves_dict(c, source=name)
+        _charge(ledger, budget, cdoc, "curves", f"curves: ROC and PR, Q = {c.quantiles}", name)
         if plot is not None:
             from fedeval.plot import plot_curves
 
             plot_curves(c, plot)
         if output_format is CurvesFormat.json:
-            _write_output(json.dumps(curves_dict(c, source=name), indent=2) + "\n", output)
+            _write_output(json.dumps(cdoc, indent=2) + "\n", output)
         elif output_format is CurvesFormat.csv:
             _write_output(curves_csv(c), output)
         else:
@@ -456,6 +581,8 @@ def calibrate(
     pos_label: PosLabelOpt = None,
     per_client: PerClientOpt = False,
     exact: ExactOpt = True,
+    ledger: LedgerOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """Fit a calibration map from one private release, and report ECE before and after.
 
@@ -474,6 +601,7 @@ def calibrate(
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         if plot is not None:
             _check_plot_suffix(plot)
+        _check_ledger_options(ledger, budget)
         opts = _table_options(
             score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
         )
@@ -491,6 +619,7 @@ def calibrate(
         )
         name = source_name(file)
         doc = map_dict(cal, source=name, score_col=score_col)
+        _charge(ledger, budget, doc, "calibrate", f"calibrate: {cal.method.value} map, ECE", name)
         if output is not None:
             write_json(doc, output)
         if plot is not None:
@@ -682,6 +811,101 @@ def plan(
                 out.print(f"no population up to 10⁹ reaches {target_error:g} on {what}.")
             else:
                 out.print(f"population needed for {what} error ≤ {target_error:g}: ~{needed:,}")
+
+
+@app.command()
+def check(
+    report: Annotated[
+        Path,
+        typer.Argument(
+            help="A report (fedeval evaluate -o) or calibration map (fedeval calibrate -o).",
+            metavar="REPORT",
+            show_default=False,
+        ),
+    ],
+    fail_under: FailUnderOpt = None,
+    fail_over: FailOverOpt = None,
+    gate_on: GateOnOpt = "bound",
+) -> None:
+    """Judge quality gates on a saved report: exit 1 if a floor or ceiling is broken.
+
+    Example: [bold]fedeval check report.json --fail-under auc=0.85,recall@0.5=0.7[/bold]
+
+    Exit codes: 0 every gate passed · 1 a gate failed · 2 bad input or usage.
+    """
+    from fedeval.errors import InputError
+
+    with _errors_to_exit():
+        gates, on = _gates(fail_under, fail_over, gate_on)
+        if not gates:
+            raise UsageError("name at least one gate with --fail-under or --fail-over.")
+        try:
+            doc = json.loads(Path(report).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"cannot read '{report}': no such file.") from None
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise InputError(f"'{report}' is not a fedeval report: {e}.") from None
+        if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("fedeval."):
+            raise InputError(f"'{report}' is not a fedeval report (no fedeval schema).")
+        _apply_gates(gates, on, doc)
+
+
+@app.command("ledger")
+def ledger_show(
+    path: Annotated[
+        Path, typer.Argument(help="A privacy ledger.", metavar="LEDGER", show_default=False)
+    ],
+    budget: Annotated[
+        float | None, typer.Option(help="Show what is left of this total ε.", show_default=False)
+    ] = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="table, or json (the entries).")
+    ] = OutputFormat.table,
+) -> None:
+    """Print a privacy ledger: every release charged to it, and the ε spent (composed by
+    dp_accounting; pure ε-DP composes by adding up).
+
+    Exit codes: 0 ok · 2 bad input or usage.
+    """
+    from fedeval.errors import InputError
+    from fedeval.ledger import read_ledger, total_epsilon
+
+    with _errors_to_exit():
+        if not Path(path).exists():
+            raise InputError(f"cannot read ledger '{path}': no such file.")
+        entries = read_ledger(path)
+        spent = total_epsilon(entries)
+        if output_format is OutputFormat.json:
+            doc = {
+                "schema": "fedeval.ledger/1",
+                "epsilon_spent": spent,
+                "budget": budget,
+                "entries": entries,
+            }
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            return
+        t = Table(box=None, header_style="bold")
+        for col in ("time", "command", "source", "model", "ε", "δ", "unit", "covered"):
+            t.add_column(col)
+        for e in entries:
+            t.add_row(
+                e["time"],
+                e["command"],
+                str(e.get("source")),
+                e["model"],
+                f"{e['epsilon']:g}",
+                f"{e['delta']:g}",
+                e["unit"],
+                e["covered"],
+            )
+        out = Console()
+        out.print(t)
+        left = "" if budget is None else f" of {budget:g} (left: {budget - spent:g})"
+        out.print(
+            f"{len(entries)} releases · ε spent {spent:g}{left} · composition: pure ε-DP, "
+            "δ = 0 (dp_accounting PLD)",
+            soft_wrap=True,
+        )
 
 
 def _check_plot_suffix(path: Path) -> None:

@@ -20,6 +20,7 @@ from fedeval.config import PrivacyModel, Shape
 from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
+from fedeval.estimate.calibration import ece_from_histogram, exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
 from fedeval.estimate.metrics import (
     auc_from_buckets,
@@ -64,6 +65,7 @@ class Evaluation:
     thresholds: tuple[ThresholdMetrics, ...]
     buckets: int | None
     curves: CurveResult = field(repr=False)
+    ece: Estimate | None = None
 
     config = property(lambda self: self.run.config)
     mechanism = property(lambda self: self.run.mechanism)
@@ -227,7 +229,26 @@ def evaluate_data(
         thresholds=rows,
         buckets=n_buckets,
         curves=curve_result(run, quantiles),
+        ece=raw_ece(run),
     )
+
+
+def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
+    """ECE of the scores themselves (M = 15 equal-width bins) from the release, with its
+    interval (noise spread over the run's draws, widened by half a leaf width); None unless the
+    scores are probabilities."""
+    if run.data.score_range != (0.0, 1.0):
+        return None
+    leaves = run.histogram.leaves
+    value = ece_from_histogram(leaves, n_bins)
+    exact = None if run.data.sorted_scores is None else exact_ece(run.data.sorted_scores, n_bins)
+    if run.ci_draws == 0:
+        return Estimate(value, exact)
+    sd = 0.0
+    if run.noise_draws is not None:
+        sd = noise_sd(np.array([ece_from_histogram(leaves + d, n_bins) for d in run.noise_draws]))
+    lo, hi = interval(value, sd, 0.0, 0.5 / leaves.shape[-1])
+    return Estimate(value, exact, (float(lo), float(hi)))
 
 
 def evaluate(

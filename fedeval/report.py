@@ -142,6 +142,7 @@ def to_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, Any]:
             for t in ev.thresholds
         ],
         "curves": _curve_areas(ev.curves),
+        "ece": None if ev.ece is None else _estimate(ev.ece) | {"bins": 15},
     }
     return doc
 
@@ -268,6 +269,7 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
                 ("ROC AUC", ev.auc),
                 (f"ROC AUC, PCHIP curve (Q = {c.quantiles})", c.roc_auc),
                 (f"average precision (Q = {c.quantiles})", c.average_precision),
+                ("ECE of the scores (15 bins)", ev.ece),
             ],
             exact,
         )
