@@ -80,7 +80,7 @@ def report_metrics(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         out["auc"] = metrics["auc"]
     for t in metrics.get("thresholds", []):
         for m in ("precision", "recall", "accuracy"):
-            out[f"{m}@{t['threshold']:g}"] = t[m]
+            out[f"{m}@{float(t['threshold'])!r}"] = t[m]
     curves = metrics.get("curves") or doc.get("curves") or {}
     if "roc_auc" in curves:
         out["roc_auc_curve"] = curves["roc_auc"]

@@ -10,8 +10,8 @@ Composition uses Google's dp_accounting (the accountant Flower and PipelineDP us
 privacy-loss-distribution accountant at δ = 0: fedeval's releases are pure ε-DP, where basic
 composition (ε adds up) is exact. A distdp release is a `DiscreteLaplaceDpEvent` (parameter
 ε/Δ, sensitivity Δ, the noise actually added); an OUE (localdp) release, for which
-dp_accounting has no event, is charged as a Laplace event of the same pure ε, which composes
-identically at δ = 0. Federated releases add no noise and cannot be charged to a budget.
+dp_accounting has no event, is charged as a discrete Laplace event of the same pure ε, which
+composes identically at δ = 0. Federated releases add no noise and cannot be charged to a budget.
 """
 
 from __future__ import annotations
@@ -93,8 +93,10 @@ def _event(entry: dict[str, Any]):
         return dp_event.DiscreteLaplaceDpEvent(
             noise_parameter=eps / sensitivity, sensitivity=sensitivity
         )
-    # Pure ε-DP without a dedicated event: a Laplace event of the same ε (exact at δ = 0).
-    return dp_event.LaplaceDpEvent(noise_multiplier=1.0 / eps)
+    # Pure ε-DP without a dedicated event: a discrete Laplace event of the same pure ε, whose
+    # privacy loss dp_accounting represents exactly (a continuous Laplace event's PLD puts tail
+    # mass at infinity, which makes ε at δ = 0 infinite).
+    return dp_event.DiscreteLaplaceDpEvent(noise_parameter=eps, sensitivity=1)
 
 
 def total_epsilon(entries: list[dict[str, Any]]) -> float:
