@@ -28,7 +28,7 @@ from fedeval.estimate.calibration import (
     exact_ece,
     histogram_binning,
 )
-from fedeval.estimate.uncertainty import REFIT_DRAWS, interval, noise_sd
+from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.results import Estimate
@@ -87,6 +87,7 @@ def calibrate_data(
     path: SimulationPath | str = SimulationPath.FAST,
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ci_draws: int = DEFAULT_DRAWS,
 ) -> CalibrationResult:
     """Simulate the protocol, fit the map from the release, estimate ECE before and after."""
     try:
@@ -104,6 +105,7 @@ def calibrate_data(
         path=path,
         seed=seed,
         progress=progress,
+        ci_draws=ci_draws,
     )
     leaves = run.histogram.leaves
     if method is Method.BINNING:

@@ -28,7 +28,7 @@ from fedeval.estimate.curves import (
     roc_area_error,
     within_leaf_bounds,
 )
-from fedeval.estimate.uncertainty import REFIT_DRAWS, Z95, noise_sd
+from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.results import Estimate
 from fedeval.simulate import Simulated, SimulationPath, simulate
@@ -142,6 +142,7 @@ def curves_data(
     path: SimulationPath | str = SimulationPath.FAST,
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ci_draws: int = DEFAULT_DRAWS,
 ) -> CurveResult:
     """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2."""
     quantiles = _check_quantiles(quantiles)
@@ -154,6 +155,7 @@ def curves_data(
         path=path,
         seed=seed,
         progress=progress,
+        ci_draws=ci_draws,
     )
     return curve_result(run, quantiles)
 

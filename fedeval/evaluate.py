@@ -29,6 +29,7 @@ from fedeval.estimate.metrics import (
     threshold_counts,
 )
 from fedeval.estimate.uncertainty import (
+    DEFAULT_DRAWS,
     interval,
     noise_sd,
     threshold_metric_variance,
@@ -176,6 +177,7 @@ def evaluate_data(
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
     quantiles: int = DEFAULT_QUANTILES,
+    ci_draws: int = DEFAULT_DRAWS,
 ) -> Evaluation:
     """Simulate the protocol on reduced data and estimate every metric (shared entry point).
 
@@ -197,6 +199,7 @@ def evaluate_data(
         path=path,
         seed=seed,
         progress=progress,
+        ci_draws=ci_draws,
     )
     unit_thr = data.to_unit(thr)
     est = estimate_metrics(run.histogram, unit_thr, n_buckets)
@@ -268,6 +271,7 @@ def evaluate(
     seed: int | np.random.Generator | None = None,
     exact: bool = True,
     quantiles: int = 100,
+    ci_draws: int = DEFAULT_DRAWS,
 ) -> Evaluation:
     """Evaluate a scored classifier under a privacy model, as the federated protocol would.
 
@@ -286,6 +290,7 @@ def evaluate(
     seed : an int or a Generator; the int used is stored in the result.
     exact : also compute the exact metrics (keeps the raw scores in memory).
     quantiles : Q per class for the ROC and PR curve areas.
+    ci_draws : fresh noise draws behind the 95% intervals (0: no intervals).
     """
     data = scored_from_arrays(
         y_true,
@@ -308,6 +313,7 @@ def evaluate(
         path=path,
         seed=seed,
         quantiles=quantiles,
+        ci_draws=ci_draws,
     )
 
 
