@@ -27,7 +27,8 @@ def summarise(label: str, estimates: list) -> str:
     cov = np.mean([e.covered for e in estimates])
     width = np.median([e.ci95[1] - e.ci95[0] for e in estimates])
     err = np.median([e.abs_error for e in estimates])
-    return f"{label:<22} {len(estimates):>6} {cov:>9.3f} {width:>13.1e} {err:>13.1e} {width / err:>7.1f}"
+    ratio = width / err
+    return f"{label:<22} {len(estimates):>6} {cov:>9.3f} {width:>13.1e} {err:>13.1e} {ratio:>7.1f}"
 
 
 def main() -> None:
