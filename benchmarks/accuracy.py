@@ -14,39 +14,17 @@ the flat release and with what `--height auto` picks.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from common import SAMPLE, ensure_big
 
 from fedeval.data import read_scored
 from fedeval.evaluate import evaluate_data
 from fedeval.params import resolve_config
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_data" / "scores.parquet"
-BIG = ROOT / "benchmarks" / "_data" / "scores_500k.parquet"
 RUNS = 10
-
-
-def ensure_big() -> Path:
-    if not BIG.exists():
-        print("making the 500k-row set with sample_data/make_sample.py …", file=sys.stderr)
-        subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "sample_data" / "make_sample.py"),
-                "--rows",
-                "500000",
-                "-o",
-                str(BIG),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return BIG
 
 
 def settings() -> list[tuple[str, float | None, str, object, object]]:

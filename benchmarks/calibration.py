@@ -24,12 +24,12 @@ defaults (binning with B = 'auto', and BBQ).
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from common import SAMPLE, ensure_big
 from sklearn.isotonic import IsotonicRegression
 
 from fedeval.calibration import auto_buckets, calibrate_data
@@ -37,9 +37,6 @@ from fedeval.data import read_scored, scored_from_arrays
 from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import SortedScores
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_data" / "scores.parquet"
-BIG = ROOT / "benchmarks" / "_data" / "scores_500k.parquet"
 RUNS = 10
 SPLIT_SEED = 2024
 N_BINS = 15
@@ -57,24 +54,6 @@ METHODS: tuple[tuple[str, int | str], ...] = (
 )
 COLUMNS = {"test": 9, "floor": 9, "in-sample est": 14, "in-sample exact": 16}
 PAPER = {"federated": 0.01, "distdp": 0.01, "localdp": 0.02}
-
-
-def ensure_big() -> Path:
-    if not BIG.exists():
-        print("making the 500k-row set with sample_data/make_sample.py …", file=sys.stderr)
-        subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "sample_data" / "make_sample.py"),
-                "--rows",
-                "500000",
-                "-o",
-                str(BIG),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return BIG
 
 
 def load(path: Path) -> tuple[np.ndarray, np.ndarray]:

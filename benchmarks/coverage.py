@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from common import SAMPLE
 
 from fedeval.data import read_scored
 from fedeval.evaluate import evaluate_data
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "scores.parquet"
 RUNS = 200
 
 

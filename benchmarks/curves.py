@@ -17,20 +17,16 @@ PR < 1e-2 at Q ≈ 100) at Q = 128 federated.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from common import SAMPLE, ensure_big
 
 from fedeval.curves import curves_data
 from fedeval.data import ScoredData, read_scored
 from fedeval.estimate.curves import curve_height
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_data" / "scores.parquet"
-BIG = ROOT / "benchmarks" / "_data" / "scores_500k.parquet"
 RUNS = 10
 QS = (16, 32, 64, 128, 256)
 MODELS: tuple[tuple[str, float | None], ...] = (
@@ -43,24 +39,6 @@ RESOLUTION = 16  # ≥ ⌈log₂ 256⌉ + 2 = 10, the largest height used
 PLATEAU_RATIO = 0.8
 PAPER_Q = 128
 PAPER_ROC, PAPER_PR = 1e-3, 1e-2
-
-
-def ensure_big() -> Path:
-    if not BIG.exists():
-        print("making the 500k-row set with sample_data/make_sample.py …", file=sys.stderr)
-        subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "sample_data" / "make_sample.py"),
-                "--rows",
-                "500000",
-                "-o",
-                str(BIG),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return BIG
 
 
 def measure(data: ScoredData, q: int, model: str, eps: float | None) -> dict[str, float]:

@@ -26,21 +26,17 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+from common import SAMPLE, ensure_big
 
 from fedeval.data import read_scored, scored_from_arrays
 from fedeval.evaluate import evaluate_data
 from fedeval.plan import plan
 
-ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = ROOT / "sample_data" / "scores.parquet"
-BIG = ROOT / "benchmarks" / "_data" / "scores_500k.parquet"
 SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 EPSILONS = (0.5, 1.0, 5.0)
 SEEDS = range(10)
@@ -52,24 +48,6 @@ REFERENCES = ("binormal", "like")
 # Intervals do not change the estimates (their generator is spawned, not drawn from); skip them
 # when evaluate_data lets us.
 NO_CI = {"ci_draws": 0} if "ci_draws" in inspect.signature(evaluate_data).parameters else {}
-
-
-def ensure_big() -> Path:
-    if not BIG.exists():
-        print("making the 500k-row set with sample_data/make_sample.py …", file=sys.stderr)
-        subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "sample_data" / "make_sample.py"),
-                "--rows",
-                "500000",
-                "-o",
-                str(BIG),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return BIG
 
 
 def grid(sizes) -> list[tuple[str, float | None, int]]:

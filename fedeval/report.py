@@ -8,7 +8,6 @@ for); it is false for estimates from a real deployment's aggregate.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -198,10 +197,6 @@ def map_dict(
         },
     }
     return doc
-
-
-def to_json(ev: Evaluation, *, source: str | None = None) -> str:
-    return json.dumps(to_dict(ev, source=source), indent=2, allow_nan=False) + "\n"
 
 
 def _fmt(x: float | None, digits: int = 4) -> str:

