@@ -98,12 +98,7 @@ def estimate_metrics(
     the leaves: the finest partition, with the leaf that holds t taken as uniform.
     """
     leaves = hist.leaves
-    if buckets is None:
-        neg, pos = leaves[0], leaves[1]
-    else:
-        edges = equidepth_edges(leaves[0] + leaves[1], buckets)
-        neg, pos = bucket_counts(leaves[0], edges), bucket_counts(leaves[1], edges)
-    auc = float(clip_unit(auc_from_buckets(neg, pos)))
+    auc = float(clip_unit(auc_from_buckets(*auc_buckets(leaves, buckets))))
     tp, fp = threshold_counts(leaves, unit_thresholds)
     p, r, a = precision_recall_accuracy(tp, fp, hist.positives, hist.negatives)
     return MetricEstimates(auc, clip_unit(p), clip_unit(r), clip_unit(a))
@@ -117,13 +112,7 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
         return None, None, None, None
     leaves = run.histogram.leaves
     draws = run.noise_draws
-    if buckets is None:
-        auc_disc = within_bucket_auc_variance(leaves[0], leaves[1])
-    else:
-        edges = equidepth_edges(leaves[0] + leaves[1], buckets)
-        auc_disc = within_bucket_auc_variance(
-            bucket_counts(leaves[0], edges), bucket_counts(leaves[1], edges)
-        )
+    auc_disc = within_bucket_auc_variance(*auc_buckets(leaves, buckets))
     if draws is None:
         auc_sd = 0.0
         sd_p = sd_r = sd_a = np.zeros(len(unit_thresholds))
@@ -132,7 +121,9 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
         if buckets is None:
             auc_sd = noise_sd(auc_from_buckets(resampled[:, 0], resampled[:, 1]))
         else:
-            auc_sd = noise_sd(np.array([bucket_auc(x, buckets) for x in resampled]))
+            auc_sd = noise_sd(
+                np.array([auc_from_buckets(*auc_buckets(x, buckets)) for x in resampled])
+            )
         p, r, a = threshold_metrics(resampled, unit_thresholds)
         sd_p, sd_r, sd_a = noise_sd(p), noise_sd(r), noise_sd(a)
     vp, vr, va = threshold_metric_variance(leaves, unit_thresholds)
@@ -144,10 +135,13 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
     )
 
 
-def bucket_auc(leaves: np.ndarray, buckets: int) -> float:
-    """AUC of one set of leaves over B equi-depth buckets (used per noise draw)."""
+def auc_buckets(leaves: np.ndarray, buckets: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """(negatives, positives) of the buckets AUC is computed over: the leaves themselves, or B
+    equi-depth buckets at the estimated quantiles of the pooled scores."""
+    if buckets is None:
+        return leaves[0], leaves[1]
     edges = equidepth_edges(leaves[0] + leaves[1], buckets)
-    return float(auc_from_buckets(bucket_counts(leaves[0], edges), bucket_counts(leaves[1], edges)))
+    return bucket_counts(leaves[0], edges), bucket_counts(leaves[1], edges)
 
 
 def _parse_buckets(buckets: int | str | None) -> int | None:

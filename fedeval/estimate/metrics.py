@@ -41,11 +41,11 @@ def precision_recall_accuracy(
     """Precision TP/(TP+FP), recall TP/P, accuracy (TP + N − FP)/(P + N) (section 3.2).
 
     `nan` where a denominator is not positive (e.g. nothing predicted positive), as scikit-learn
-    warns and does; callers decide what to print.
+    warns and does; callers decide what to print. Totals must broadcast against the counts
+    (a scalar, or shape (..., 1) for counts of shape (..., T)).
     """
     tp, fp = np.asarray(tp, float), np.asarray(fp, float)
-    p = np.asarray(positives, float)[..., None] if np.ndim(tp) > np.ndim(positives) else positives
-    n = np.asarray(negatives, float)[..., None] if np.ndim(fp) > np.ndim(negatives) else negatives
+    p, n = np.asarray(positives, float), np.asarray(negatives, float)  # broadcast against tp
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
         recall = np.where(p > 0, tp / p, np.nan)
