@@ -229,24 +229,6 @@ def calibrate_file(
     return calibrate_data(data, path=path, **options)
 
 
-def _csv_bytes(batch, *, header: bool) -> bytes:
-    """A batch as CSV: cells unquoted (so text passes through unchanged), unless a cell holds a
-    delimiter, quote or line break, when that batch is written with quotes where needed."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    for style in ("none", "needed"):
-        buf = pa.BufferOutputStream()
-        try:
-            pacsv.write_csv(
-                batch, buf, pacsv.WriteOptions(include_header=header, quoting_style=style)
-            )
-        except pa.ArrowInvalid:
-            continue
-        return buf.getvalue().to_pybytes()
-    raise AssertionError("quoting_style='needed' cannot fail")
-
-
 def apply_map_file(
     map_path: str | os.PathLike,
     source: str | os.PathLike,
@@ -265,13 +247,16 @@ def apply_map_file(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from fedeval.io import STDIN, atomic_output, read_with_scores, source_name
+    from fedeval.io import STDIN, atomic_output, csv_bytes, read_with_scores, source_name
     from fedeval.mapfile import load_map
 
     cmap = load_map(map_path)
-    _, batches = read_with_scores(source, score_col, score_range=cmap.score_range)
     to_stdout = output is None or str(output) == STDIN
     parquet = not to_stdout and str(output).lower().endswith((".parquet", ".pq"))
+    # CSV out keeps every cell's text; Parquet out needs the columns typed.
+    _, batches = read_with_scores(
+        source, score_col, score_range=cmap.score_range, keep_text=not parquet
+    )
 
     def write(sink) -> int:
         writer = None
@@ -289,7 +274,7 @@ def apply_map_file(
                         writer = pq.ParquetWriter(sink, out.schema)
                     writer.write_batch(out)
                 else:
-                    sink.write(_csv_bytes(out, header=rows == 0))
+                    sink.write(csv_bytes(out, header=rows == 0))
                 rows += rb.num_rows
         finally:
             if writer is not None:

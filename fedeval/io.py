@@ -10,6 +10,7 @@ import bz2
 import contextlib
 import csv
 import gzip
+import io
 import os
 import sys
 import tempfile
@@ -237,24 +238,63 @@ def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Itera
     return names, batches()
 
 
+def read_all_columns(
+    source: str | os.PathLike,
+    *,
+    keep_text: bool,
+    text: list[str] | tuple[str, ...] = (),
+    batch_rows: int = BATCH_ROWS,
+) -> tuple[list[str], Iterator[pa.RecordBatch], bool]:
+    """(column names, record batches of every column, whether the source is CSV).
+
+    With `keep_text`, CSV columns arrive as the text they were written as, so a table passed
+    through to CSV keeps every cell byte for byte; otherwise types are inferred as for
+    evaluation (columns named in `text` stay text, to be parsed with row-precise errors), which
+    is what a typed output such as Parquet needs.
+    """
+    name = source_name(source)
+    is_csv = str(source) == STDIN or not _is_parquet_path(Path(source), name)
+    if is_csv and keep_text:
+        names, batches = _csv_as_text(source, name)
+        return names, batches, True
+    return _record_batches(source, None, list(text), name, batch_rows)
+
+
+def csv_bytes(batch: pa.RecordBatch, *, header: bool) -> bytes:
+    """A batch as CSV. Cells are unquoted, so text passes through unchanged, unless a cell holds
+    a delimiter, quote or line break, when that batch quotes where needed; the header is quoted
+    only where a name needs it (pyarrow would quote every name)."""
+    out = io.StringIO()
+    if header:
+        csv.writer(out, lineterminator="\n").writerow(batch.schema.names)
+    for style in ("none", "needed"):
+        buf = pa.BufferOutputStream()
+        try:
+            pacsv.write_csv(
+                batch, buf, pacsv.WriteOptions(include_header=False, quoting_style=style)
+            )
+        except pa.ArrowInvalid:
+            continue
+        return out.getvalue().encode("utf-8") + buf.getvalue().to_pybytes()
+    raise AssertionError("quoting_style='needed' cannot fail")
+
+
 def read_with_scores(
     source: str | os.PathLike,
     score_col: str,
     *,
     score_range: tuple[float, float] = (0.0, 1.0),
+    keep_text: bool = True,
     batch_rows: int = BATCH_ROWS,
 ) -> tuple[bool, Iterator[tuple[pa.RecordBatch, np.ndarray]]]:
     """Every column of a table, batch by batch, with its validated scores (labels not needed).
 
-    Returns whether the source is CSV, and the batches. CSV columns arrive as the text they were
-    written as, so a table passed through keeps every cell byte for byte.
+    Returns whether the source is CSV, and the batches; see `read_all_columns` for `keep_text`.
     """
     name = source_name(source)
-    is_csv = str(source) == STDIN or not _is_parquet_path(Path(source), name)
-    if is_csv:
-        names, batches = _csv_as_text(source, name)
-    else:
-        names, batches, _ = _record_batches(source, None, [score_col], name, batch_rows)
+    names, batches, is_csv = read_all_columns(
+        source, keep_text=keep_text, text=[score_col], batch_rows=batch_rows
+    )
     if score_col not in names:
         raise InputError(
             f"'{name}' has no column '{score_col}' (it has: {', '.join(names) or 'none'}); "
@@ -269,7 +309,7 @@ def read_with_scores(
             if rb.num_rows == 0:
                 continue
             col = _chunk(rb.column(score_col))
-            if is_csv:
+            if is_csv and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
                 col = _parse_numbers(col, where, offset)
             scores, _ = _scores(col, name, score_col, offset, lo, hi)
             yield rb, scores
@@ -312,7 +352,7 @@ def validate_batch(
     if text_scores and (pa.types.is_string(score.type) or pa.types.is_large_string(score.type)):
         score = _parse_numbers(score, f"'{name}', column '{score_col}'", offset)
     scores, score_max = _scores(score, name, score_col, offset, lo, hi)
-    positive = _positives(
+    positive = positive_labels(
         _chunk(rb.column(label_col)),
         name,
         label_col,
@@ -378,7 +418,7 @@ def _parse_numbers(arr: pa.Array, where: str, offset: int) -> pa.Array:
         ) from None
 
 
-def _positives(
+def positive_labels(
     arr: pa.Array, name: str, col: str, offset: int, pos_label: object, seen: dict
 ) -> np.ndarray:
     where = f"'{name}', column '{col}'"

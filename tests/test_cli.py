@@ -725,3 +725,17 @@ def test_plots_from_every_command(bigger):
     r = invoke("calibrate", bigger, "--seed", "1", "--plot", "rel.png")
     assert r.exit_code == 0, r.stderr
     assert Path("rel.png").read_bytes().startswith(png)
+
+
+def test_apply_csv_to_parquet_is_typed_and_csv_header_unquoted(bigger):
+    assert invoke("calibrate", bigger, "--seed", "1", "-o", "m.json").exit_code == 0
+    Path("in.csv").write_text("score,label,who\n0.05,0,a\n0.5,1,b\n0.97,1,c\n")
+    r = invoke("apply", "m.json", "in.csv", "-o", "out.parquet")
+    assert r.exit_code == 0, r.stderr
+    t = pq.read_table("out.parquet")
+    assert pa.types.is_floating(t.schema.field("score").type)
+    assert pa.types.is_integer(t.schema.field("label").type)
+    # ... so the output can be evaluated directly.
+    assert invoke("evaluate", "out.parquet", "-m", "federated", "--seed", "1").exit_code == 0
+    r = invoke("apply", "m.json", "in.csv")
+    assert r.stdout.splitlines()[0] == "score,label,who,calibrated"
