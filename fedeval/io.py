@@ -311,6 +311,9 @@ def read_with_scores(
             col = _chunk(rb.column(score_col))
             if is_csv and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
                 col = _parse_numbers(col, where, offset)
+                if not keep_text:  # a typed output gets the score as a number
+                    i = rb.schema.get_field_index(score_col)
+                    rb = rb.set_column(i, score_col, col)
             scores, _ = _scores(col, name, score_col, offset, lo, hi)
             yield rb, scores
             offset += rb.num_rows
