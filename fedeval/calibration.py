@@ -60,7 +60,7 @@ class CalibrationResult:
 
     def apply(self, y_score: np.ndarray) -> np.ndarray:
         """Calibrated probabilities for scores in their own units."""
-        return self.map(self.run.data.to_unit(y_score))
+        return self.map(self.run.to_unit(y_score))
 
 
 def auto_buckets(model: PrivacyModel, n: int, epsilon: float | None, n_leaves: int) -> int:
@@ -90,12 +90,6 @@ def calibrate_data(
     ci_draws: int = DEFAULT_DRAWS,
 ) -> CalibrationResult:
     """Simulate the protocol, fit the map from the release, estimate ECE before and after."""
-    try:
-        method = Method(method)
-    except ValueError as e:
-        raise UsageError(f"unknown method {method!r}; choose binning or bbq.") from e
-    if not isinstance(n_bins, int) or n_bins < 1:
-        raise UsageError(f"`n_bins` must be a positive integer. Found {n_bins!r}.")
     run = simulate(
         data,
         model=model,
@@ -107,10 +101,28 @@ def calibrate_data(
         progress=progress,
         ci_draws=ci_draws,
     )
+    return calibrate_run(run, method=method, buckets=buckets, n_bins=n_bins)
+
+
+def calibrate_run(
+    run: Simulated,
+    *,
+    method: Method | str = Method.BINNING,
+    buckets: int | str = "auto",
+    n_bins: int = DEFAULT_ECE_BINS,
+) -> CalibrationResult:
+    """Fit the map from one release (simulated, or loaded from an aggregate) and estimate ECE
+    before and after; exact values when the run knows the truth."""
+    try:
+        method = Method(method)
+    except ValueError as e:
+        raise UsageError(f"unknown method {method!r}; choose binning or bbq.") from e
+    if not isinstance(n_bins, int) or n_bins < 1:
+        raise UsageError(f"`n_bins` must be a positive integer. Found {n_bins!r}.")
     leaves = run.histogram.leaves
     if method is Method.BINNING:
         if buckets == "auto":
-            b = auto_buckets(run.config.model, data.rows, run.config.epsilon, leaves.shape[-1])
+            b = auto_buckets(run.config.model, run.rows, run.config.epsilon, leaves.shape[-1])
         else:
             try:
                 b = int(buckets)
@@ -130,11 +142,11 @@ def calibrate_data(
     cmap = fit(leaves)
 
     # ECE of the raw scores is only meaningful if they are probabilities.
-    is_probability = data.score_range == (0.0, 1.0)
+    is_probability = run.score_range == (0.0, 1.0)
     exact_raw = exact_cal = None
-    if data.sorted_scores is not None:
-        exact_raw = exact_ece(data.sorted_scores, n_bins) if is_probability else None
-        exact_cal = exact_ece(data.sorted_scores, n_bins, transform=lambda x: cmap(data.to_unit(x)))
+    if run.truth is not None:
+        exact_raw = exact_ece(run.truth, n_bins) if is_probability else None
+        exact_cal = exact_ece(run.truth, n_bins, transform=lambda x: cmap(run.to_unit(x)))
     raw_value = ece_from_histogram(leaves, n_bins)
     cal_value = ece_from_histogram(leaves, n_bins, cmap)
     raw_ci, cal_ci = _ece_intervals(run, raw_value, cal_value, n_bins, fit)

@@ -119,10 +119,27 @@ def _main(
 
 
 FileArg = Annotated[
-    str,
+    str | None,
     typer.Argument(
-        help="Scored, labelled table: Parquet or CSV, or - for CSV on stdin.",
+        help="Scored, labelled table: Parquet or CSV, or - for CSV on stdin (or use --from).",
         metavar="FILE",
+        show_default=False,
+    ),
+]
+FromOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        help="Estimate from a saved aggregate instead of simulating on FILE: no raw data, so "
+        "estimates and 95% intervals only. Its privacy settings are the aggregate's.",
+        show_default=False,
+    ),
+]
+SaveReleaseOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Also save the release this run produced (a versioned aggregate, reusable with "
+        "--from).",
         show_default=False,
     ),
 ]
@@ -265,6 +282,45 @@ def _gates(fail_under, fail_over, gate_on: str):
     return parse_gates(fail_under, Kind.FLOOR) + parse_gates(fail_over, Kind.CEILING), on
 
 
+def _source_or_aggregate(file: str | None, from_: Path | None, **simulation_only) -> None:
+    """Exactly one of FILE and --from; simulation settings make no sense with --from."""
+    if (file is None) == (from_ is None):
+        raise UsageError(
+            "give FILE (simulate the protocol on a table) or --from AGGREGATE (estimate from a "
+            "saved release), exactly one of them."
+        )
+    if from_ is not None:
+        given = [name for name, value in simulation_only.items() if value]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)} cannot be used with --from: the aggregate fixes the release."
+            )
+
+
+def _loaded_run(from_: Path, seed: int | None, ci_draws: int):
+    from fedeval.releasefile import load_release
+    from fedeval.simulate import Simulated
+
+    release, score_range = load_release(from_)
+    return Simulated.from_release(release, score_range, seed=seed, ci_draws=ci_draws)
+
+
+def _save(path: Path | None, run, source: str) -> None:
+    if path is not None:
+        from fedeval.releasefile import save_release
+
+        save_release(path, run.release, run.score_range, source=source)
+
+
+def _charge_if_new(ledger, budget, doc, command, covered, source, run) -> None:
+    """A simulated run is a new release and is charged; estimates from a saved aggregate are
+    post-processing of a release already charged, and cost no privacy budget."""
+    if run.simulation:
+        _charge(ledger, budget, doc, command, covered, source)
+    elif ledger is not None:
+        err.print(f"ledger {ledger}: nothing charged (post-processing of a saved release)")
+
+
 def _with_gate_thresholds(text: str | None, gates, score_range) -> list[float] | None:
     """The thresholds to evaluate: those asked for (or the default ones) plus every threshold a
     gate names, so `--fail-under recall@0.5=0.7` works without --thresholds."""
@@ -353,7 +409,7 @@ def _write_output(text: str, output: Path | None) -> None:
 
 @app.command()
 def evaluate(
-    file: FileArg,
+    file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     height: HeightOpt = "auto",
@@ -402,6 +458,8 @@ def evaluate(
     gate_on: GateOnOpt = "bound",
     ledger: LedgerOpt = None,
     budget: BudgetOpt = None,
+    from_: FromOpt = None,
+    save_release: SaveReleaseOpt = None,
 ) -> None:
     """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
 
@@ -422,29 +480,59 @@ def evaluate(
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         gates, on = _gates(fail_under, fail_over, gate_on)
         _check_ledger_options(ledger, budget)
-        opts = _table_options(
-            score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
-        )
-        ev = evaluate_file(
+        _source_or_aggregate(
             file,
-            model=model,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            buckets=buckets,
-            thresholds=_with_gate_thresholds(thresholds, gates, _score_range(score_range)),
-            quantiles=quantiles,
-            seed=seed,
-            ci_draws=ci_draws,
-            **opts,
+            from_,
+            **{
+                "--epsilon": epsilon is not None,
+                "--height": height != "auto",
+                "--shape": shape != "auto",
+                "--per-client": per_client,
+            },
         )
-        name = source_name(file)
+        if from_ is not None:
+            from fedeval.evaluate import evaluate_run
+
+            run = _loaded_run(from_, seed, ci_draws)
+            ev = evaluate_run(
+                run,
+                buckets=buckets,
+                thresholds=_with_gate_thresholds(thresholds, gates, run.score_range),
+                quantiles=quantiles,
+            )
+            name = str(from_)
+        else:
+            opts = _table_options(
+                score_col,
+                label_col,
+                client_col,
+                score_range,
+                pos_label,
+                exact,
+                per_client,
+                progress,
+            )
+            ev = evaluate_file(
+                file,
+                model=model,
+                epsilon=epsilon,
+                height=height,
+                shape=shape,
+                buckets=buckets,
+                thresholds=_with_gate_thresholds(thresholds, gates, _score_range(score_range)),
+                quantiles=quantiles,
+                seed=seed,
+                ci_draws=ci_draws,
+                **opts,
+            )
+            name = source_name(file)
         report = to_dict(ev, source=name)
         covered = (
             f"evaluate: AUC, ECE, ROC/PR curves (Q = {ev.curves.quantiles}), P/R/A at "
             f"{len(ev.thresholds)} thresholds"
         )
-        _charge(ledger, budget, report, "evaluate", covered, name)
+        _charge_if_new(ledger, budget, report, "evaluate", covered, name, ev.run)
+        _save(save_release, ev.run, name)
         doc = json.dumps(report, indent=2, allow_nan=False) + "\n"
         if output is not None:
             _write_output(doc, output)
@@ -467,7 +555,7 @@ class CurvesFormat(StrEnum):
 
 @app.command()
 def curves(
-    file: FileArg,
+    file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     quantiles: QuantilesOpt = 100,
@@ -505,6 +593,8 @@ def curves(
     ci_draws: CiDrawsOpt = 200,
     ledger: LedgerOpt = None,
     budget: BudgetOpt = None,
+    from_: FromOpt = None,
+    save_release: SaveReleaseOpt = None,
 ) -> None:
     """ROC and PR curves from one private release: Q quantiles per class, PCHIP-interpolated.
 
@@ -523,23 +613,48 @@ def curves(
         if plot is not None:
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
-        opts = _table_options(
-            score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
-        )
-        c = roc_pr_curves_file(
+        _source_or_aggregate(
             file,
-            quantiles=quantiles,
-            model=model,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            seed=seed,
-            ci_draws=ci_draws,
-            **opts,
+            from_,
+            **{
+                "--epsilon": epsilon is not None,
+                "--height": height != "auto",
+                "--shape": shape != "auto",
+                "--per-client": per_client,
+            },
         )
-        name = source_name(file)
+        if from_ is not None:
+            from fedeval.curves import curve_result
+
+            c = curve_result(_loaded_run(from_, seed, ci_draws), quantiles)
+            name = str(from_)
+        else:
+            opts = _table_options(
+                score_col,
+                label_col,
+                client_col,
+                score_range,
+                pos_label,
+                exact,
+                per_client,
+                progress,
+            )
+            c = roc_pr_curves_file(
+                file,
+                quantiles=quantiles,
+                model=model,
+                epsilon=epsilon,
+                height=height,
+                shape=shape,
+                seed=seed,
+                ci_draws=ci_draws,
+                **opts,
+            )
+            name = source_name(file)
         cdoc = curves_dict(c, source=name)
-        _charge(ledger, budget, cdoc, "curves", f"curves: ROC and PR, Q = {c.quantiles}", name)
+        covered = f"curves: ROC and PR, Q = {c.quantiles}"
+        _charge_if_new(ledger, budget, cdoc, "curves", covered, name, c.run)
+        _save(save_release, c.run, name)
         if plot is not None:
             from fedeval.plot import plot_curves
 
@@ -556,7 +671,7 @@ def curves(
 
 @app.command()
 def calibrate(
-    file: FileArg,
+    file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     method: Annotated[
@@ -596,6 +711,8 @@ def calibrate(
     ci_draws: CiDrawsOpt = 200,
     ledger: LedgerOpt = None,
     budget: BudgetOpt = None,
+    from_: FromOpt = None,
+    save_release: SaveReleaseOpt = None,
 ) -> None:
     """Fit a calibration map from one private release, and report ECE before and after.
 
@@ -615,25 +732,51 @@ def calibrate(
         if plot is not None:
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
-        opts = _table_options(
-            score_col, label_col, client_col, score_range, pos_label, exact, per_client, progress
-        )
-        cal = calibrate_file(
+        _source_or_aggregate(
             file,
-            method=method,
-            buckets=buckets,
-            n_bins=bins,
-            model=model,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            seed=seed,
-            ci_draws=ci_draws,
-            **opts,
+            from_,
+            **{
+                "--epsilon": epsilon is not None,
+                "--height": height != "auto",
+                "--shape": shape != "auto",
+                "--per-client": per_client,
+            },
         )
-        name = source_name(file)
+        if from_ is not None:
+            from fedeval.calibration import calibrate_run
+
+            run = _loaded_run(from_, seed, ci_draws)
+            cal = calibrate_run(run, method=method, buckets=buckets, n_bins=bins)
+            name = str(from_)
+        else:
+            opts = _table_options(
+                score_col,
+                label_col,
+                client_col,
+                score_range,
+                pos_label,
+                exact,
+                per_client,
+                progress,
+            )
+            cal = calibrate_file(
+                file,
+                method=method,
+                buckets=buckets,
+                n_bins=bins,
+                model=model,
+                epsilon=epsilon,
+                height=height,
+                shape=shape,
+                seed=seed,
+                ci_draws=ci_draws,
+                **opts,
+            )
+            name = source_name(file)
         doc = map_dict(cal, source=name, score_col=score_col)
-        _charge(ledger, budget, doc, "calibrate", f"calibrate: {cal.method.value} map, ECE", name)
+        covered = f"calibrate: {cal.method.value} map, ECE"
+        _charge_if_new(ledger, budget, doc, "calibrate", covered, name, cal.run)
+        _save(save_release, cal.run, name)
         if output is not None:
             write_json(doc, output)
         if plot is not None:

@@ -73,7 +73,7 @@ def _check_quantiles(q: int) -> int:
 def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveResult:
     """Curves and areas from a simulated release (Xu & Cormode, section 3)."""
     n_quantiles = _check_quantiles(n_quantiles)
-    lo, hi = run.data.score_range
+    lo, hi = run.score_range
     leaves = run.histogram.leaves
     dense, points = estimate_curves(leaves, n_quantiles)
     roc_ci = ap_ci = None
@@ -81,8 +81,8 @@ def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveR
         roc_ci, ap_ci = _area_intervals(run, dense, n_quantiles)
     exact = None
     roc_err = pr_err = None
-    if run.data.sorted_scores is not None:
-        exact = exact_curves(run.data.sorted_scores)  # thresholds already in the scores' units
+    if run.truth is not None:
+        exact = exact_curves(run.truth)  # thresholds already in the scores' units
         roc_err, pr_err = roc_area_error(dense, exact), pr_area_error(dense, exact)
     return CurveResult(
         run=run,

@@ -177,13 +177,6 @@ def evaluate_data(
 
     `progress(done, total)` reports clients encoded on the per-client path.
     """
-    n_buckets = _parse_buckets(buckets)
-    lo, hi = data.score_range
-    thr = np.asarray(DEFAULT_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
-    if thresholds is None:
-        thr = lo + (hi - lo) * thr
-    if thr.ndim != 1 or not np.all((thr >= lo) & (thr <= hi)):
-        raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
     run = simulate(
         data,
         model=model,
@@ -195,17 +188,38 @@ def evaluate_data(
         progress=progress,
         ci_draws=ci_draws,
     )
-    unit_thr = data.to_unit(thr)
+    return evaluate_run(run, buckets=buckets, thresholds=thresholds, quantiles=quantiles)
+
+
+def evaluate_run(
+    run: Simulated,
+    *,
+    buckets: int | str | None = "auto",
+    thresholds: Sequence[float] | None = None,
+    quantiles: int = DEFAULT_QUANTILES,
+) -> Evaluation:
+    """Every metric, with intervals, from one release (simulated, or loaded from an aggregate);
+    exact values when the run knows the truth."""
+    n_buckets = _parse_buckets(buckets)
+    lo, hi = run.score_range
+    thr = np.asarray(DEFAULT_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
+    if thresholds is None:
+        thr = lo + (hi - lo) * thr
+    if thr.ndim != 1 or not np.all((thr >= lo) & (thr <= hi)):
+        raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
+    unit_thr = run.to_unit(thr)
     est = estimate_metrics(run.histogram, unit_thr, n_buckets)
     auc_ci, p_ci, r_ci, a_ci = metric_intervals(run, est, unit_thr, n_buckets)
 
     exact_auc_value: float | None = None
     exact_p = exact_r = exact_a = [None] * len(thr)
-    if data.sorted_scores is not None:
-        s = data.sorted_scores
+    if run.truth is not None:
+        s = run.truth
         exact_auc_value = exact_auc(s)
         tp, fp = exact_threshold_counts(s, thr)
-        ep, er, ea = precision_recall_accuracy(tp, fp, float(data.positives), float(data.negatives))
+        ep, er, ea = precision_recall_accuracy(
+            tp, fp, float(len(s.positives)), float(len(s.negatives))
+        )
         exact_p, exact_r, exact_a = ep.tolist(), er.tolist(), ea.tolist()
 
     def ci(a, i) -> tuple[float, float] | None:
@@ -234,11 +248,11 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
     """ECE of the scores themselves (M = 15 equal-width bins) from the release, with its
     interval (noise spread over the run's draws, widened by half a leaf width); None unless the
     scores are probabilities."""
-    if run.data.score_range != (0.0, 1.0):
+    if run.score_range != (0.0, 1.0):
         return None
     leaves = run.histogram.leaves
     value = ece_from_histogram(leaves, n_bins)
-    exact = None if run.data.sorted_scores is None else exact_ece(run.data.sorted_scores, n_bins)
+    exact = None if run.truth is None else exact_ece(run.truth, n_bins)
     if run.ci_draws == 0:
         return Estimate(value, exact)
     sd = 0.0

@@ -205,7 +205,7 @@ def reliability_figure(result: CalibrationResult) -> Figure:
     n_leaves = leaves.shape[-1]
     mid = (np.arange(n_leaves) + 0.5) / n_leaves
     cmap = result.map
-    lo, hi = result.run.data.score_range
+    lo, hi = result.run.score_range
     probability = result.ece_raw is not None
 
     main.plot([0, 1], [0, 1], color=GUIDE, lw=1, ls=":", label="perfectly calibrated", zorder=1)

@@ -102,6 +102,14 @@ class Release:
         return NotImplemented
 
     @property
+    def examples(self) -> int:
+        """Examples whose reports are summed in: under OUE each reports one level, otherwise
+        every example reports on every level."""
+        if self.config.model is PrivacyModel.LOCALDP:
+            return int(self.reporters.sum())
+        return int(self.reporters[0]) if len(self.reporters) else 0
+
+    @property
     def complete(self) -> bool:
         """Whether every client of the population has reported."""
         return self.n_clients == self.population

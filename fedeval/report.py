@@ -101,7 +101,7 @@ def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
     return {
         "schema": schema,
         "fedeval_version": fedeval.__version__,
-        "simulation": True,  # the release was simulated from the raw table
+        "simulation": run.simulation,
         "privacy": privacy_section(run),
         "data": {
             "source": source,
@@ -110,7 +110,7 @@ def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
             "positives_estimate": hist.positives,
             "negatives_estimate": hist.negatives,
         },
-        "run": {"seed": run.seed, "path": run.path.value},
+        "run": {"seed": run.seed, "path": None if run.path is None else run.path.value},
     }
 
 
@@ -178,7 +178,7 @@ def map_dict(
     """`fedeval.calibration-map/1`: the map in the scores' own units, with its provenance."""
     from fedeval.mapfile import SCHEMA as MAP_SCHEMA
 
-    lo, hi = cal.run.data.score_range
+    lo, hi = cal.run.score_range
     doc = document(MAP_SCHEMA, cal.run, source)
     m = cal.map
     doc |= {
@@ -332,7 +332,7 @@ def render_calibration_table(
         )
     )
     m = cal.map
-    lo, hi = cal.run.data.score_range
+    lo, hi = cal.run.score_range
     edges = lo + (hi - lo) * m.edges
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for name in ("from", "to", "calibrated", "examples"):

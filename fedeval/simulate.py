@@ -16,6 +16,7 @@ import numpy as np
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.data import ScoredData
 from fedeval.errors import InputError, UsageError
+from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.hierarchy import cell_index
 from fedeval.params import resolve_config
@@ -92,18 +93,23 @@ def rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Gene
 
 @dataclass(frozen=True, eq=False)
 class Simulated:
-    """One private release simulated on a scored table, and decoded: everything estimators need.
+    """One private release, decoded, with what estimators need: simulated from a scored table,
+    or loaded from a saved aggregate (then `truth` is None and no exact values exist).
 
-    `data` is kept for the exact values a simulation reports beside each estimate.
+    `truth` holds each class's sorted raw scores: the exact values a simulation reports.
     """
 
     config: PrivacyConfig
     mechanism: dict
-    histogram: ScoreHistogram
-    data: ScoredData
-    seed: int | None
-    path: SimulationPath
-    ci_rng: np.random.Generator = field(repr=False)
+    release: Release = field(repr=False)
+    histogram: ScoreHistogram = field(repr=False)
+    score_range: tuple[float, float] = (0.0, 1.0)
+    rows: int = 0
+    clients: int = 0
+    truth: SortedScores | None = field(default=None, repr=False)
+    seed: int | None = None
+    path: SimulationPath | None = None
+    ci_rng: np.random.Generator | None = field(default=None, repr=False)
     ci_draws: int = DEFAULT_DRAWS
 
     @cached_property
@@ -115,16 +121,53 @@ class Simulated:
         return self.histogram.noise_draws(self.ci_draws, self.ci_rng)
 
     @property
-    def rows(self) -> int:
-        return self.data.rows
-
-    @property
-    def clients(self) -> int:
-        return self.data.n_clients
-
-    @property
     def delta(self) -> float | None:
         return None if self.config.model is PrivacyModel.FEDERATED else 0.0
+
+    @property
+    def simulation(self) -> bool:
+        return self.path is not None
+
+    def to_unit(self, x: np.ndarray | float) -> np.ndarray:
+        """Map scores (or thresholds) from the score range onto [0, 1]."""
+        lo, hi = self.score_range
+        return (np.asarray(x, dtype=np.float64) - lo) / (hi - lo)
+
+    @classmethod
+    def from_release(
+        cls,
+        release: Release,
+        score_range: tuple[float, float],
+        *,
+        seed: int | np.random.Generator | None = None,
+        ci_draws: int = DEFAULT_DRAWS,
+    ) -> Simulated:
+        """A saved or deployed release: decoded, no raw data, no exact values."""
+        _check_ci_draws(ci_draws)
+        rng, seed_used = rng_and_seed(seed)
+        hist = release.histogram()
+        if hist.positives <= 0 or hist.negatives <= 0:
+            raise InputError("the release holds no positive or no negative examples.")
+        mechanism = mechanism_for(release.config.model).describe(release.config, release.population)
+        return cls(
+            release.config,
+            mechanism,
+            release,
+            hist,
+            tuple(map(float, score_range)),
+            release.examples,
+            release.n_clients,
+            None,
+            seed_used,
+            None,
+            rng,
+            ci_draws,
+        )
+
+
+def _check_ci_draws(ci_draws: int) -> None:
+    if not isinstance(ci_draws, int) or ci_draws < 0 or ci_draws == 1:
+        raise UsageError(f"`ci_draws` must be 0 (no intervals) or at least 2. Found {ci_draws!r}.")
 
 
 def simulate(
@@ -150,10 +193,22 @@ def simulate(
         )
     config = resolve_config(model, n=data.rows, epsilon=epsilon, height=height, shape=shape)
     path = SimulationPath(path)
-    if not isinstance(ci_draws, int) or ci_draws < 0 or ci_draws == 1:
-        raise UsageError(f"`ci_draws` must be 0 (no intervals) or at least 2. Found {ci_draws!r}.")
+    _check_ci_draws(ci_draws)
     rng, seed_used = rng_and_seed(seed)
     (ci_rng,) = rng.spawn(1)
-    hist = simulate_release(data, config, rng, path, progress).histogram()
+    release = simulate_release(data, config, rng, path, progress)
     mechanism = mechanism_for(config.model).describe(config, data.n_clients)
-    return Simulated(config, mechanism, hist, data, seed_used, path, ci_rng, ci_draws)
+    return Simulated(
+        config,
+        mechanism,
+        release,
+        release.histogram(),
+        data.score_range,
+        data.rows,
+        data.n_clients,
+        data.sorted_scores,
+        seed_used,
+        path,
+        ci_rng,
+        ci_draws,
+    )
