@@ -31,9 +31,12 @@ EXIT_CODES = """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or us
 app = typer.Typer(
     name="fedeval",
     help=(
-        "Evaluate classifiers on labelled data that stays with its owners: precision, recall, "
-        "accuracy and ROC AUC from one private release, under secure aggregation (federated), "
-        "distributed DP (distdp) or local DP (localdp).\n\n" + EXIT_CODES
+        "Evaluate and calibrate classifiers on labelled data that stays with its owners: ROC "
+        "AUC, precision/recall/accuracy at any threshold, ROC and PR curves, and calibration "
+        "maps, each with a 95% interval, from one private release under secure aggregation "
+        "(federated), distributed DP (distdp) or local DP (localdp). Plan the population a "
+        "deployment needs, gate CI on quality, and keep a privacy budget.\n\n"
+        "Start with: [bold]fedeval evaluate scores.parquet --model distdp[/bold]\n\n" + EXIT_CODES
     ),
     no_args_is_help=True,
     add_completion=False,
