@@ -32,7 +32,7 @@ from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, n
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.results import Estimate
-from fedeval.simulate import Simulated, SimulationPath, simulate
+from fedeval.simulate import Simulated, SimulationPath, reading_options, simulate
 
 DEFAULT_ECE_BINS = 15
 
@@ -207,10 +207,12 @@ def calibrate(
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        keep_scores=exact,
-        keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
-        resolution=data_resolution(
-            options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
+        **reading_options(
+            exact=exact,
+            path=path,
+            resolution=data_resolution(
+                options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
+            ),
         ),
     )
     return calibrate_data(data, path=path, **options)
@@ -232,10 +234,12 @@ def calibrate_file(
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        keep_scores=exact,
-        keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
-        resolution=data_resolution(
-            options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
+        **reading_options(
+            exact=exact,
+            path=path,
+            resolution=data_resolution(
+                options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
+            ),
         ),
     )
     return calibrate_data(data, path=path, **options)

@@ -285,8 +285,23 @@ def _gates(fail_under, fail_over, gate_on: str):
     return parse_gates(fail_under, Kind.FLOOR) + parse_gates(fail_over, Kind.CEILING), on
 
 
-def _source_or_aggregate(file: str | None, from_: Path | None, **simulation_only) -> None:
-    """Exactly one of FILE and --from; simulation settings make no sense with --from."""
+def _source_or_aggregate(
+    file: str | None,
+    from_: Path | None,
+    *,
+    epsilon: float | None,
+    height: str,
+    shape: str,
+    per_client: bool,
+) -> None:
+    """Exactly one of FILE and --from; settings only a simulation takes make no sense with
+    --from (the aggregate fixes the release)."""
+    simulation_only = {
+        "--epsilon": epsilon is not None,
+        "--height": height != "auto",
+        "--shape": shape != "auto",
+        "--per-client": per_client,
+    }
     if (file is None) == (from_ is None):
         raise UsageError(
             "give FILE (simulate the protocol on a table) or --from AGGREGATE (estimate from a "
@@ -484,14 +499,7 @@ def evaluate(
         gates, on = _gates(fail_under, fail_over, gate_on)
         _check_ledger_options(ledger, budget)
         _source_or_aggregate(
-            file,
-            from_,
-            **{
-                "--epsilon": epsilon is not None,
-                "--height": height != "auto",
-                "--shape": shape != "auto",
-                "--per-client": per_client,
-            },
+            file, from_, epsilon=epsilon, height=height, shape=shape, per_client=per_client
         )
         if from_ is not None:
             from fedeval.evaluate import evaluate_run
@@ -617,14 +625,7 @@ def curves(
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
         _source_or_aggregate(
-            file,
-            from_,
-            **{
-                "--epsilon": epsilon is not None,
-                "--height": height != "auto",
-                "--shape": shape != "auto",
-                "--per-client": per_client,
-            },
+            file, from_, epsilon=epsilon, height=height, shape=shape, per_client=per_client
         )
         if from_ is not None:
             from fedeval.curves import curve_result
@@ -736,14 +737,7 @@ def calibrate(
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
         _source_or_aggregate(
-            file,
-            from_,
-            **{
-                "--epsilon": epsilon is not None,
-                "--height": height != "auto",
-                "--shape": shape != "auto",
-                "--per-client": per_client,
-            },
+            file, from_, epsilon=epsilon, height=height, shape=shape, per_client=per_client
         )
         if from_ is not None:
             from fedeval.calibration import calibrate_run

@@ -31,7 +31,7 @@ from fedeval.estimate.curves import (
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.results import Estimate
-from fedeval.simulate import Simulated, SimulationPath, simulate
+from fedeval.simulate import Simulated, SimulationPath, reading_options, simulate
 
 DRAW_GRID = 513
 """Uniform thresholds added to the knots when a curve is rebuilt for each noise draw."""
@@ -183,9 +183,9 @@ def roc_pr_curves(
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        keep_scores=exact,
-        keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
-        resolution=_resolution(quantiles, options.get("height", "auto")),
+        **reading_options(
+            exact=exact, path=path, resolution=_resolution(quantiles, options.get("height", "auto"))
+        ),
     )
     return curves_data(data, quantiles=quantiles, path=path, **options)
 
@@ -207,9 +207,9 @@ def roc_pr_curves_file(
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        keep_scores=exact,
-        keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
-        resolution=_resolution(quantiles, options.get("height", "auto")),
+        **reading_options(
+            exact=exact, path=path, resolution=_resolution(quantiles, options.get("height", "auto"))
+        ),
     )
     return curves_data(data, quantiles=quantiles, path=path, **options)
 

@@ -41,7 +41,7 @@ from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.release import ScoreHistogram
 from fedeval.results import Estimate
-from fedeval.simulate import Simulated, SimulationPath, simulate
+from fedeval.simulate import Simulated, SimulationPath, reading_options, simulate
 
 DEFAULT_THRESHOLDS = tuple(i / 11 for i in range(1, 11))
 """1/11 … 10/11, the papers' experiment thresholds (Cormode & Markov, PVLDB 2023, section 7)."""
@@ -306,9 +306,7 @@ def evaluate(
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        keep_scores=exact,
-        keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
-        resolution=data_resolution(model, height),
+        **reading_options(exact=exact, path=path, resolution=data_resolution(model, height)),
     )
     return evaluate_data(
         data,
@@ -343,8 +341,6 @@ def evaluate_file(
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        keep_scores=exact,
-        keep_examples=SimulationPath(path) is SimulationPath.PER_CLIENT,
-        resolution=data_resolution(model, height),
+        **reading_options(exact=exact, path=path, resolution=data_resolution(model, height)),
     )
     return evaluate_data(data, path=path, model=model, height=height, **options)

@@ -7,7 +7,6 @@ version rather than guess what it means.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from fedeval.documents import load_document, write_document
 from fedeval.errors import InputError
 
 SCHEMA_PREFIX = "fedeval.calibration-map/"
@@ -40,35 +40,14 @@ class MapFile:
 def load_map(path: str | os.PathLike) -> MapFile:
     """Read and check a calibration map; `InputError` names the file and what is wrong."""
     name = str(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise InputError(f"cannot read map '{name}': no such file.") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read map '{name}': it is a directory.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"'{name}' is not a calibration map: it is not valid JSON ({e}).") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
-        raise InputError(
-            f"'{name}' is not a calibration map: it has no 'schema' field. Make one with "
-            "`fedeval calibrate FILE -o map.json`."
-        )
-    schema = doc["schema"]
-    if not schema.startswith(SCHEMA_PREFIX):
-        raise InputError(
-            f"'{name}' is a '{schema}' document, not a calibration map. Make one with "
-            "`fedeval calibrate FILE -o map.json`."
-        )
-    try:
-        version = int(schema.removeprefix(SCHEMA_PREFIX))
-    except ValueError:
-        raise InputError(f"'{name}': unknown schema version '{schema}'.") from None
-    if version > VERSION:
-        raise InputError(
-            f"'{name}' was written by a newer fedeval (schema '{schema}'); this version reads "
-            f"'{SCHEMA}'. Upgrade fedeval to use it."
-        )
+    doc = load_document(
+        path,
+        prefix=SCHEMA_PREFIX,
+        version=VERSION,
+        noun="map",
+        kind="a calibration map",
+        hint="Make one with `fedeval calibrate FILE -o map.json`.",
+    )
     if doc.get("kind", "binary") != "binary":
         raise InputError(f"'{name}': a '{doc.get('kind')}' map cannot be applied to binary scores.")
 
@@ -101,9 +80,5 @@ def load_map(path: str | os.PathLike) -> MapFile:
     return MapFile(edges, values, (lo, hi), str(doc.get("method", "")), doc)
 
 
-def write_json(doc: dict[str, Any], path: str | os.PathLike) -> None:
-    """Write a JSON document atomically (temp file, then rename)."""
-    from fedeval.io import atomic_output
-
-    with atomic_output(path) as f:
-        f.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+write_json = write_document
+"""Write a map (or any document) atomically."""

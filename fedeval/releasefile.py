@@ -9,7 +9,6 @@ re-meant; a reader refuses a newer version.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any
@@ -18,6 +17,7 @@ import numpy as np
 
 import fedeval
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.documents import load_document, write_document
 from fedeval.errors import FedevalError, InputError
 from fedeval.release import Release
 
@@ -57,39 +57,20 @@ def save_release(
     source: str | None = None,
 ) -> None:
     """Write the aggregate atomically."""
-    from fedeval.io import atomic_output
-
-    with atomic_output(path) as f:
-        f.write(json.dumps(release_dict(release, score_range, source=source)) + "\n")
+    write_document(release_dict(release, score_range, source=source), path)
 
 
 def load_release(path: str | os.PathLike) -> tuple[Release, tuple[float, float]]:
     """Read and check a saved aggregate; `InputError` names the file and what is wrong."""
     name = str(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise InputError(f"cannot read aggregate '{name}': no such file.") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read aggregate '{name}': it is a directory.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"'{name}' is not a fedeval aggregate: not valid JSON ({e}).") from e
-    schema = doc.get("schema") if isinstance(doc, dict) else None
-    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
-        what = f"a '{schema}' document" if isinstance(schema, str) else "not a fedeval document"
-        raise InputError(
-            f"'{name}' is {what}, not an aggregate. Save one with `fedeval evaluate FILE "
-            "--save-release aggregate.fedeval`."
-        )
-    version = schema.removeprefix(SCHEMA_PREFIX)
-    if not version.isdigit():
-        raise InputError(f"'{name}': unknown schema version '{schema}'.")
-    if int(version) > VERSION:
-        raise InputError(
-            f"'{name}' was written by a newer fedeval (schema '{schema}'); this version reads "
-            f"'{SCHEMA}'. Upgrade fedeval to use it."
-        )
+    doc = load_document(
+        path,
+        prefix=SCHEMA_PREFIX,
+        version=VERSION,
+        noun="aggregate",
+        kind="an aggregate",
+        hint="Save one with `fedeval evaluate FILE --save-release aggregate.fedeval`.",
+    )
     try:
         p = doc["privacy"]
         config = PrivacyConfig(

@@ -29,6 +29,17 @@ class SimulationPath(StrEnum):
     PER_CLIENT = "per-client"
 
 
+def reading_options(*, exact: bool, path: SimulationPath | str, resolution: int) -> dict:
+    """What reading a table must keep for a run: raw scores for the exact values, per-example
+    records for the per-client path, and the leaf resolution (keyword arguments of
+    `fedeval.data.read_scored` and `scored_from_arrays`)."""
+    return {
+        "keep_scores": exact,
+        "keep_examples": SimulationPath(path) is SimulationPath.PER_CLIENT,
+        "resolution": resolution,
+    }
+
+
 def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generator) -> Release:
     """Draw the aggregate of all clients' reports directly (equal in distribution)."""
     mech = mechanism_for(config.model)
