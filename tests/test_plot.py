@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from fedeval import plot
-
-# matplotlib is a dev dependency: if it is missing, the suite must fail here, not skip.
-assert find_spec("matplotlib") is not None, "install the dev extras: pip install -e '.[dev]'"
 from fedeval.calibration import calibrate
 from fedeval.curves import roc_pr_curves
 from fedeval.errors import UsageError
 from fedeval.estimate.calibration import ece_from_histogram
+
+# matplotlib is a dev dependency: if it is missing, the suite must fail here, not skip.
+assert find_spec("matplotlib") is not None, "install the dev extras: pip install -e '.[dev]'"
 
 N = 5_000
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
