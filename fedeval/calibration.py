@@ -18,7 +18,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from fedeval.config import PrivacyModel, Shape
+from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.calibration import (
@@ -88,6 +88,8 @@ def calibrate_data(
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
     ci_draws: int = DEFAULT_DRAWS,
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> CalibrationResult:
     """Simulate the protocol, fit the map from the release, estimate ECE before and after."""
     run = simulate(
@@ -100,6 +102,8 @@ def calibrate_data(
         seed=seed,
         progress=progress,
         ci_draws=ci_draws,
+        unit=unit,
+        max_examples=max_examples,
     )
     return calibrate_run(run, method=method, buckets=buckets, n_bins=n_bins)
 
@@ -213,6 +217,7 @@ def calibrate(
             resolution=data_resolution(
                 options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
             ),
+            unit=options.get("unit", Unit.EXAMPLE),
         ),
     )
     return calibrate_data(data, path=path, **options)
@@ -240,6 +245,7 @@ def calibrate_file(
             resolution=data_resolution(
                 options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
             ),
+            unit=options.get("unit", Unit.EXAMPLE),
         ),
     )
     return calibrate_data(data, path=path, **options)

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fedeval import __version__
-from fedeval.config import PrivacyModel
+from fedeval.config import PrivacyModel, Unit
 from fedeval.errors import FedevalError, UsageError
 
 EXIT_CODES = """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage."""
@@ -273,6 +273,24 @@ BudgetOpt = Annotated[
         show_default=False,
     ),
 ]
+UnitOpt = Annotated[
+    Unit,
+    typer.Option(
+        help="Whom ε protects: 'example' (the papers' setting: a client holding k examples is "
+        "protected at k·ε), or 'client' (each client's examples capped at --max-examples, "
+        "chosen at random, and the noise scaled to a whole client).",
+        case_sensitive=False,
+    ),
+]
+MaxExamplesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-examples",
+        min=1,
+        help="L, the cap on each client's examples under --unit client.",
+        show_default=False,
+    ),
+]
 
 
 def _gates(fail_under, fail_over, gate_on: str):
@@ -293,6 +311,8 @@ def _source_or_aggregate(
     height: str,
     shape: str,
     per_client: bool,
+    unit: Unit = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> None:
     """Exactly one of FILE and --from; settings only a simulation takes make no sense with
     --from (the aggregate fixes the release)."""
@@ -301,6 +321,8 @@ def _source_or_aggregate(
         "--height": height != "auto",
         "--shape": shape != "auto",
         "--per-client": per_client,
+        "--unit": unit is not Unit.EXAMPLE,
+        "--max-examples": max_examples is not None,
     }
     if (file is None) == (from_ is None):
         raise UsageError(
@@ -400,11 +422,16 @@ def _table_options(
     exact: bool,
     per_client: bool,
     progress,
+    *,
+    unit: Unit = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> dict:
     """The reading and simulation options every one-shot command passes to the library."""
     from fedeval.io import Columns
 
     return {
+        "unit": unit,
+        "max_examples": max_examples,
         "columns": Columns(score_col, label_col, client_col),
         "pos_label": pos_label,
         "score_range": _score_range(score_range),
@@ -478,6 +505,8 @@ def evaluate(
     budget: BudgetOpt = None,
     from_: FromOpt = None,
     save_release: SaveReleaseOpt = None,
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
 ) -> None:
     """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
 
@@ -499,7 +528,14 @@ def evaluate(
         gates, on = _gates(fail_under, fail_over, gate_on)
         _check_ledger_options(ledger, budget)
         _source_or_aggregate(
-            file, from_, epsilon=epsilon, height=height, shape=shape, per_client=per_client
+            file,
+            from_,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            per_client=per_client,
+            unit=unit,
+            max_examples=max_examples,
         )
         if from_ is not None:
             from fedeval.evaluate import evaluate_run
@@ -522,6 +558,8 @@ def evaluate(
                 exact,
                 per_client,
                 progress,
+                unit=unit,
+                max_examples=max_examples,
             )
             ev = evaluate_file(
                 file,
@@ -606,6 +644,8 @@ def curves(
     budget: BudgetOpt = None,
     from_: FromOpt = None,
     save_release: SaveReleaseOpt = None,
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
 ) -> None:
     """ROC and PR curves from one private release: Q quantiles per class, PCHIP-interpolated.
 
@@ -625,7 +665,14 @@ def curves(
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
         _source_or_aggregate(
-            file, from_, epsilon=epsilon, height=height, shape=shape, per_client=per_client
+            file,
+            from_,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            per_client=per_client,
+            unit=unit,
+            max_examples=max_examples,
         )
         if from_ is not None:
             from fedeval.curves import curve_result
@@ -642,6 +689,8 @@ def curves(
                 exact,
                 per_client,
                 progress,
+                unit=unit,
+                max_examples=max_examples,
             )
             c = roc_pr_curves_file(
                 file,
@@ -717,6 +766,8 @@ def calibrate(
     budget: BudgetOpt = None,
     from_: FromOpt = None,
     save_release: SaveReleaseOpt = None,
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
 ) -> None:
     """Fit a calibration map from one private release, and report ECE before and after.
 
@@ -737,7 +788,14 @@ def calibrate(
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
         _source_or_aggregate(
-            file, from_, epsilon=epsilon, height=height, shape=shape, per_client=per_client
+            file,
+            from_,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            per_client=per_client,
+            unit=unit,
+            max_examples=max_examples,
         )
         if from_ is not None:
             from fedeval.calibration import calibrate_run
@@ -755,6 +813,8 @@ def calibrate(
                 exact,
                 per_client,
                 progress,
+                unit=unit,
+                max_examples=max_examples,
             )
             cal = calibrate_file(
                 file,
@@ -1183,6 +1243,188 @@ def partition(
             "share|, by size)",
         )
         err.print(t, highlight=False)
+
+
+@app.command()
+def encode(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="Scored, labelled table with a client column (Parquet or CSV, or - for CSV on "
+            "stdin); without one, every row is its own client.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="New directory for the reports (parts, roster, manifest.json).",
+            show_default=False,
+        ),
+    ],
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    height: HeightOpt = "auto",
+    shape: ShapeOpt = "auto",
+    population: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="N, the clients the protocol is set up for (distdp noise shares are "
+            "calibrated to it) \\[default: the clients in FILE].",
+            show_default=False,
+        ),
+    ] = None,
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
+    neighbours: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
+            show_default=False,
+        ),
+    ] = None,
+    dropout: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="Simulate this fraction of clients dropping out after masking; survivors "
+            "reveal the seeds shared with them (federated; localdp needs no masks).",
+        ),
+    ] = 0.0,
+    seed: SeedOpt = None,
+    score_col: ScoreColOpt = "score",
+    label_col: LabelColOpt = "label",
+    client_col: ClientColOpt = None,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+) -> None:
+    """Encode every client's report as the deployed client would: the staged protocol's step 1.
+
+    Each client makes its report with the per-client encoder (one-hot level counts; a Pólya
+    noise share under distdp; OUE bits under localdp) and, under federated and distdp, masks it
+    for secure aggregation (pairwise masks mod 2^32 that cancel in the sum, so no single report
+    reveals anything). The directory appears only when complete. Then run [bold]fedeval
+    aggregate[/bold].
+
+    Example: [bold]fedeval encode clients.parquet -m distdp -o reports/ && fedeval aggregate
+    reports/ -o run.fedeval && fedeval evaluate --from run.fedeval[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    """
+    from fedeval.encode import encode_file
+    from fedeval.io import Columns, source_name
+
+    with _errors_to_exit(), _progress_bar("encoding client reports", True) as progress:
+        s = encode_file(
+            file,
+            output,
+            columns=Columns(score_col, label_col, client_col),
+            model=model,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            population=population,
+            unit=unit,
+            max_examples=max_examples,
+            score_range=_score_range(score_range),
+            pos_label=pos_label,
+            seed=seed,
+            neighbours=neighbours,
+            dropout=dropout,
+            progress=progress,
+        )
+    cfg = s.config
+    eps = "" if cfg.epsilon is None else f" ε={cfg.epsilon:g}"
+    err.print(
+        f"{source_name(file)}: {s.examples:,} examples of {s.clients:,} clients → '{output}' "
+        f"({s.parts} parts, {s.report_bytes:,} bytes)",
+        highlight=False,
+    )
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row(
+        "release",
+        f"{cfg.model.value}{eps} · height {cfg.height} · {cfg.shape.value} · unit {cfg.unit.value}"
+        + (f" (≤ {cfg.max_examples} examples per client)" if cfg.max_examples else ""),
+    )
+    t.add_row("population", f"{s.population:,} clients ({s.clients:,} in this cohort)")
+    t.add_row("per client", f"{s.bytes_per_client:,.0f} bytes sent per report")
+    if cfg.model is not PrivacyModel.LOCALDP:
+        t.add_row("masking", f"pairwise mod 2^32, {s.neighbours} neighbours per side")
+    if s.dropped_examples:
+        t.add_row("cap", f"{s.dropped_examples:,} examples left out")
+    if s.dropped_out:
+        t.add_row("dropout", f"{s.dropped_out:,} clients sent no report")
+    t.add_row("seed", str(s.seed))
+    err.print(t, highlight=False)
+
+
+@app.command()
+def aggregate(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Report directories made by fedeval encode (one per cohort).",
+            metavar="REPORTS...",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The aggregate to write (a versioned release; use it with --from).",
+            show_default=False,
+        ),
+    ],
+    population: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="The population the server expects; the manifests must agree.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Verify, sum and unmask client reports into the aggregate release: the server's step.
+
+    Every file's SHA-256 is checked against its manifest first; stray files, duplicate clients,
+    mixed parameters and a wrong population are refused and nothing is written. The masks
+    cancel in the sum (dropped clients' masks are removed with the seeds their neighbours
+    revealed); the server learns the sum and nothing per client.
+
+    Example: [bold]fedeval aggregate reports/ -o run.fedeval && fedeval curves --from
+    run.fedeval[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    """
+    from fedeval.aggregate import aggregate_reports
+    from fedeval.releasefile import save_release
+
+    with _errors_to_exit(), _progress_bar("summing report parts", True) as progress:
+        s = aggregate_reports(reports, population=population, progress=progress)
+        save_release(output, s.release, s.score_range, source=", ".join(str(r) for r in reports))
+    r = s.release
+    recovered = f" ({s.recovered:,} dropped, masks removed)" if s.recovered else ""
+    err.print(
+        f"{s.cohorts} cohort(s): {s.reported:,} of {s.clients:,} clients reported{recovered}; "
+        f"{r.examples:,} examples; population {r.population:,} → '{output}'",
+        highlight=False,
+    )
+    if not r.complete:
+        err.print(
+            f"Note: the release holds {r.n_clients:,} of the population's {r.population:,} "
+            "clients.",
+            highlight=False,
+        )
 
 
 def _check_plot_suffix(path: Path) -> None:

@@ -21,6 +21,14 @@ class PrivacyModel(StrEnum):
     LOCALDP = "localdp"  # local DP: Optimal Unary Encoding per client
 
 
+class Unit(StrEnum):
+    """Whom the guarantee protects: one example (the papers' setting), or one client with all its
+    examples (contributions capped at `max_examples` per client, noise scaled to match)."""
+
+    EXAMPLE = "example"
+    CLIENT = "client"
+
+
 class Shape(StrEnum):
     """Which levels of the dyadic hierarchy are released.
 
@@ -46,6 +54,27 @@ def check_epsilon(model: PrivacyModel, epsilon: float | None) -> None:
         )
 
 
+def check_unit(unit: Unit | str, max_examples: int | None) -> Unit:
+    """`--unit client` needs `--max-examples L ≥ 1`; `--unit example` takes no cap."""
+    try:
+        unit = Unit(unit)
+    except ValueError:
+        raise UsageError(f"unknown unit {unit!r}; choose example or client.") from None
+    if unit is Unit.CLIENT:
+        if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+            found = "" if max_examples is None else f" Found {max_examples!r}."
+            raise UsageError(
+                "--unit client needs --max-examples L (an integer ≥ 1): each client's "
+                f"contribution is capped at L examples and the noise scaled to it.{found}"
+            )
+    elif max_examples is not None:
+        raise UsageError(
+            "--max-examples applies to --unit client only (under --unit example every example "
+            "is protected on its own)."
+        )
+    return unit
+
+
 MAX_HEIGHT = 20
 """Finest leaf height: 2^20 cells per class, the resolution data is reduced to while streaming."""
 
@@ -64,23 +93,33 @@ class PrivacyConfig:
         ``None`` under ``federated``.
     height : h; leaves are the 2^h equal cells of [0, 1].
     shape : which levels are released.
+    unit : whom ε protects: one example, or one client (then `max_examples` is L, the cap on
+        each client's examples, and the noise is scaled to a client's whole contribution).
     """
 
     model: PrivacyModel
     height: int
     shape: Shape
     epsilon: float | None = None
+    unit: Unit = Unit.EXAMPLE
+    max_examples: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.height <= MAX_HEIGHT:
             raise UsageError(f"`height` must be between 1 and {MAX_HEIGHT}. Found {self.height}.")
         check_epsilon(self.model, self.epsilon)
+        object.__setattr__(self, "unit", check_unit(self.unit, self.max_examples))
         if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
                     f"epsilon={self.epsilon} is unusually large: the privacy guarantee is weak.",
                     stacklevel=2,
                 )
+
+    @property
+    def examples_per_unit(self) -> int:
+        """How many examples one protected unit may contribute: 1, or L under unit client."""
+        return self.max_examples if self.unit is Unit.CLIENT else 1
 
     @property
     def levels(self) -> tuple[int, ...]:

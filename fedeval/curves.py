@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedeval.config import PrivacyModel, Shape
+from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.curves import (
@@ -143,6 +143,8 @@ def curves_data(
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
     ci_draws: int = DEFAULT_DRAWS,
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> CurveResult:
     """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2."""
     quantiles = _check_quantiles(quantiles)
@@ -156,6 +158,8 @@ def curves_data(
         seed=seed,
         progress=progress,
         ci_draws=ci_draws,
+        unit=unit,
+        max_examples=max_examples,
     )
     return curve_result(run, quantiles)
 
@@ -184,7 +188,10 @@ def roc_pr_curves(
         pos_label=pos_label,
         score_range=score_range,
         **reading_options(
-            exact=exact, path=path, resolution=_resolution(quantiles, options.get("height", "auto"))
+            exact=exact,
+            path=path,
+            resolution=_resolution(quantiles, options.get("height", "auto")),
+            unit=options.get("unit", Unit.EXAMPLE),
         ),
     )
     return curves_data(data, quantiles=quantiles, path=path, **options)
@@ -208,7 +215,10 @@ def roc_pr_curves_file(
         score_range=score_range,
         pos_label=pos_label,
         **reading_options(
-            exact=exact, path=path, resolution=_resolution(quantiles, options.get("height", "auto"))
+            exact=exact,
+            path=path,
+            resolution=_resolution(quantiles, options.get("height", "auto")),
+            unit=options.get("unit", Unit.EXAMPLE),
         ),
     )
     return curves_data(data, quantiles=quantiles, path=path, **options)

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 
 from fedeval.errors import UsageError
 from fedeval.estimate.exact import SortedScores
-from fedeval.hierarchy import coarsen
+from fedeval.hierarchy import cell_index, coarsen
 from fedeval.io import DEFAULT_COLUMNS, Batch, Columns, read_batches, validate_batch
 
 
@@ -42,6 +42,8 @@ class ScoredData:
     score_range: tuple[float, float]
     sorted_scores: SortedScores | None = None
     examples: Examples | None = None
+    client_ids: pa.Array | None = None  # the id of each client code, when examples are kept
+    dropped: int = 0  # examples left out by a per-client cap (see `cap_examples`)
 
     @property
     def positives(self) -> int:
@@ -110,7 +112,7 @@ class _Accumulator:
             sorted_scores = SortedScores(
                 np.sort(np.concatenate(self.neg)), np.sort(np.concatenate(self.pos))
             )
-        codes = None
+        codes = uniques = None
         if self.clients:
             ids = pa.chunked_array(self.clients)
             if self.keep_examples:
@@ -134,6 +136,7 @@ class _Accumulator:
             self.score_range,
             sorted_scores,
             examples,
+            None if uniques is None else pa.array(uniques),
         )
 
 
@@ -164,6 +167,43 @@ def read_scored(
     in bounded memory unless scores or examples are kept."""
     batches = read_batches(source, columns, score_range=score_range, pos_label=pos_label)
     return _accumulate(batches, resolution, score_range, keep_scores, keep_examples)
+
+
+def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) -> ScoredData:
+    """Keep at most `max_examples` examples per client, chosen uniformly at random without
+    replacement: the contribution bound that unit-client privacy rests on.
+
+    The exact values (`sorted_scores`) keep every example: they are what the user wants to know,
+    so the cap's bias shows in the error. Needs per-example records.
+    """
+    ex = data.examples
+    if ex is None:
+        raise UsageError("capping examples per client needs per-example data (keep_examples=True).")
+    n = len(ex.client)
+    shuffled = rng.permutation(n)
+    order = shuffled[np.argsort(ex.client[shuffled], kind="stable")]
+    client_sorted = ex.client[order]
+    starts = np.flatnonzero(np.r_[True, client_sorted[1:] != client_sorted[:-1]])
+    rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    keep = np.sort(order[rank < max_examples])
+    if len(keep) == n:
+        return data
+    unit = ex.unit_scores[keep]
+    positive = ex.positive[keep]
+    n_leaves = 1 << data.resolution
+    cells = cell_index(unit, data.resolution)
+    counts = np.bincount(cells + n_leaves * positive, minlength=2 * n_leaves)
+    return ScoredData(
+        counts.reshape(2, n_leaves),
+        data.resolution,
+        len(keep),
+        data.n_clients,
+        data.score_range,
+        data.sorted_scores,
+        Examples(unit, positive, ex.client[keep]),
+        data.client_ids,
+        data.dropped + n - len(keep),
+    )
 
 
 def scored_from_arrays(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fedeval.config import PrivacyModel, Shape
+from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
@@ -172,6 +172,8 @@ def evaluate_data(
     progress: Callable[[int, int], None] | None = None,
     quantiles: int = DEFAULT_QUANTILES,
     ci_draws: int = DEFAULT_DRAWS,
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> Evaluation:
     """Simulate the protocol on reduced data and estimate every metric (shared entry point).
 
@@ -187,6 +189,8 @@ def evaluate_data(
         seed=seed,
         progress=progress,
         ci_draws=ci_draws,
+        unit=unit,
+        max_examples=max_examples,
     )
     return evaluate_run(run, buckets=buckets, thresholds=thresholds, quantiles=quantiles)
 
@@ -280,6 +284,8 @@ def evaluate(
     exact: bool = True,
     quantiles: int = 100,
     ci_draws: int = DEFAULT_DRAWS,
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> Evaluation:
     """Evaluate a scored classifier under a privacy model, as the federated protocol would.
 
@@ -299,6 +305,8 @@ def evaluate(
     exact : also compute the exact metrics (keeps the raw scores in memory).
     quantiles : Q per class for the ROC and PR curve areas.
     ci_draws : fresh noise draws behind the 95% intervals (0: no intervals).
+    unit, max_examples : whom ε protects: 'example', or 'client' with each client's examples
+        capped at `max_examples` (chosen at random) and the noise scaled to a whole client.
     """
     data = scored_from_arrays(
         y_true,
@@ -306,7 +314,9 @@ def evaluate(
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        **reading_options(exact=exact, path=path, resolution=data_resolution(model, height)),
+        **reading_options(
+            exact=exact, path=path, resolution=data_resolution(model, height), unit=unit
+        ),
     )
     return evaluate_data(
         data,
@@ -320,6 +330,8 @@ def evaluate(
         seed=seed,
         quantiles=quantiles,
         ci_draws=ci_draws,
+        unit=unit,
+        max_examples=max_examples,
     )
 
 
@@ -333,6 +345,7 @@ def evaluate_file(
     path: SimulationPath | str = SimulationPath.FAST,
     model: PrivacyModel | str = PrivacyModel.FEDERATED,
     height: int | str = "auto",
+    unit: Unit | str = Unit.EXAMPLE,
     **options,
 ) -> Evaluation:
     """`evaluate` on a Parquet/CSV file (or '-' for CSV on stdin), streamed in record batches."""
@@ -341,6 +354,8 @@ def evaluate_file(
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        **reading_options(exact=exact, path=path, resolution=data_resolution(model, height)),
+        **reading_options(
+            exact=exact, path=path, resolution=data_resolution(model, height), unit=unit
+        ),
     )
-    return evaluate_data(data, path=path, model=model, height=height, **options)
+    return evaluate_data(data, path=path, model=model, height=height, unit=unit, **options)

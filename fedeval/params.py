@@ -23,7 +23,9 @@ from fedeval.config import (
     PrivacyConfig,
     PrivacyModel,
     Shape,
+    Unit,
     check_epsilon,
+    check_unit,
 )
 from fedeval.errors import UsageError
 
@@ -76,8 +78,12 @@ def resolve_config(
     epsilon: float | None = None,
     height: int | str = "auto",
     shape: Shape | str = "auto",
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> PrivacyConfig:
-    """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε."""
+    """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε.
+
+    Under unit client the auto height sees the budget one example gets, ε/L."""
     try:
         model = PrivacyModel(model)
     except ValueError as e:
@@ -86,8 +92,10 @@ def resolve_config(
     if model is not PrivacyModel.FEDERATED and epsilon is None:
         epsilon = DEFAULT_EPSILON[model]
     check_epsilon(model, epsilon)  # before ε enters the height formula
+    unit = check_unit(unit, max_examples)
     if height == "auto":
-        height = auto_height(model, n, epsilon)
+        per_example = None if epsilon is None else epsilon / (max_examples or 1)
+        height = auto_height(model, n, per_example)
     else:
         try:
             height = int(height)
@@ -99,7 +107,14 @@ def resolve_config(
         shape = Shape(shape)
     except ValueError as e:
         raise UsageError(f"unknown shape {shape!r}; choose hierarchy, flat or auto.") from e
-    return PrivacyConfig(model=model, height=height, shape=shape, epsilon=epsilon)
+    return PrivacyConfig(
+        model=model,
+        height=height,
+        shape=shape,
+        epsilon=epsilon,
+        unit=unit,
+        max_examples=max_examples,
+    )
 
 
 def auto_quantiles(model: PrivacyModel | str, n: int, epsilon: float | None) -> int:

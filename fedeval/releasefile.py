@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import fedeval
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.documents import load_document, write_document
 from fedeval.errors import FedevalError, InputError
 from fedeval.release import Release
@@ -39,6 +39,8 @@ def release_dict(
             "height": cfg.height,
             "shape": cfg.shape.value,
             "levels": list(cfg.levels),
+            "unit": cfg.unit.value,
+            "max_examples": cfg.max_examples,
         },
         "source": source,
         "score_range": [float(score_range[0]), float(score_range[1])],
@@ -78,6 +80,8 @@ def load_release(path: str | os.PathLike) -> tuple[Release, tuple[float, float]]
             height=int(p["height"]),
             shape=Shape(p["shape"]),
             epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
+            unit=Unit(p.get("unit", "example")),  # absent in files written before units existed
+            max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
         )
         lo, hi = (float(x) for x in doc["score_range"])
         counts = np.asarray(doc["counts"])

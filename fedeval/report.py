@@ -18,7 +18,7 @@ from rich.table import Table
 
 import fedeval
 from fedeval.calibration import CalibrationResult
-from fedeval.config import PrivacyModel
+from fedeval.config import PrivacyModel, Unit
 from fedeval.curves import CurveResult
 from fedeval.evaluate import Evaluation
 from fedeval.results import Estimate
@@ -27,17 +27,28 @@ from fedeval.simulate import Simulated
 SCHEMA = "fedeval.report/1"
 CURVES_SCHEMA = "fedeval.curves/1"
 
-NEIGHBOURING = {
-    PrivacyModel.FEDERATED: None,
-    PrivacyModel.DISTDP: "add or remove one example",
-    PrivacyModel.LOCALDP: "any two inputs of one example's report (local DP)",
-}
+
+def neighbouring(cfg) -> str | None:
+    """The neighbouring relation the ε claim is over: one example, or one client's examples."""
+    if cfg.model is PrivacyModel.FEDERATED:
+        return None
+    if cfg.unit is Unit.CLIENT:
+        who = f"one client (all its examples, at most {cfg.max_examples} after the cap)"
+    else:
+        who = "one example"
+    if cfg.model is PrivacyModel.DISTDP:
+        return f"add or remove {who}"
+    if cfg.unit is Unit.CLIENT:
+        return f"any two inputs of {who}'s reports (local DP)"
+    return "any two inputs of one example's report (local DP)"
 
 
 def guarantee(run: Simulated) -> str:
     """The privacy claim in words: exactly what the added noise supports."""
-    eps = run.config.epsilon
-    match run.config.model:
+    cfg = run.config
+    eps = cfg.epsilon
+    unit = "one client" if cfg.unit is Unit.CLIENT else "one example"
+    match cfg.model:
         case PrivacyModel.FEDERATED:
             return (
                 "no differential privacy: secure aggregation hides individual reports but the "
@@ -46,14 +57,21 @@ def guarantee(run: Simulated) -> str:
         case PrivacyModel.DISTDP:
             return (
                 f"pure {eps:g}-DP (δ = 0) for the whole release, neighbouring datasets differ by "
-                "adding or removing one example; holds if every client adds its noise share"
+                f"adding or removing {unit}; holds if every client adds its noise share. The "
+                "number of examples per level is released exactly and treated as public"
             )
         case PrivacyModel.LOCALDP:
+            if cfg.unit is Unit.CLIENT:
+                return (
+                    f"pure {eps:g}-local DP (δ = 0) for each client: its at most "
+                    f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to {eps:g}; "
+                    f"the release is {eps:g}-DP as post-processing"
+                )
             return (
                 f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
                 f"{eps:g}-DP as post-processing"
             )
-    raise AssertionError(run.config.model)
+    raise AssertionError(cfg.model)
 
 
 def _num(x: float | None) -> float | None:
@@ -79,15 +97,23 @@ def privacy_section(run: Simulated) -> dict[str, Any]:
         "model": cfg.model.value,
         "epsilon": cfg.epsilon,
         "delta": run.delta,
-        "unit": "example",
-        "neighbouring": NEIGHBOURING[cfg.model],
+        "unit": cfg.unit.value,
+        "max_examples": cfg.max_examples,
+        "neighbouring": neighbouring(cfg),
         "mechanism": run.mechanism,
         "height": cfg.height,
         "shape": cfg.shape.value,
         "levels": list(cfg.levels),
         "guarantee": guarantee(run),
     }
-    if run.clients != run.rows:
+    if cfg.unit is Unit.CLIENT:
+        if run.dropped:
+            privacy["note"] = (
+                f"{run.dropped} examples were left out by the cap of {cfg.max_examples} per "
+                "client (chosen at random); the exact values cover every example, so the errors "
+                "include the cap's effect"
+            )
+    elif run.clients != run.rows:
         privacy["note"] = (
             f"{run.rows} examples are held by {run.clients} clients; the guarantee covers one "
             "example, so a client holding k examples is protected at k·ε (group privacy)"

@@ -6,15 +6,15 @@ reports directly, the per-client path materialises every client's report, as `en
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.data import ScoredData
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.data import ScoredData, cap_examples
 from fedeval.errors import InputError, UsageError
 from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
@@ -29,13 +29,16 @@ class SimulationPath(StrEnum):
     PER_CLIENT = "per-client"
 
 
-def reading_options(*, exact: bool, path: SimulationPath | str, resolution: int) -> dict:
+def reading_options(
+    *, exact: bool, path: SimulationPath | str, resolution: int, unit: Unit | str = Unit.EXAMPLE
+) -> dict:
     """What reading a table must keep for a run: raw scores for the exact values, per-example
-    records for the per-client path, and the leaf resolution (keyword arguments of
-    `fedeval.data.read_scored` and `scored_from_arrays`)."""
+    records for the per-client path and for a per-client cap, and the leaf resolution (keyword
+    arguments of `fedeval.data.read_scored` and `scored_from_arrays`)."""
     return {
         "keep_scores": exact,
-        "keep_examples": SimulationPath(path) is SimulationPath.PER_CLIENT,
+        "keep_examples": SimulationPath(path) is SimulationPath.PER_CLIENT
+        or Unit(unit) is Unit.CLIENT,
         "resolution": resolution,
     }
 
@@ -44,6 +47,21 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
     """Draw the aggregate of all clients' reports directly (equal in distribution)."""
     mech = mechanism_for(config.model)
     return mech.draw(data.leaf_counts(config.height), data.n_clients, config, data.n_clients, rng)
+
+
+def client_batches(
+    client: np.ndarray, n_clients: int, width: int, max_cells: int = 1 << 22
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """Clients c0..c1−1 and the rows of their examples, in batches whose reports (one row of
+    `width` entries per client) hold at most `max_cells` entries. The per-client path and
+    `encode` walk clients in the same batches, so one seed gives both the same reports."""
+    order = np.argsort(client, kind="stable")
+    client_sorted = client[order]
+    step = max(1, max_cells // width)
+    for c0 in range(0, n_clients, step):
+        c1 = min(n_clients, c0 + step)
+        lo, hi = np.searchsorted(client_sorted, [c0, c1])
+        yield c0, c1, order[lo:hi]
 
 
 def per_client_release(
@@ -64,20 +82,16 @@ def per_client_release(
         raise UsageError("the per-client path needs per-example data (keep_examples=True).")
     mech = mechanism_for(config.model)
     cells = cell_index(ex.unit_scores, config.height)
-    order = np.argsort(ex.client, kind="stable")
-    client_sorted = ex.client[order]
     n = data.n_clients
     width = int(level_offsets(config)[-1])
-    step = max(1, max_cells // width)
     total = Release.empty(config, n)
-    for c0 in range(0, n, step):
-        c1 = min(n, c0 + step)
-        lo, hi = np.searchsorted(client_sorted, [c0, c1])
-        sel = order[lo:hi]
+    for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
         reports, reporters = mech.client_reports(
             cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config, n, rng
         )
         total = total + Release(config, n, reports.sum(axis=0), reporters.sum(axis=0), c1 - c0)
+        if progress is not None:
+            progress(c1, n)
     return total
 
 
@@ -122,6 +136,7 @@ class Simulated:
     path: SimulationPath | None = None
     ci_rng: np.random.Generator | None = field(default=None, repr=False)
     ci_draws: int = DEFAULT_DRAWS
+    dropped: int = 0  # examples a per-client cap left out of the release
 
     @cached_property
     def noise_draws(self) -> np.ndarray | None:
@@ -192,21 +207,35 @@ def simulate(
     seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
     ci_draws: int = DEFAULT_DRAWS,
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
 ) -> Simulated:
     """Resolve the configuration, run the protocol once and decode the release.
 
     `ci_draws` fresh noise draws (from a child of the run's generator) make the 95% intervals.
+    Under unit client each client's examples are first capped at `max_examples` (chosen at
+    random, from a child generator).
     """
     if data.positives == 0 or data.negatives == 0:
         missing = "positive" if data.positives == 0 else "negative"
         raise InputError(
             f"the labels hold no {missing} example: AUC, precision and recall are undefined."
         )
-    config = resolve_config(model, n=data.rows, epsilon=epsilon, height=height, shape=shape)
+    config = resolve_config(
+        model,
+        n=data.rows,
+        epsilon=epsilon,
+        height=height,
+        shape=shape,
+        unit=unit,
+        max_examples=max_examples,
+    )
     path = SimulationPath(path)
     _check_ci_draws(ci_draws)
     rng, seed_used = rng_and_seed(seed)
-    (ci_rng,) = rng.spawn(1)
+    ci_rng, cap_rng = rng.spawn(2)
+    if config.unit is Unit.CLIENT:
+        data = cap_examples(data, config.max_examples, cap_rng)
     release = simulate_release(data, config, rng, path, progress)
     mechanism = mechanism_for(config.model).describe(config, data.n_clients)
     return Simulated(
@@ -222,4 +251,5 @@ def simulate(
         path,
         ci_rng,
         ci_draws,
+        data.dropped,
     )

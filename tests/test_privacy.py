@@ -163,3 +163,52 @@ def test_localdp_report_is_epsilon_ldp():
     x2, _ = localdp.client_reports(np.zeros(r, int), np.ones(r, int), clients, r, cfg2, r, rng)
     y2, _ = localdp.client_reports(np.ones(r, int), np.zeros(r, int), clients, r, cfg2, r, rng)
     assert max(worst_log_ratio_bounds(x2, y2)[1], worst_log_ratio_bounds(y2, x2)[1]) > claimed_eps
+
+
+def test_distdp_unit_client_is_epsilon_dp_for_a_whole_client():
+    # Under --unit client with L = 2, D' = D without one client whose two positive examples sit
+    # in the same leaf: the flat release's count moves by 2 = Δ. Noise at α = exp(−ε/2) keeps
+    # every outcome's ratio within e^ε, and the bound is attained.
+    eps = 1.0
+    cfg = PrivacyConfig(
+        PrivacyModel.DISTDP, height=1, shape=Shape.FLAT, epsilon=eps, unit="client", max_examples=2
+    )
+    assert distdp.sensitivity(cfg) == 2
+    d = np.array([[3, 1], [2, 4]])
+    d_prime = d.copy()
+    d_prime[1, 0] -= 2
+    rng = np.random.default_rng(24)
+    r = 60_000
+    x = np.array([distdp.draw(d, 5, cfg, 5, rng).counts[[2]] for _ in range(r)])
+    y = np.array([distdp.draw(d_prime, 5, cfg, 5, rng).counts[[2]] for _ in range(r)])
+    lo = max(worst_log_ratio_bounds(x, y)[1], worst_log_ratio_bounds(y, x)[1])
+    hi = max(worst_log_ratio_bounds(x, y)[2], worst_log_ratio_bounds(y, x)[2])
+    assert lo <= eps <= hi
+
+
+def test_localdp_unit_client_composes_to_epsilon():
+    # A client with L = 2 examples sends two reports at ε/2; their sum changes by at most e^ε
+    # between two inputs of the client (both examples moved), and a per-example ε would not.
+    eps = 1.0
+    cfg = PrivacyConfig(
+        PrivacyModel.LOCALDP, height=1, shape=Shape.FLAT, epsilon=eps, unit="client", max_examples=2
+    )
+    assert localdp.report_epsilon(cfg) == 0.5
+    rng = np.random.default_rng(25)
+    r = 200_000
+    clients = np.repeat(np.arange(r), 2)
+
+    def reports(label, cell, config):
+        cells = np.full(2 * r, cell)
+        labels = np.full(2 * r, label)
+        rep, _ = localdp.client_reports(cells, labels, clients, r, config, r, rng)
+        return rep
+
+    x, y = reports(1, 0, cfg), reports(0, 1, cfg)
+    lo = max(worst_log_ratio_bounds(x, y)[1], worst_log_ratio_bounds(y, x)[1])
+    hi = max(worst_log_ratio_bounds(x, y)[2], worst_log_ratio_bounds(y, x)[2])
+    assert lo <= eps <= hi
+    # Each example at the full ε (the unit-example setting) loses up to 2ε for this client.
+    per_example = PrivacyConfig(PrivacyModel.LOCALDP, height=1, shape=Shape.FLAT, epsilon=eps)
+    x2, y2 = reports(1, 0, per_example), reports(0, 1, per_example)
+    assert max(worst_log_ratio_bounds(x2, y2)[1], worst_log_ratio_bounds(y2, x2)[1]) > eps

@@ -2,8 +2,9 @@
 
 Sensitivity: one example adds 1 to one node at each released level of its class's tree, so the
 L1 sensitivity of the release under adding or removing one example is Δ = number of released
-levels (h for the hierarchy, 1 for the flat shape). Noise α = exp(−ε/Δ) on every count gives
-pure ε-DP (Cormode & Markov, section 2.2 and appendix A).
+levels (h for the hierarchy, 1 for the flat shape); under unit client, with each client's
+examples capped at L, adding or removing a client moves the release by at most Δ = L · levels.
+Noise α = exp(−ε/Δ) on every count gives pure ε-DP (Cormode & Markov, section 2.2 and appendix A).
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from fedeval.release import Release, level_offsets
 
 
 def sensitivity(config: PrivacyConfig) -> int:
-    """L1 sensitivity of the whole release to adding or removing one example."""
-    return len(config.levels)
+    """L1 sensitivity of the whole release to adding or removing one protected unit: one
+    example touches one node per released level; a client under unit client up to L examples."""
+    return len(config.levels) * config.examples_per_unit
 
 
 def alpha(config: PrivacyConfig) -> float:

@@ -5,6 +5,7 @@ class histograms at the cost of one. Under the hierarchy shape each example repo
 chosen uniformly at random, with the full ε; the aggregator rescales that level's counts by
 n / n_k (Cormode & Markov, appendix A; Wang et al. 2017). Changing an example's input changes
 the distribution of two bits by a factor p(1 − q) / (q(1 − p)) = e^ε, so each report is ε-LDP.
+Under unit client each example reports at ε/L, so a client's (at most L) reports compose to ε.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from fedeval.config import PrivacyConfig
 from fedeval.hierarchy import coarsen
 from fedeval.privacy.noise import oue_perturb, oue_probabilities, oue_sum
 from fedeval.release import Release, level_offsets
+
+
+def report_epsilon(config: PrivacyConfig) -> float:
+    """ε of one example's report: the whole ε, or ε/L when a client's L reports share it."""
+    return config.epsilon / config.examples_per_unit
 
 
 def draw(
@@ -35,30 +41,40 @@ def draw(
     for i, k in enumerate(levels):
         true_k = coarsen(split[..., i], k)  # (2, 2^k)
         n_k = int(split[..., i].sum())
-        parts.append(oue_sum(true_k, n_k, config.epsilon, rng).ravel())
+        parts.append(oue_sum(true_k, n_k, report_epsilon(config), rng).ravel())
         reporters.append(n_k)
     return Release(
         config, population, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients
     )
 
 
-def client_reports(cells, labels, client, n_clients, config, population, rng):
-    """Per example: pick a level, one-hot its (label, cell), randomise every bit; sum per client."""
+def example_reports(
+    cells: np.ndarray, labels: np.ndarray, config: PrivacyConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """What every example sends: the index of its uniformly chosen level, and per level i the
+    OUE bits (m_i, 2·2^k) of the examples that chose it, in their order."""
     levels = config.levels
-    d = int(level_offsets(config)[-1])
-    off = level_offsets(config)
     h = config.height
     group = rng.integers(len(levels), size=len(cells))
-    reports = np.zeros((n_clients, d), np.int64)
-    reporters = np.zeros((n_clients, len(levels)), np.int64)
+    bits = []
     for i, k in enumerate(levels):
         sel = group == i
         m = int(sel.sum())
-        width = 2 << k
-        onehot = np.zeros((m, width), bool)
+        onehot = np.zeros((m, 2 << k), bool)
         onehot[np.arange(m), (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))] = True
-        bits = oue_perturb(onehot, config.epsilon, rng)
-        np.add.at(reports[:, off[i] : off[i + 1]], client[sel], bits.astype(np.int64))
+        bits.append(oue_perturb(onehot, report_epsilon(config), rng))
+    return group, bits
+
+
+def client_reports(cells, labels, client, n_clients, config, population, rng):
+    """Per example: pick a level, one-hot its (label, cell), randomise every bit; sum per client."""
+    off = level_offsets(config)
+    group, bits = example_reports(cells, labels, config, rng)
+    reports = np.zeros((n_clients, int(off[-1])), np.int64)
+    reporters = np.zeros((n_clients, len(config.levels)), np.int64)
+    for i, b in enumerate(bits):
+        sel = group == i
+        np.add.at(reports[:, off[i] : off[i + 1]], client[sel], b.astype(np.int64))
         reporters[:, i] = np.bincount(client[sel], minlength=n_clients)
     return reports, reporters
 
@@ -81,7 +97,7 @@ def level_variance(n_total: int, n_k: int, k: int, epsilon: float) -> float:
 
 
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
-    p, q = oue_probabilities(release.config.epsilon)
+    p, q = oue_probabilities(report_epsilon(release.config))
     n_total = int(release.reporters.sum())
     measured, variances = [], []
     for c, n_k, k in zip(
@@ -91,16 +107,17 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
             measured.append(np.zeros(c.shape))
         else:
             measured.append((c - n_k * q) / (p - q) * (n_total / n_k))
-        variances.append(level_variance(n_total, int(n_k), k, release.config.epsilon))
+        variances.append(level_variance(n_total, int(n_k), k, report_epsilon(release.config)))
     return measured, variances
 
 
 def describe(config: PrivacyConfig, population: int) -> dict:
-    p, q = oue_probabilities(config.epsilon)
+    p, q = oue_probabilities(report_epsilon(config))
     return {
         "name": "Optimal Unary Encoding",
         "p": p,
         "q": q,
+        "epsilon_per_report": report_epsilon(config),
         "domain": "label × cell of one level",
         "levels_per_example": 1,
         "level_assignment": "uniform at random over the released levels"
@@ -115,7 +132,7 @@ def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.n
 
     The decoded count is a rescaled sum of many independent bits, so it is close to normal.
     """
-    p, q = oue_probabilities(hist.config.epsilon)
+    p, q = oue_probabilities(report_epsilon(hist.config))
     n_total = float(sum(hist.reporters))
     out = []
     for k, n_k in zip(hist.config.levels, hist.reporters, strict=True):

@@ -1,0 +1,354 @@
+"""The server side of the staged protocol: check report directories, sum them, unmask.
+
+Each directory is one cohort (`fedeval.reports`). The server verifies the manifest and every
+file's SHA-256 before it trusts a byte, refuses stray files, duplicate clients, mixed parameters
+and a population the cohorts do not add up to, sums the masked reports mod 2^32 (the masks
+cancel), removes the masks of dropped clients from the seeds their neighbours revealed, and
+yields the `Release`: exactly what the server may learn, and nothing per client.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from fedeval import reports as rf
+from fedeval import secagg
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.documents import load_document
+from fedeval.errors import FedevalError, InputError, UsageError
+from fedeval.release import Release, level_offsets
+
+
+@dataclass(frozen=True)
+class AggregateSummary:
+    """What the server summed: per cohort, clients expected, reported and recovered."""
+
+    release: Release
+    score_range: tuple[float, float]
+    cohorts: int
+    clients: int  # in the cohorts' rosters
+    reported: int  # clients whose reports arrived
+    recovered: int  # dropped clients whose masks were removed from revealed seeds
+    bytes_read: int
+
+
+@dataclass(frozen=True)
+class _Cohort:
+    directory: Path
+    manifest: dict
+    config: PrivacyConfig
+    population: int
+    score_range: tuple[float, float]
+    clients: int
+
+
+def _bad(directory: Path, what: str) -> InputError:
+    return InputError(f"'{directory}' is not a valid report directory: {what}.")
+
+
+def _read_manifest(directory: Path) -> _Cohort:
+    if not directory.is_dir():
+        raise InputError(
+            f"cannot read reports '{directory}': "
+            + ("no such directory." if not directory.exists() else "it is not a directory.")
+        )
+    doc = load_document(
+        directory / rf.MANIFEST,
+        prefix=rf.SCHEMA_PREFIX,
+        version=rf.VERSION,
+        noun="the manifest",
+        kind="a report manifest",
+        hint="Make a report directory with `fedeval encode FILE -o reports/`.",
+    )
+    try:
+        p = doc["privacy"]
+        config = PrivacyConfig(
+            model=PrivacyModel(p["model"]),
+            height=int(p["height"]),
+            shape=Shape(p["shape"]),
+            epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
+            unit=Unit(p["unit"]),
+            max_examples=None if p["max_examples"] is None else int(p["max_examples"]),
+        )
+        lo, hi = (float(x) for x in doc["score_range"])
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError("score_range must be two finite numbers lo < hi")
+        population = int(doc["population"])
+        clients = int(doc["cohort"]["clients"])
+        if not 1 <= clients <= population:
+            raise ValueError(f"a cohort of {clients} clients in a population of {population}")
+        masked = config.model is not PrivacyModel.LOCALDP
+        if masked:
+            sa = doc["secure_aggregation"]
+            if int(sa["modulus"]) != 1 << secagg.MODULUS_BITS:
+                raise ValueError(f"unsupported modulus {sa['modulus']}")
+            if int(doc["report"]["length"]) != int(level_offsets(config)[-1]) + 1:
+                raise ValueError("the report length does not match the released levels")
+        for part in doc["parts"]:
+            if not {"file", "sha256", "rows"} <= set(part):
+                raise ValueError("every part needs 'file', 'sha256' and 'rows'")
+    except KeyError as e:
+        raise _bad(directory, f"manifest field {e} is missing") from None
+    except (FedevalError, TypeError, ValueError) as e:
+        raise _bad(directory, f"manifest: {e}") from None
+    return _Cohort(directory, doc, config, population, (lo, hi), clients)
+
+
+def _verified(directory: Path, entry: dict) -> bytes:
+    """A listed file's bytes, if they hash to what the manifest says."""
+    name = str(entry["file"])
+    if Path(name).name != name:
+        raise _bad(directory, f"manifest lists '{name}', which is not a file name")
+    path = directory / name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(
+            f"'{path}' is listed in the manifest but missing: its clients' reports never "
+            "arrived. Restore the file, or re-encode."
+        ) from None
+    except OSError as e:
+        raise InputError(f"cannot read '{path}': {e.strerror or e}.") from None
+    if rf.sha256(data) != entry["sha256"]:
+        raise InputError(
+            f"'{path}' does not match its SHA-256 in the manifest: the file was changed or "
+            "truncated after encoding. Nothing was aggregated."
+        )
+    return data
+
+
+def _table(directory: Path, entry: dict, schema: pa.Schema) -> pa.Table:
+    path = directory / entry["file"]
+    try:
+        table = pq.read_table(io.BytesIO(_verified(directory, entry)))
+    except pa.ArrowException as e:
+        raise InputError(f"'{path}' is not a readable Parquet file: {e}") from None
+    if not table.schema.equals(schema, check_metadata=False):
+        raise InputError(f"'{path}' has columns {table.schema} but reports need {schema}.")
+    if table.num_rows != int(entry["rows"]):
+        raise InputError(
+            f"'{path}' holds {table.num_rows} rows; the manifest lists {entry['rows']}."
+        )
+    return table
+
+
+def _check_no_strays(cohort: _Cohort) -> None:
+    listed = {rf.MANIFEST, cohort.manifest["cohort"]["roster"]["file"]}
+    listed |= {p["file"] for p in cohort.manifest["parts"]}
+    if cohort.manifest.get("recovery"):
+        listed.add(cohort.manifest["recovery"]["file"])
+    strays = sorted(p.name for p in cohort.directory.iterdir() if p.name not in listed)
+    if strays:
+        raise InputError(
+            f"'{cohort.directory}' holds files its manifest does not list ({', '.join(strays)}): "
+            "a stray or duplicated report file. Remove them; nothing was aggregated."
+        )
+
+
+def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
+    """The cohort's unmasked sum, clients reported, clients recovered, bytes read."""
+    cfg, n, d = cohort.config, cohort.clients, cohort.directory
+    width = int(level_offsets(cfg)[-1])
+    masked = cfg.model is not PrivacyModel.LOCALDP
+    seen = np.zeros(n, bool)
+    total = np.zeros(width + 1, np.uint32)
+    local_counts = np.zeros(width, np.int64)
+    reporters = np.zeros(len(cfg.levels), np.int64)
+    off = level_offsets(cfg)
+    bytes_read = 0
+    parts = cohort.manifest["parts"]
+    schema = rf.masked_schema(width + 1) if masked else rf.LOCAL_SCHEMA
+    for j, entry in enumerate(parts):
+        table = _table(d, entry, schema)
+        bytes_read += int(entry.get("bytes", 0))
+        where = f"'{d / entry['file']}'"
+        client = table["client"].to_numpy()
+        if len(client) and int(client.max()) >= n:
+            raise InputError(f"{where}: client index {int(client.max())} is outside the cohort.")
+        if masked:
+            if len(np.unique(client)) != len(client) or seen[client].any():
+                dup = client[seen[client]] if seen[client].any() else client
+                raise InputError(f"{where}: client index {int(dup[0])} reports twice.")
+            seen[client] = True
+            flat = pc.list_flatten(table["report"]).to_numpy()
+            total += flat.reshape(-1, width + 1).sum(axis=0, dtype=np.uint32)
+        else:
+            # Several rows per client (one per example); a client's rows sit in one part.
+            u = np.unique(client)
+            if seen[u].any():
+                raise InputError(f"{where}: client index {int(u[seen[u]][0])} reports twice.")
+            seen[u] = True
+            level = table["level"].to_numpy()
+            if len(level) and int(level.max()) >= len(cfg.levels):
+                raise InputError(f"{where}: level index {int(level.max())} is not released.")
+            bits = table["bits"]
+            for i, k in enumerate(cfg.levels):
+                sel = np.flatnonzero(level == i)
+                if len(sel) == 0:
+                    continue
+                nbytes = ((2 << k) + 7) // 8
+                raw = _fixed_width(pc.take(bits, pa.array(sel)).combine_chunks(), nbytes)
+                if raw is None:
+                    raise InputError(f"{where}: a level-{k} report must hold {nbytes} bytes.")
+                unpacked = np.unpackbits(raw.reshape(len(sel), nbytes), axis=1, count=2 << k)
+                local_counts[off[i] : off[i + 1]] += unpacked.sum(axis=0, dtype=np.int64)
+                reporters[i] += len(sel)
+        if progress is not None:
+            progress(j + 1, len(parts))
+
+    missing = np.flatnonzero(~seen)
+    recovered = 0
+    if masked:
+        if len(missing):
+            total += _recovery(cohort, missing)
+            recovered = len(missing)
+        signed = total.view(np.int32).astype(np.int64)
+        counts, examples = signed[:width], int(signed[width])
+        reporters[:] = examples
+    else:
+        counts = local_counts
+    release = Release(cfg, cohort.population, counts, reporters, int(seen.sum()))
+    return release, int(seen.sum()), recovered, bytes_read
+
+
+def _fixed_width(arr: pa.BinaryArray, nbytes: int) -> np.ndarray | None:
+    """The values of a binary array as an (m, nbytes) uint8 matrix; None if any has another
+    length (or is null)."""
+    m = len(arr)
+    if arr.null_count:
+        return None
+    offsets = np.frombuffer(arr.buffers()[1], np.int32, count=m + 1, offset=4 * arr.offset)
+    if np.any(np.diff(offsets) != nbytes):
+        return None
+    data = np.frombuffer(arr.buffers()[2], np.uint8)
+    return data[offsets[0] : offsets[-1]].reshape(m, nbytes)
+
+
+def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
+    """The correction that removes dropped clients' uncancelled masks, from revealed seeds."""
+    d, n, cfg = cohort.directory, cohort.clients, cohort.config
+    if cfg.model is PrivacyModel.DISTDP:
+        raise InputError(
+            f"'{d}': {len(missing)} of {n} clients sent no report. Under distdp their noise "
+            "shares are lost with them, so the sum would be less private than the claimed ε; "
+            "it is refused. Re-run the round with every client (or with federated/localdp)."
+        )
+    entry = cohort.manifest.get("recovery")
+    if not entry:
+        raise InputError(
+            f"'{d}': {len(missing)} of {n} clients sent no report and no recovery seeds are "
+            "present, so their neighbours' masks cannot be removed. Restore the missing part "
+            "files (the manifest lists them)."
+        )
+    table = _table(d, entry, rf.RECOVERY_SCHEMA)
+    k = int(cohort.manifest["secure_aggregation"]["neighbours_per_side"])
+    need_first, need_second = secagg.broken_pairs(missing, n, k)
+    first = table["first"].to_numpy().astype(np.int64)
+    second = table["second"].to_numpy().astype(np.int64)
+    order = np.lexsort((second, first))
+    if not (
+        np.array_equal(first[order], need_first) and np.array_equal(second[order], need_second)
+    ):
+        raise InputError(
+            f"'{d / entry['file']}': the revealed seeds do not cover exactly the pairs between "
+            f"the {len(missing)} missing clients and their neighbours; cannot unmask."
+        )
+    missing_mask = np.zeros(n, bool)
+    missing_mask[missing] = True
+    width = int(level_offsets(cfg)[-1]) + 1
+    seeds = table["seed"].to_numpy()[order]
+    return secagg.recovery_correction(need_first, need_second, seeds, missing_mask, width)
+
+
+def _same(a: _Cohort, b: _Cohort) -> None:
+    for what, x, y in (
+        ("privacy parameters", a.config, b.config),
+        ("population", a.population, b.population),
+        ("score range", a.score_range, b.score_range),
+    ):
+        if x != y:
+            raise InputError(
+                f"'{a.directory}' and '{b.directory}' were encoded with different {what} "
+                f"({x} and {y}); reports of one protocol run must share them."
+            )
+
+
+def _check_distinct_clients(cohorts: list[_Cohort]) -> None:
+    if len(cohorts) < 2:
+        return
+    seen: dict = {}
+    for c in cohorts:
+        roster = pq.read_table(io.BytesIO(_verified(c.directory, c.manifest["cohort"]["roster"])))
+        ids = roster.column(0)
+        if len(ids) != c.clients:
+            raise _bad(c.directory, f"the roster lists {len(ids)} clients, not {c.clients}")
+        for other, prev in seen.items():
+            both = pc.is_in(ids, value_set=prev)
+            if pc.any(both).as_py():
+                dup = ids.filter(both)[0].as_py()
+                raise InputError(
+                    f"client {dup!r} is in both '{other}' and '{c.directory}': a client may "
+                    "report once per protocol run."
+                )
+        seen[c.directory] = ids.combine_chunks()
+
+
+def aggregate_reports(
+    directories: Sequence[str | Path],
+    *,
+    population: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AggregateSummary:
+    """Verify and sum report directories into the release of one protocol run.
+
+    `population`, when given, is what the server expects; the manifests must agree. Under
+    distdp the cohorts must add up to the whole population (each noise share is calibrated to
+    it); under federated and localdp a smaller total is accepted and the release says so.
+    """
+    if not directories:
+        raise UsageError("give at least one report directory.")
+    paths = [Path(d) for d in directories]
+    if len(set(p.resolve() for p in paths)) != len(paths):
+        raise UsageError("a report directory is given twice; each cohort may be summed once.")
+    cohorts = [_read_manifest(p) for p in paths]
+    for c in cohorts[1:]:
+        _same(cohorts[0], c)
+    first = cohorts[0]
+    if population is not None and population != first.population:
+        raise InputError(
+            f"'{first.directory}' was encoded for a population of {first.population:,} clients, "
+            f"not {population:,}."
+        )
+    for c in cohorts:
+        _check_no_strays(c)
+        _verified(c.directory, c.manifest["cohort"]["roster"])
+    _check_distinct_clients(cohorts)
+    in_cohorts = sum(c.clients for c in cohorts)
+    if in_cohorts > first.population:
+        raise InputError(
+            f"the cohorts hold {in_cohorts:,} clients, more than the population of "
+            f"{first.population:,} they were encoded for."
+        )
+    if first.config.model is PrivacyModel.DISTDP and in_cohorts < first.population:
+        raise InputError(
+            f"the cohorts hold {in_cohorts:,} of the population's {first.population:,} clients; "
+            "under distdp every client's noise share is needed for the claimed ε. Aggregate "
+            "every cohort of the run together."
+        )
+    releases, reported, recovered, nbytes = [], 0, 0, 0
+    for c in cohorts:
+        r, rep, rec, b = _sum_cohort(c, progress)
+        releases.append(r)
+        reported, recovered, nbytes = reported + rep, recovered + rec, nbytes + b
+    return AggregateSummary(
+        sum(releases), first.score_range, len(cohorts), in_cohorts, reported, recovered, nbytes
+    )

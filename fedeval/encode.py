@@ -1,0 +1,318 @@
+"""The client side of the staged protocol: every client's report, written as a report directory.
+
+Each client runs the per-client reference encoder of its privacy model (one-hot level counts;
+plus a Pólya noise share under distdp; OUE bits under localdp), then, under federated and distdp,
+adds its pairwise secure-aggregation masks (`fedeval.secagg`). Clients are processed in batches
+of bounded size, and the directory appears only when it is complete (written beside its final
+name, then renamed), so a failed run never leaves a partial one.
+
+With the same seed, the reports sum to exactly the release of the one-shot per-client path
+(`fedeval.simulate.per_client_release`): the simulator is the deployed encoder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import fedeval
+from fedeval import reports as rf
+from fedeval import secagg
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.data import cap_examples, read_scored
+from fedeval.errors import UsageError
+from fedeval.hierarchy import cell_index
+from fedeval.io import DEFAULT_COLUMNS, Columns
+from fedeval.params import data_resolution, resolve_config
+from fedeval.privacy import localdp, mechanism_for
+from fedeval.release import level_offsets
+from fedeval.simulate import client_batches, rng_and_seed
+
+MAX_CELLS = 1 << 22
+"""Report entries held in memory per batch of clients (16 MB of uint32); one part per batch."""
+
+
+@dataclass(frozen=True)
+class EncodeSummary:
+    """What `encode` wrote: the configuration, the cohort, and the report sizes."""
+
+    directory: str
+    config: PrivacyConfig
+    population: int
+    clients: int
+    examples: int
+    dropped_examples: int
+    dropped_out: int
+    parts: int
+    report_bytes: int  # Parquet bytes of every report file (parts only)
+    bytes_per_client: float  # what one client sends: its report vector (or its OUE bits)
+    neighbours: int
+    seed: int | None
+
+
+def report_length(config: PrivacyConfig) -> int:
+    """Entries of a masked report: every released node, then the example count."""
+    return int(level_offsets(config)[-1]) + 1
+
+
+def bytes_per_report(config: PrivacyConfig) -> float:
+    """Payload one client sends per report: 4 bytes per masked entry, or under localdp one
+    level's OUE bits (2·2^k, packed) and the level's index, averaged over the levels."""
+    if config.model is PrivacyModel.LOCALDP:
+        return float(np.mean([1 + (2 << k) / 8 for k in config.levels]))
+    return 4.0 * report_length(config)
+
+
+@contextlib.contextmanager
+def _staging_dir(target: Path):
+    """A fresh directory beside `target`, renamed to it on success and removed on failure."""
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(
+            f"'{target}' already exists and is not an empty directory; choose a new directory "
+            "for the reports (encode never mixes two runs' reports)."
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as e:
+        raise UsageError(f"cannot write '{target}': {e.strerror or e}.") from e
+    try:
+        yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
+        if target.exists():
+            target.rmdir()
+        os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _local_table(client: np.ndarray, group: np.ndarray, bits: list[np.ndarray]) -> pa.Table:
+    """One row per example: its client, its level index and its packed OUE bits."""
+    tables = []
+    for i, b in enumerate(bits):
+        sel = group == i
+        packed = np.packbits(b, axis=1)
+        m, w = packed.shape
+        offsets = pa.py_buffer((np.arange(m + 1, dtype=np.int32) * w).tobytes())
+        arr = pa.Array.from_buffers(pa.binary(), m, [None, offsets, pa.py_buffer(packed.tobytes())])
+        tables.append(
+            pa.table(
+                {
+                    "client": pa.array(client[sel].astype(np.uint32)),
+                    "level": pa.array(np.full(m, i, np.uint8)),
+                    "bits": arr,
+                },
+                schema=rf.LOCAL_SCHEMA,
+            )
+        )
+    return pa.concat_tables(tables)
+
+
+def _masked_table(client: np.ndarray, vectors: np.ndarray) -> pa.Table:
+    length = vectors.shape[1]
+    values = pa.array(vectors.ravel())
+    return pa.table(
+        {
+            "client": pa.array(client.astype(np.uint32)),
+            "report": pa.FixedSizeListArray.from_arrays(values, length),
+        },
+        schema=rf.masked_schema(length),
+    )
+
+
+def encode_file(
+    source: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    columns: Columns = DEFAULT_COLUMNS,
+    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    epsilon: float | None = None,
+    height: int | str = "auto",
+    shape: Shape | str = "auto",
+    population: int | None = None,
+    unit: Unit | str = Unit.EXAMPLE,
+    max_examples: int | None = None,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    pos_label: object = None,
+    seed: int | np.random.Generator | None = None,
+    neighbours: int | None = None,
+    dropout: float = 0.0,
+    max_cells: int = MAX_CELLS,
+    progress: Callable[[int, int], None] | None = None,
+) -> EncodeSummary:
+    """Encode every client of a table into a report directory (one cohort).
+
+    `population` is the number of clients the protocol is set up for (default: the clients in
+    this table); under distdp each noise share is calibrated to it, so other cohorts must bring
+    the rest. `neighbours` is K, the masking neighbours per side (default ⌈log2 n⌉). `dropout`
+    simulates that fraction of the cohort's clients vanishing after masking: their reports are
+    not written and the survivors reveal the seeds they shared with them (federated only; under
+    distdp a dropout would leave the noise short of the claim and is refused).
+    """
+    data = read_scored(
+        source,
+        columns,
+        score_range=score_range,
+        pos_label=pos_label,
+        keep_scores=False,
+        keep_examples=True,
+        resolution=data_resolution(model, height),
+    )
+    config = resolve_config(
+        model,
+        n=data.rows,
+        epsilon=epsilon,
+        height=height,
+        shape=shape,
+        unit=unit,
+        max_examples=max_examples,
+    )
+    n = data.n_clients
+    if population is None:
+        population = n
+    if isinstance(population, bool) or not isinstance(population, int) or population < n:
+        raise UsageError(
+            f"--population is the number of clients the protocol is set up for, at least the "
+            f"{n:,} clients in '{source}'. Found {population!r}."
+        )
+    if not 0.0 <= dropout < 1.0:
+        raise UsageError(f"--dropout must be a fraction in [0, 1). Found {dropout}.")
+    if dropout > 0 and config.model is PrivacyModel.DISTDP:
+        raise UsageError(
+            "--dropout cannot be simulated under distdp: a client that drops out takes its noise "
+            "share with it, and the sum would be less private than claimed. Use federated, or "
+            "localdp (where reports need no masks)."
+        )
+    if neighbours is not None and (isinstance(neighbours, bool) or neighbours < 1):
+        raise UsageError(f"--neighbours must be a positive integer. Found {neighbours!r}.")
+    rng, seed_used = rng_and_seed(seed)
+    # Children in the order `simulate` spawns them (intervals, cap), so one seed gives the
+    # one-shot per-client path and `encode` the same reports; then the clients' secrets.
+    _, cap_rng, secret_rng, network_rng = rng.spawn(4)
+    if config.unit is Unit.CLIENT:
+        data = cap_examples(data, config.max_examples, cap_rng)
+    ex = data.examples
+    cells = cell_index(ex.unit_scores, config.height)
+    masked = config.model is not PrivacyModel.LOCALDP
+    k = secagg.neighbours_per_side(n, neighbours) if masked else 0
+    key = secagg.round_key(secret_rng)
+    missing = np.zeros(n, bool)
+    if dropout > 0:
+        missing[network_rng.choice(n, size=round(dropout * n), replace=False)] = True
+    mech = mechanism_for(config.model)
+    width = int(level_offsets(config)[-1])
+    length = width + 1
+
+    with _staging_dir(Path(output)) as tmp:
+        parts, total_bytes = [], 0
+        for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
+            if masked:
+                reports, reporters = mech.client_reports(
+                    cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config,
+                    population, rng,
+                )  # fmt: skip
+                vectors = np.empty((c1 - c0, length), np.uint32)
+                vectors[:, :width] = reports.astype(np.uint32)  # two's complement = mod 2^32
+                vectors[:, width] = reporters[:, 0].astype(np.uint32)
+                vectors += secagg.cohort_masks(key, c0, c1, n, k, length)
+                ids = np.arange(c0, c1)
+                keep = ~missing[c0:c1]
+                table = _masked_table(ids[keep], vectors[keep])
+            else:
+                group, bits = localdp.example_reports(cells[sel], ex.positive[sel], config, rng)
+                clients = ex.client[sel]
+                table = _local_table(clients, group, bits)
+                if missing[c0:c1].any():
+                    table = table.filter(pa.array(~missing[table["client"].to_numpy()]))
+            blob = rf.parquet_bytes(table)
+            path = tmp / rf.part_name(len(parts))
+            rf.write_bytes(path, blob)
+            parts.append(rf.file_entry(path, table.num_rows, blob) | {"clients": [c0, c1 - 1]})
+            total_bytes += len(blob)
+            if progress is not None:
+                progress(c1, n)
+
+        ids = data.client_ids if data.client_ids is not None else pa.array(np.arange(n))
+        roster_blob = rf.parquet_bytes(pa.table({"client": ids}))
+        rf.write_bytes(tmp / rf.ROSTER, roster_blob)
+        recovery = None
+        if masked and missing.any():
+            first, second = secagg.broken_pairs(np.flatnonzero(missing), n, k)
+            rec = pa.table(
+                {
+                    "first": pa.array(first.astype(np.uint32)),
+                    "second": pa.array(second.astype(np.uint32)),
+                    "seed": pa.array(secagg.pair_seeds(key, first, second)),
+                },
+                schema=rf.RECOVERY_SCHEMA,
+            )
+            blob = rf.parquet_bytes(rec)
+            rf.write_bytes(tmp / rf.RECOVERY, blob)
+            recovery = rf.file_entry(tmp / rf.RECOVERY, rec.num_rows, blob)
+        manifest = {
+            "schema": rf.SCHEMA,
+            "fedeval_version": fedeval.__version__,
+            "privacy": {
+                "model": config.model.value,
+                "epsilon": config.epsilon,
+                "height": config.height,
+                "shape": config.shape.value,
+                "levels": list(config.levels),
+                "unit": config.unit.value,
+                "max_examples": config.max_examples,
+            },
+            "mechanism": mech.describe(config, population),
+            "score_range": [float(x) for x in data.score_range],
+            "population": population,
+            "cohort": {
+                "clients": n,
+                "examples": data.rows,
+                "roster": rf.file_entry(tmp / rf.ROSTER, n, roster_blob),
+            },
+            "report": {
+                "layout": "one row per client: masked counts of every released node, then the "
+                "example count"
+                if masked
+                else "one row per example: level index and packed OUE bits of that level",
+                "length": length if masked else None,
+            },
+            "secure_aggregation": {
+                "scheme": "pairwise additive masks over a circulant graph",
+                "modulus": 1 << secagg.MODULUS_BITS,
+                "neighbours_per_side": k,
+                "prg": secagg.PRG_NAME,
+            }
+            if masked
+            else None,
+            "parts": parts,
+            "recovery": recovery,
+        }
+        rf.write_bytes(
+            tmp / rf.MANIFEST, (json.dumps(manifest, indent=2, allow_nan=False) + "\n").encode()
+        )
+    return EncodeSummary(
+        str(output),
+        config,
+        population,
+        n,
+        data.rows,
+        data.dropped,
+        int(missing.sum()),
+        len(parts),
+        total_bytes,
+        bytes_per_report(config),
+        k,
+        seed_used,
+    )

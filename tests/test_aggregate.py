@@ -1,0 +1,193 @@
+"""`fedeval aggregate` refuses every damaged, stray, duplicated or mismatched report, with exit
+code 2, one clear message and no output; and the staged commands work end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from fedeval.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    n = 600
+    y = rng.integers(0, 2, n)
+    df = pd.DataFrame(
+        {
+            "score": np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1),
+            "label": y,
+            "client": rng.integers(0, 120, n),
+        }
+    )
+    df.to_parquet("clients.parquet")
+    df.iloc[:300].to_parquet("half_a.parquet")
+    df.iloc[300:].assign(client=df["client"].iloc[300:] + 1000).to_parquet("half_b.parquet")
+    return tmp_path
+
+
+def encode(src: str, out: str, *extra: str, model: str = "federated") -> None:
+    r = run("encode", src, "-m", model, "--height", "4", "-o", out, "--seed", "1", *extra)
+    assert r.exit_code == 0, r.output
+
+
+def refused(args, *fragments: str) -> str:
+    r = run("aggregate", *args, "-o", "agg.fedeval")
+    assert r.exit_code == 2, r.output
+    assert not Path("agg.fedeval").exists()
+    msg = flat(r.stderr)
+    for f in fragments:
+        assert f in msg, msg
+    assert r.stdout == ""
+    return msg
+
+
+def first_part(d: str) -> Path:
+    return Path(d) / json.loads((Path(d) / "manifest.json").read_text())["parts"][0]["file"]
+
+
+def test_staged_commands_end_to_end(work):
+    encode("clients.parquet", "reports", model="distdp")
+    r = run("aggregate", "reports", "-o", "agg.fedeval")
+    assert r.exit_code == 0, r.output
+    assert "clients reported" in flat(r.stderr)
+    r = run("evaluate", "--from", "agg.fedeval", "-f", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["metrics"]["auc"]["exact"] is None
+    assert doc["metrics"]["auc"]["ci95"] is not None
+    assert doc["privacy"]["model"] == "distdp" and doc["privacy"]["unit"] == "example"
+    for cmd in ("curves", "calibrate"):
+        assert run(cmd, "--from", "agg.fedeval").exit_code == 0
+
+
+def test_tampered_part_is_refused(work):
+    encode("clients.parquet", "reports")
+    part = first_part("reports")
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 1
+    part.write_bytes(bytes(data))
+    refused(["reports"], str(part), "SHA-256")
+
+
+def test_truncated_part_is_refused(work):
+    encode("clients.parquet", "reports")
+    part = first_part("reports")
+    part.write_bytes(part.read_bytes()[:-100])
+    refused(["reports"], "SHA-256", "truncated")
+
+
+def test_missing_part_is_refused(work):
+    encode("clients.parquet", "reports")
+    first_part("reports").unlink()
+    refused(["reports"], "missing")
+
+
+def test_duplicated_file_is_refused(work):
+    encode("clients.parquet", "reports")
+    part = first_part("reports")
+    shutil.copy(part, part.with_name("part-copy.parquet"))
+    refused(["reports"], "part-copy.parquet", "does not list")
+
+
+def test_part_listed_twice_is_refused(work):
+    encode("clients.parquet", "reports")
+    manifest = json.loads(Path("reports/manifest.json").read_text())
+    manifest["parts"].append(manifest["parts"][0])
+    Path("reports/manifest.json").write_text(json.dumps(manifest))
+    refused(["reports"], "reports twice")
+
+
+def test_same_clients_in_two_cohorts_are_refused(work):
+    encode("half_a.parquet", "a", "--population", "240")
+    encode("half_a.parquet", "b", "--population", "240")
+    refused(["a", "b"], "is in both")
+
+
+def test_mixed_parameters_are_refused(work):
+    encode("half_a.parquet", "a", "--population", "400", model="distdp")
+    r = run("encode", "half_b.parquet", "-m", "distdp", "-e", "2", "--height", "4", "-o", "b",
+            "--population", "400")  # fmt: skip
+    assert r.exit_code == 0
+    refused(["a", "b"], "different privacy parameters")
+
+
+def test_wrong_population_is_refused(work):
+    encode("clients.parquet", "reports")
+    refused(["reports", "--population", "999"], "encoded for a population of", "not 999")
+
+
+def test_distdp_needs_every_cohort(work):
+    encode("half_a.parquet", "a", "--population", "1000", model="distdp")
+    refused(["a"], "noise share")
+
+
+def test_two_cohorts_sum_to_the_whole(work):
+    # Two cohorts of one distdp run (disjoint clients, population = both) are summed, and the
+    # result is the same kind of release as one cohort of everyone.
+    a = pd.read_parquet("half_a.parquet")
+    b = pd.read_parquet("half_b.parquet")
+    total = a["client"].nunique() + b["client"].nunique()
+    encode("half_a.parquet", "a", "--population", str(total), model="distdp")
+    r = run("encode", "half_b.parquet", "-m", "distdp", "--height", "4", "-o", "b",
+            "--population", str(total), "--seed", "2")  # fmt: skip
+    assert r.exit_code == 0
+    r = run("aggregate", "a", "b", "-o", "agg.fedeval")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(Path("agg.fedeval").read_text())
+    assert doc["n_clients"] == doc["population"] == total
+    assert doc["reporters"] == [600] * 4
+
+
+def test_dropout_recovery_end_to_end(work):
+    encode("clients.parquet", "reports", "--dropout", "0.2")
+    r = run("aggregate", "reports", "-o", "agg.fedeval")
+    assert r.exit_code == 0, r.output
+    assert "dropped, masks removed" in flat(r.stderr)
+    # Without the revealed seeds the masks cannot be removed: refused.
+    Path("reports/recovery.parquet").unlink()
+    manifest = json.loads(Path("reports/manifest.json").read_text())
+    manifest["recovery"] = None
+    Path("reports/manifest.json").write_text(json.dumps(manifest))
+    Path("agg.fedeval").unlink()
+    refused(["reports"], "no recovery seeds")
+
+
+def test_not_a_report_directory(work):
+    Path("empty").mkdir()
+    refused(["empty"], "manifest")
+    refused(["nowhere"], "no such directory")
+
+
+def test_encode_refuses_a_used_directory(work):
+    encode("clients.parquet", "reports")
+    r = run("encode", "clients.parquet", "-m", "federated", "-o", "reports")
+    assert r.exit_code == 2
+    assert "already exists" in flat(r.stderr)
+
+
+def test_encode_bad_input_writes_nothing(work):
+    pd.DataFrame({"score": [0.1, 2.0], "label": [0, 1]}).to_parquet("bad.parquet")
+    r = run("encode", "bad.parquet", "-m", "federated", "-o", "reports")
+    assert r.exit_code == 2
+    assert "bad.parquet" in flat(r.stderr) and "row 2" in flat(r.stderr)
+    assert not Path("reports").exists()
+    assert not any(p.name.startswith(".reports") for p in Path(".").iterdir())
