@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from fedeval import reports as rf
 from fedeval import secagg
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.config import PrivacyConfig, PrivacyModel, config_from_dict
 from fedeval.documents import load_document
 from fedeval.errors import FedevalError, InputError, UsageError
 from fedeval.release import Release, level_offsets
@@ -70,15 +70,7 @@ def _read_manifest(directory: Path) -> _Cohort:
         hint="Make a report directory with `fedeval encode FILE -o reports/`.",
     )
     try:
-        p = doc["privacy"]
-        config = PrivacyConfig(
-            model=PrivacyModel(p["model"]),
-            height=int(p["height"]),
-            shape=Shape(p["shape"]),
-            epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
-            unit=Unit(p["unit"]),
-            max_examples=None if p["max_examples"] is None else int(p["max_examples"]),
-        )
+        config = config_from_dict(doc["privacy"])
         lo, hi = (float(x) for x in doc["score_range"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")

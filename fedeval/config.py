@@ -131,3 +131,29 @@ class PrivacyConfig:
     @property
     def n_leaves(self) -> int:
         return 1 << self.height
+
+
+def config_dict(config: PrivacyConfig) -> dict:
+    """The configuration as stored in report directories and saved aggregates."""
+    return {
+        "model": config.model.value,
+        "epsilon": config.epsilon,
+        "height": config.height,
+        "shape": config.shape.value,
+        "levels": list(config.levels),
+        "unit": config.unit.value,
+        "max_examples": config.max_examples,
+    }
+
+
+def config_from_dict(p: dict) -> PrivacyConfig:
+    """Read `config_dict`'s output back (KeyError, ValueError or UsageError if malformed); files
+    written before units existed have no unit and mean one example."""
+    return PrivacyConfig(
+        model=PrivacyModel(p["model"]),
+        height=int(p["height"]),
+        shape=Shape(p["shape"]),
+        epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
+        unit=Unit(p.get("unit", "example")),
+        max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
+    )

@@ -27,7 +27,7 @@ import pyarrow as pa
 import fedeval
 from fedeval import reports as rf
 from fedeval import secagg
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit, config_dict
 from fedeval.data import cap_examples, read_scored
 from fedeval.errors import UsageError
 from fedeval.hierarchy import cell_index
@@ -264,15 +264,7 @@ def encode_file(
         manifest = {
             "schema": rf.SCHEMA,
             "fedeval_version": fedeval.__version__,
-            "privacy": {
-                "model": config.model.value,
-                "epsilon": config.epsilon,
-                "height": config.height,
-                "shape": config.shape.value,
-                "levels": list(config.levels),
-                "unit": config.unit.value,
-                "max_examples": config.max_examples,
-            },
+            "privacy": config_dict(config),
             "mechanism": mech.describe(config, population),
             "score_range": [float(x) for x in data.score_range],
             "population": population,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 import fedeval
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.config import config_dict, config_from_dict
 from fedeval.documents import load_document, write_document
 from fedeval.errors import FedevalError, InputError
 from fedeval.release import Release
@@ -33,15 +33,7 @@ def release_dict(
     return {
         "schema": SCHEMA,
         "fedeval_version": fedeval.__version__,
-        "privacy": {
-            "model": cfg.model.value,
-            "epsilon": cfg.epsilon,
-            "height": cfg.height,
-            "shape": cfg.shape.value,
-            "levels": list(cfg.levels),
-            "unit": cfg.unit.value,
-            "max_examples": cfg.max_examples,
-        },
+        "privacy": config_dict(cfg),
         "source": source,
         "score_range": [float(score_range[0]), float(score_range[1])],
         "population": release.population,
@@ -74,15 +66,7 @@ def load_release(path: str | os.PathLike) -> tuple[Release, tuple[float, float]]
         hint="Save one with `fedeval evaluate FILE --save-release aggregate.fedeval`.",
     )
     try:
-        p = doc["privacy"]
-        config = PrivacyConfig(
-            model=PrivacyModel(p["model"]),
-            height=int(p["height"]),
-            shape=Shape(p["shape"]),
-            epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
-            unit=Unit(p.get("unit", "example")),  # absent in files written before units existed
-            max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
-        )
+        config = config_from_dict(doc["privacy"])
         lo, hi = (float(x) for x in doc["score_range"])
         counts = np.asarray(doc["counts"])
         reporters = np.asarray(doc["reporters"])
