@@ -1,0 +1,36 @@
+"""Multiclass post-hoc calibration under federation and user-level DP (seed paper 004).
+
+Modules follow the data flow: `data` (read and validate) → `federation` (clients, rounds) →
+`binning` / `temperature` (FedBin, FedBBQ, FedTemp) with `privacy` (clipping, Gaussian noise,
+zCDP accounting) → `metrics` (cwECE, top-label ECE, accuracy) → `maps` (map documents) → `api`.
+"""
+
+from fedeval.multiclass.api import (
+    Method,
+    MulticlassResult,
+    calibrate_multiclass,
+    calibrate_multiclass_data,
+    calibrate_multiclass_file,
+    multiclass_map_dict,
+    render_multiclass_table,
+)
+from fedeval.multiclass.maps import (
+    MulticlassMap,
+    apply_multiclass_map_file,
+    load_multiclass_map,
+    write_map,
+)
+
+__all__ = [
+    "Method",
+    "MulticlassMap",
+    "MulticlassResult",
+    "apply_multiclass_map_file",
+    "calibrate_multiclass",
+    "calibrate_multiclass_data",
+    "calibrate_multiclass_file",
+    "load_multiclass_map",
+    "multiclass_map_dict",
+    "render_multiclass_table",
+    "write_map",
+]

@@ -1,0 +1,555 @@
+"""Multiclass post-hoc calibration under federation and user-level DP: the public entry points.
+
+Seed paper 004 (*Private Federated Multiclass Post-hoc Calibration*). One call simulates the
+protocol on a labelled table: rows are spread over clients (Dirichlet(β) label skew, IID, or a
+client column), a share is held out for measuring, the calibrator is trained over T rounds with
+participation p (FedBin, FedBBQ, FedTemp; optionally with user-level DP), and cwECE, top-label
+ECE and accuracy are measured before and after on the held-out rows.
+
+>>> import numpy as np
+>>> from fedeval.multiclass import calibrate_multiclass
+>>> rng = np.random.default_rng(0)
+>>> y = rng.integers(0, 3, 3000)
+>>> z = 4.0 * np.eye(3)[y] + rng.normal(0, 2.0, (3000, 3))
+>>> r = calibrate_multiclass(y, logits=z, method="fedtemp", clients=10, seed=0)
+>>> r.after.cw_ece < r.before.cw_ece and r.accuracy_change == 0.0
+True
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from fedeval.errors import UsageError
+from fedeval.multiclass import federation
+from fedeval.multiclass.binning import BinningCalibrator, BinningFit, fed_binning
+from fedeval.multiclass.data import (
+    ColumnSpec,
+    InputKind,
+    MulticlassData,
+    multiclass_from_arrays,
+    read_multiclass,
+)
+from fedeval.multiclass.maps import KIND, SCHEMA, calibrated_probs, calibrator_fields
+from fedeval.multiclass.metrics import DEFAULT_ECE_BINS, Metrics, measure
+from fedeval.multiclass.privacy import (
+    DEFAULT_NEGATIVE_CLIP,
+    DEFAULT_POSITIVE_CLIP,
+    DEFAULT_TEMPERATURE_CLIP,
+    DPStatement,
+    dp_statement,
+    no_dp_statement,
+)
+from fedeval.multiclass.temperature import TemperatureCalibrator, TemperatureFit, fed_temperature
+
+
+class Method(StrEnum):
+    FEDBIN = "fedbin"
+    FEDBBQ = "fedbbq"
+    FEDTEMP = "fedtemp"
+
+    @property
+    def is_binning(self) -> bool:
+        return self is not Method.FEDTEMP
+
+    @property
+    def title(self) -> str:
+        return {"fedbin": "FedBin", "fedbbq": "FedBBQ", "fedtemp": "FedTemp"}[self.value]
+
+
+class Partition(StrEnum):
+    IID = "iid"
+    DIRICHLET = "dirichlet"
+    COLUMN = "column"
+
+
+DEFAULT_CLIENTS = 100
+DEFAULT_ROUNDS = 12
+DEFAULT_PARTICIPATION = 0.1
+"""K = 100 clients, T = 12 rounds, 10 % sampled per round: the paper's main setting (Table 2)."""
+DEFAULT_BINS = 128
+"""2^M with M = 7, the paper's choice for FedBBQ (section 4.1, appendix A.3.3)."""
+DEFAULT_DELTA = 1e-5
+"""The paper's δ; it should stay well below 1/K."""
+DEFAULT_COLUMNS = ColumnSpec()
+DEFAULT_HOLDOUT = 0.2
+"""Rows held out for measuring: in-sample figures flatter a binning map of c·2^M values."""
+
+
+@dataclass(frozen=True)
+class MulticlassResult:
+    """A fitted multiclass calibrator with how it was trained and what it does.
+
+    `before`/`after` are exact metrics of the held-out rows (in simulation the data are at
+    hand; a deployment would need its own private evaluation), in-sample if `holdout` was 0.
+    `privacy` is None without DP. `seed` is the seed used (drawn if none was given; None when a
+    Generator was passed).
+    """
+
+    method: Method
+    weighted: bool | None
+    calibrator: BinningCalibrator | TemperatureCalibrator = field(repr=False)
+    input_kind: InputKind
+    n_classes: int
+    bins: int | None
+    rounds: int
+    participation: float
+    clients: int
+    partition: Partition
+    beta: float | None
+    server_lr: float | None
+    privacy: DPStatement | None
+    before: Metrics
+    after: Metrics
+    ece_bins: int
+    rows: int
+    fit_rows: int
+    eval_rows: int
+    in_sample: bool
+    seed: int | None
+    columns: ColumnSpec
+    per_client: bool
+    fit: BinningFit | TemperatureFit = field(repr=False, compare=False)
+
+    @property
+    def accuracy_change(self) -> float:
+        """Accuracy after − before on the measured rows (negative: the calibrator costs)."""
+        return self.after.accuracy - self.before.accuracy
+
+    @property
+    def name(self) -> str:
+        """The method as the paper names it, e.g. "FedBBQ (all weight)"."""
+        if self.weighted is None:
+            return self.method.title
+        return f"{self.method.title} ({'all weight' if self.weighted else 'unweighted'})"
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """Calibrated probabilities for an (n, c) matrix of the input kind the map reads."""
+        return calibrated_probs(self.calibrator, self.input_kind, np.asarray(x, np.float64))
+
+
+def _rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Generator, int | None]:
+    if isinstance(seed, np.random.Generator):
+        return seed, None
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy % (1 << 32))
+    return np.random.default_rng(seed), int(seed)
+
+
+def _method(method: Method | str) -> Method:
+    try:
+        return Method(str(method).lower())
+    except ValueError:
+        names = ", ".join(m.value for m in Method)
+        raise UsageError(f"--method takes one of {names}. Found {method!r}.") from None
+
+
+def _positive_number(x: object, option: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, int | float) or not (math.isfinite(x) and x > 0):
+        raise UsageError(f"{option} must be a finite number > 0. Found {x!r}.")
+    return float(x)
+
+
+def _clip_pair(clip: float | tuple[float, float] | None) -> tuple[float, float]:
+    if clip is None:
+        return DEFAULT_POSITIVE_CLIP, DEFAULT_NEGATIVE_CLIP
+    if isinstance(clip, tuple | list):
+        if len(clip) != 2:
+            raise UsageError(
+                f"binning takes two clip norms C₊,C₋ (positive, negative). Found {clip!r}."
+            )
+        return _positive_number(clip[0], "--clip C₊"), _positive_number(clip[1], "--clip C₋")
+    c = _positive_number(clip, "--clip")
+    return c, c
+
+
+def calibrate_multiclass_data(
+    data: MulticlassData,
+    *,
+    method: Method | str,
+    rounds: int = DEFAULT_ROUNDS,
+    participation: float = DEFAULT_PARTICIPATION,
+    clients: int | None = None,
+    beta: float | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    clip: float | tuple[float, float] | None = None,
+    bins: int | None = None,
+    weighted: bool = True,
+    holdout: float = DEFAULT_HOLDOUT,
+    ece_bins: int = DEFAULT_ECE_BINS,
+    server_lr: float | None = None,
+    input_kind: InputKind | str | None = None,
+    columns: ColumnSpec = DEFAULT_COLUMNS,
+    seed: int | np.random.Generator | None = None,
+    per_client: bool = False,
+) -> MulticlassResult:
+    """Simulate federated calibration on validated data; see `calibrate_multiclass_file`."""
+    method = _method(method)
+    rounds = federation.check_rounds(rounds)
+    participation = federation.check_participation(participation)
+    if not isinstance(ece_bins, int) or ece_bins < 1:
+        raise UsageError(f"the ECE needs a whole number of bins ≥ 1. Found {ece_bins!r}.")
+    if delta is not None and epsilon is None:
+        raise UsageError("--delta goes with --epsilon (user-level DP); pass both or neither.")
+    if method.is_binning:
+        if server_lr is not None:
+            raise UsageError("--server-lr applies to fedtemp only (binning sums histograms).")
+        n_bins = DEFAULT_BINS if bins is None else bins
+        if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2:
+            raise UsageError(f"--bins must be a whole number ≥ 2. Found {bins!r}.")
+        if method is Method.FEDBBQ and n_bins & (n_bins - 1):
+            raise UsageError(
+                f"fedbbq merges bins in powers of two: --bins must be 2^M (e.g. 128). "
+                f"Found {n_bins}."
+            )
+    else:
+        if bins is not None:
+            raise UsageError("--bins applies to fedbin and fedbbq, not fedtemp.")
+        if not weighted:
+            raise UsageError(
+                "the heterogeneity weighting is for binning; fedtemp keeps accuracy as it is."
+            )
+        if server_lr is not None:
+            server_lr = _positive_number(server_lr, "--server-lr")
+        n_bins = None
+
+    # Which model outputs the calibrator reads: binning wants probabilities, scaling logits;
+    # either can be derived from the other (softmax, or log).
+    if input_kind is None:
+        prefer = InputKind.PROBS if method.is_binning else InputKind.LOGITS
+        have = data.probs if prefer is InputKind.PROBS else data.logits
+        other = InputKind.LOGITS if prefer is InputKind.PROBS else InputKind.PROBS
+        kind = prefer if have is not None else other
+    else:
+        try:
+            kind = InputKind(input_kind)
+        except ValueError:
+            raise UsageError(f"--input takes probs or logits. Found {input_kind!r}.") from None
+        if (data.probs if kind is InputKind.PROBS else data.logits) is None:
+            raise UsageError(f"--input {kind.value}: '{data.source}' has no such columns.")
+    x = data.probs if kind is InputKind.PROBS else data.logits
+    base_probs = data.probabilities()
+
+    rng, seed_used = _rng_and_seed(seed)
+    r_partition, r_split, r_rounds, r_noise = rng.spawn(4)
+    if data.client is not None:
+        if clients is not None or beta is not None:
+            raise UsageError(
+                "the data have a client column; drop --clients and --beta (or the column)."
+            )
+        client, n_clients, partition = data.client, data.n_clients, Partition.COLUMN
+    else:
+        n_clients = DEFAULT_CLIENTS if clients is None else clients
+        if beta is not None:
+            beta = _positive_number(beta, "--beta")
+        client = federation.assign(data.labels, n_clients, beta, r_partition)
+        partition = Partition.IID if beta is None else Partition.DIRICHLET
+
+    held = federation.holdout_mask(data.rows, holdout, r_split)
+    fit_rows = ~held if held.any() else np.ones(data.rows, bool)
+    eval_rows = held if held.any() else fit_rows
+    y_fit, c_fit, x_fit = data.labels[fit_rows], client[fit_rows], x[fit_rows]
+    c = data.n_classes
+
+    dp = None
+    if epsilon is not None:
+        delta = DEFAULT_DELTA if delta is None else delta
+        if delta >= 1 / n_clients:
+            warnings.warn(
+                f"δ = {delta:g} is not small against 1/K = {1 / n_clients:g}: a (ε, δ) guarantee "
+                "allows one client in 1/δ to be exposed.",
+                stacklevel=2,
+            )
+        if method.is_binning:
+            cp, cn = _clip_pair(clip)
+            dp = dp_statement(
+                epsilon,
+                delta,
+                releases=2 * c * rounds,
+                clip={"positive": cp, "negative": cn},
+                rounds=rounds,
+                participation=participation,
+            )
+        else:
+            ct = DEFAULT_TEMPERATURE_CLIP if clip is None else _positive_number(clip, "--clip")
+            dp = dp_statement(
+                epsilon,
+                delta,
+                releases=rounds,
+                clip={"temperature": ct},
+                rounds=rounds,
+                participation=participation,
+            )
+
+    fit: BinningFit | TemperatureFit
+    if method.is_binning:
+        p_fit = x_fit if kind is InputKind.PROBS else base_probs[fit_rows]
+        fit = fed_binning(
+            p_fit,
+            y_fit,
+            c_fit,
+            n_clients,
+            n_bins=n_bins,
+            bbq=method is Method.FEDBBQ,
+            weighted=weighted,
+            rounds=rounds,
+            participation=participation,
+            participation_rng=r_rounds,
+            noise_rng=r_noise,
+            dp=dp,
+            clip=None if (dp is not None or clip is None) else _clip_pair(clip),
+            per_client=per_client,
+        )
+    else:
+        z_fit = x_fit if kind is InputKind.LOGITS else data.log_scores()[fit_rows]
+        fit = fed_temperature(
+            z_fit,
+            y_fit,
+            c_fit,
+            n_clients,
+            rounds=rounds,
+            participation=participation,
+            participation_rng=r_rounds,
+            noise_rng=r_noise,
+            dp=dp,
+            clip=None if (dp is not None or clip is None) else _positive_number(clip, "--clip"),
+            server_lr=server_lr,
+            per_client=per_client,
+        )
+    y_eval = data.labels[eval_rows]
+    before = measure(base_probs[eval_rows], y_eval, ece_bins)
+    after = measure(calibrated_probs(fit.calibrator, kind, x[eval_rows]), y_eval, ece_bins)
+    return MulticlassResult(
+        method=method,
+        weighted=weighted if method.is_binning else None,
+        calibrator=fit.calibrator,
+        input_kind=kind,
+        n_classes=c,
+        bins=n_bins,
+        rounds=rounds,
+        participation=participation,
+        clients=n_clients,
+        partition=partition,
+        beta=beta,
+        server_lr=server_lr,
+        privacy=dp,
+        before=before,
+        after=after,
+        ece_bins=ece_bins,
+        rows=data.rows,
+        fit_rows=int(fit_rows.sum()),
+        eval_rows=int(eval_rows.sum()),
+        in_sample=not held.any(),
+        seed=seed_used,
+        columns=columns,
+        per_client=per_client,
+        fit=fit,
+    )
+
+
+def calibrate_multiclass(
+    y_true,
+    *,
+    probs=None,
+    logits=None,
+    client_ids=None,
+    method: Method | str,
+    **options,
+) -> MulticlassResult:
+    """Federated multiclass calibration of in-memory arrays: labels (n,) in 0..c−1, `probs`
+    and/or `logits` (n, c), optional client ids; options as for `calibrate_multiclass_file`."""
+    data = multiclass_from_arrays(y_true, probs=probs, logits=logits, client_ids=client_ids)
+    return calibrate_multiclass_data(data, method=method, **options)
+
+
+def calibrate_multiclass_file(
+    source: str | os.PathLike,
+    *,
+    method: Method | str,
+    rounds: int = DEFAULT_ROUNDS,
+    participation: float = DEFAULT_PARTICIPATION,
+    clients: int | None = None,
+    beta: float | None = None,
+    client_col: str | None = None,
+    epsilon: float | None = None,
+    delta: float | None = None,
+    clip: float | tuple[float, float] | None = None,
+    bins: int | None = None,
+    weighted: bool = True,
+    holdout: float = DEFAULT_HOLDOUT,
+    ece_bins: int = DEFAULT_ECE_BINS,
+    server_lr: float | None = None,
+    input_kind: InputKind | str | None = None,
+    label_col: str = "label",
+    prob_prefix: str = "prob_",
+    logit_prefix: str = "logit_",
+    seed: int | np.random.Generator | None = None,
+    per_client: bool = False,
+) -> MulticlassResult:
+    """Read a multiclass table (Parquet, CSV or '-') and simulate federated calibration.
+
+    - `method`: "fedbin", "fedbbq" (one-vs-all binning, algorithm 1) or "fedtemp" (temperature
+      scaling by federated averaging, algorithm 2).
+    - clients: `client_col` (an existing id column), else `clients` (default 100) spread
+      IID, or with Dirichlet(`beta`) label skew when `beta` is given (appendix A.2).
+    - `rounds` T and `participation` p: each round every client takes part with probability p.
+    - `epsilon` (with `delta`, default 1e-5): user-level (ε, δ)-DP per client by clipping and
+      Gaussian noise on the secure sum, zCDP-accounted over rounds and classes (appendix B.1).
+      `clip`: C for fedtemp (default 0.5); (C₊, C₋) or one C for both for binning (default
+      (10, 50)); without `epsilon` it clips without noise.
+    - `bins`: B fixed-width bins (a power of two for fedbbq; default 128); `weighted`: the
+      heterogeneity weighting α_j (binning; default on).
+    - `holdout`: share of rows held out to measure cwECE, top-label ECE (`ece_bins` bins) and
+      accuracy before and after (0: measure in-sample).
+    - `server_lr`: fedtemp's server step (default 1/t, a running mean over rounds).
+    - `input_kind`: "probs" or "logits" (default: probs for binning, logits for fedtemp, the
+      other if those columns are absent).
+    - `per_client`: the per-client reference path (slow; same result).
+    """
+    spec = ColumnSpec(label_col, prob_prefix, logit_prefix, client_col)
+    need = None if input_kind is None else InputKind(input_kind)
+    data = read_multiclass(source, spec, need=need)
+    return calibrate_multiclass_data(
+        data,
+        method=method,
+        rounds=rounds,
+        participation=participation,
+        clients=clients,
+        beta=beta,
+        epsilon=epsilon,
+        delta=delta,
+        clip=clip,
+        bins=bins,
+        weighted=weighted,
+        holdout=holdout,
+        ece_bins=ece_bins,
+        server_lr=server_lr,
+        input_kind=input_kind,
+        columns=spec,
+        seed=seed,
+        per_client=per_client,
+    )
+
+
+# --- reporting -----------------------------------------------------------------------------------
+
+
+def _federation(r: MulticlassResult) -> dict[str, Any]:
+    return {
+        "clients": r.clients,
+        "partition": r.partition.value,
+        "beta": r.beta,
+        "rounds": r.rounds,
+        "participation": r.participation,
+        "sampling": "each client independently with probability p every round",
+        "server_lr": (
+            None
+            if r.method.is_binning
+            else ("1/t (running mean over rounds)" if r.server_lr is None else r.server_lr)
+        ),
+    }
+
+
+def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) -> dict[str, Any]:
+    """`fedeval.calibration-map/1`, kind "multiclass": the calibrator, what it reads, how it
+    was trained, the privacy statement and the metrics (also the `--format json` output)."""
+    import fedeval
+
+    r = result
+    privacy = no_dp_statement() if r.privacy is None else r.privacy.to_dict()
+    return {
+        "schema": SCHEMA,
+        "fedeval_version": fedeval.__version__,
+        "kind": KIND,
+        "simulation": True,
+        "method": r.method.value,
+        "method_name": r.name,
+        "weighted": r.weighted,
+        "input": r.input_kind.value,
+        "classes": r.n_classes,
+        "columns": {
+            "label": r.columns.label,
+            "prob_prefix": r.columns.prob_prefix,
+            "logit_prefix": r.columns.logit_prefix,
+        },
+        "output_prefix": "cal_prob_",
+        "calibrator": calibrator_fields(r.calibrator),
+        "privacy": privacy,
+        "federation": _federation(r),
+        "data": {
+            "source": source,
+            "rows": r.rows,
+            "fit_rows": r.fit_rows,
+            "eval_rows": r.eval_rows,
+        },
+        "metrics": {
+            "bins": r.ece_bins,
+            "measured_on": "the fitting rows (in-sample)" if r.in_sample else "held-out rows",
+            "in_sample": r.in_sample,
+            "exact": True,
+            "before": r.before.to_dict(),
+            "after": r.after.to_dict(),
+            "accuracy_change": r.accuracy_change,
+        },
+        "run": {"seed": r.seed, "path": "per-client" if r.per_client else "fast"},
+    }
+
+
+def render_multiclass_table(
+    result: MulticlassResult, console: Console, *, source: str | None = None
+) -> None:
+    """Human-readable summary: setting, privacy claim, metrics before/after, the calibrator."""
+    r = result
+    name = escape(source or "data")
+    if r.partition is Partition.DIRICHLET:
+        skew = f"Dirichlet β = {r.beta:g}"
+    else:
+        skew = "IID" if r.partition is Partition.IID else "client column"
+    console.print(
+        f"[bold]{name}[/bold]: {r.rows:,} rows, {r.n_classes} classes, {r.clients:,} clients "
+        f"({skew}) · [bold]{r.name}[/bold] on {r.input_kind.value} · T = {r.rounds} rounds, "
+        f"p = {r.participation:g}",
+        soft_wrap=True,
+    )
+    claim = "no DP (secure aggregation only)" if r.privacy is None else r.privacy.describe()
+    console.print(f"[dim]{escape(claim)}[/dim]", soft_wrap=True)
+    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for col in ("metric", "before", "after", "change"):
+        t.add_column(col, justify="right" if col != "metric" else "left")
+    rows = (
+        (f"classwise ECE % ({r.ece_bins} bins)", r.before.cw_ece, r.after.cw_ece, 100),
+        (
+            f"top-label ECE % ({r.ece_bins} bins)",
+            r.before.top_label_ece,
+            r.after.top_label_ece,
+            100,
+        ),
+        ("accuracy %", r.before.accuracy, r.after.accuracy, 100),
+    )
+    for label, b, a, scale in rows:
+        t.add_row(label, f"{scale * b:.3f}", f"{scale * a:.3f}", f"{scale * (a - b):+.3f}")
+    console.print(t)
+    if isinstance(r.calibrator, TemperatureCalibrator):
+        console.print(f"temperature T = {r.calibrator.temperature:.4f}")
+    else:
+        alpha = ", ".join(f"{a:.2f}" for a in r.calibrator.alpha)
+        console.print(f"{r.bins} bins per class; weights α_j = [{alpha}]", soft_wrap=True)
+    where = "in-sample" if r.in_sample else f"on {r.eval_rows:,} held-out rows"
+    warn = ""
+    if r.accuracy_change < 0:
+        warn = f" · [bold red]accuracy falls by {-100 * r.accuracy_change:.2f} points[/bold red]"
+    foot = f"exact metrics {where}{warn}"
+    if r.seed is not None:
+        foot += f" · seed {r.seed}"
+    console.print(f"[dim]{foot}[/dim]", soft_wrap=True)

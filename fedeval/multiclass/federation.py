@@ -1,0 +1,65 @@
+"""Who holds what, and who takes part when: clients, held-out rows, per-round participation.
+
+Seed paper 004, appendix A.2 (Dirichlet(β) label skew, via `fedeval.partition.assign_clients`)
+and algorithms 1–2 (each round the server samples every client independently with probability
+p). Randomness only through the `numpy.random.Generator` passed in.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedeval.errors import UsageError
+from fedeval.partition import Scheme, assign_clients
+
+
+def check_rounds(rounds: object) -> int:
+    if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 1:
+        raise UsageError(f"--rounds must be a whole number ≥ 1. Found {rounds!r}.")
+    return int(rounds)
+
+
+def check_participation(p: object) -> float:
+    if not (isinstance(p, int | float) and not isinstance(p, bool) and 0 < p <= 1):
+        raise UsageError(
+            f"--participation (the share of clients sampled each round) must be in (0, 1]. "
+            f"Found {p!r}."
+        )
+    return float(p)
+
+
+def assign(
+    labels: np.ndarray, n_clients: int, beta: float | None, rng: np.random.Generator
+) -> np.ndarray:
+    """Client codes 0..n_clients−1: Dirichlet(β) label skew (appendix A.2), or IID if β is None."""
+    if beta is None:
+        return assign_clients(labels, n_clients, Scheme.IID, rng)
+    return assign_clients(labels, n_clients, Scheme.DIRICHLET, rng, beta=beta)
+
+
+def holdout_mask(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """A random set of round(fraction·n) rows held out for measuring (True = held out).
+
+    The paper splits each client's local data into calibration and test sets (section 3); a
+    uniform split of rows does that in expectation for every client.
+    """
+    if not (isinstance(fraction, int | float) and 0 <= fraction < 1 and math.isfinite(fraction)):
+        raise UsageError(f"--holdout must be in [0, 1). Found {fraction!r}.")
+    mask = np.zeros(n, bool)
+    k = round(fraction * n)
+    if k:
+        mask[rng.permutation(n)[:k]] = True
+    return mask
+
+
+def participants(n_clients: int, p: float, rng: np.random.Generator) -> np.ndarray:
+    """One round's participation set: each client independently with probability p (bool mask).
+
+    At p = 1 every client takes part (no draw is spent, so a full-participation run does not
+    depend on the generator's state).
+    """
+    if p >= 1:
+        return np.ones(n_clients, bool)
+    return rng.random(n_clients) < p

@@ -1,0 +1,239 @@
+"""Multiclass calibration maps: the calibrator as JSON, loaded defensively, applied to tables.
+
+Schema ``fedeval.calibration-map/1`` with ``"kind": "multiclass"`` (the binary reader in
+`fedeval.mapfile` refuses this kind, and this reader refuses binary maps). Compatibility
+contract: within version 1 fields are never removed, renamed or given a new meaning; new fields
+may appear. The fields a reader needs:
+
+- ``method``: "fedbin", "fedbbq" (binning) or "fedtemp" (temperature);
+- ``input``: "probs" or "logits" — which columns the map reads (binning applies the softmax to
+  logits first; temperature takes the log of probabilities);
+- ``classes``: c; ``columns``: the label column and the prob/logit prefixes it was fitted with;
+- ``calibrator``: {"temperature": T}, or {"bins": B, "edges": [B + 1 fixed-width edges],
+  "values": c lists of B values g_j(m), "alpha": c weights α_j}.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedeval.documents import load_document, write_document
+from fedeval.errors import InputError, UsageError
+from fedeval.multiclass.binning import BinningCalibrator
+from fedeval.multiclass.data import (
+    LABEL_COL,
+    LOG_FLOOR,
+    LOGIT_PREFIX,
+    PROB_PREFIX,
+    ColumnSpec,
+    InputKind,
+    iter_unlabelled,
+    softmax,
+)
+from fedeval.multiclass.temperature import T_MAX, T_MIN, TemperatureCalibrator
+
+SCHEMA_PREFIX = "fedeval.calibration-map/"
+VERSION = 1
+SCHEMA = f"{SCHEMA_PREFIX}{VERSION}"
+KIND = "multiclass"
+OUTPUT_PREFIX = "cal_prob_"
+BINNING_METHODS = ("fedbin", "fedbbq")
+TEMPERATURE_METHODS = ("fedtemp",)
+
+Calibrator = BinningCalibrator | TemperatureCalibrator
+
+
+def calibrated_probs(calibrator: Calibrator, kind: InputKind, x: np.ndarray) -> np.ndarray:
+    """Calibrated probabilities (n, c) from the matrix of `kind` the calibrator reads."""
+    if isinstance(calibrator, TemperatureCalibrator):
+        z = x if kind is InputKind.LOGITS else np.log(np.maximum(x, LOG_FLOOR))
+        return calibrator(z)
+    p = x if kind is InputKind.PROBS else softmax(x)
+    return calibrator(p)
+
+
+def calibrator_fields(calibrator: Calibrator) -> dict[str, Any]:
+    """The ``calibrator`` section of a map document."""
+    if isinstance(calibrator, TemperatureCalibrator):
+        return {"temperature": calibrator.temperature}
+    b = calibrator.n_bins
+    return {
+        "bins": b,
+        "edges": (np.arange(b + 1) / b).tolist(),
+        "values": calibrator.values.tolist(),
+        "alpha": calibrator.alpha.tolist(),
+    }
+
+
+@dataclass(frozen=True, eq=False)
+class MulticlassMap:
+    """A multiclass map as read back: the calibrator, what it reads, and the document."""
+
+    calibrator: Calibrator
+    input_kind: InputKind
+    n_classes: int
+    columns: ColumnSpec
+    document: dict[str, Any]
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return calibrated_probs(self.calibrator, self.input_kind, x)
+
+
+def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
+    """Read and check a multiclass map; `InputError` names the file and the field at fault."""
+    name = str(path)
+    doc = load_document(
+        path,
+        prefix=SCHEMA_PREFIX,
+        version=VERSION,
+        noun="map",
+        kind="a calibration map",
+        hint="Make one with `fedeval calibrate FILE --multiclass -o map.json`.",
+    )
+    kind = doc.get("kind", "binary")
+    if kind != KIND:
+        raise InputError(
+            f"'{name}' is a '{kind}' calibration map, not a multiclass one; it calibrates one "
+            "score column (apply it with --score-col)."
+        )
+
+    def bad(key: str, why: str) -> InputError:
+        return InputError(f"'{name}' is not a valid multiclass map: field '{key}' {why}.")
+
+    def field(container: dict, key: str, where: str = ""):
+        if key not in container:
+            raise bad(f"{where}{key}", "is missing")
+        return container[key]
+
+    method = field(doc, "method")
+    if method not in BINNING_METHODS + TEMPERATURE_METHODS:
+        raise bad("method", f"must be one of {', '.join(BINNING_METHODS + TEMPERATURE_METHODS)}")
+    try:
+        input_kind = InputKind(field(doc, "input"))
+    except ValueError:
+        raise bad("input", "must be 'probs' or 'logits'") from None
+    c = field(doc, "classes")
+    if isinstance(c, bool) or not isinstance(c, int) or c < 2:
+        raise bad("classes", "must be a whole number ≥ 2")
+    cols = doc.get("columns") or {}
+    if not isinstance(cols, dict) or not all(isinstance(v, str) for v in cols.values()):
+        raise bad("columns", "must map names to column names")
+    spec = ColumnSpec(
+        label=cols.get("label", LABEL_COL),
+        prob_prefix=cols.get("prob_prefix", PROB_PREFIX),
+        logit_prefix=cols.get("logit_prefix", LOGIT_PREFIX),
+    )
+    cal = field(doc, "calibrator")
+    if not isinstance(cal, dict):
+        raise bad("calibrator", "must be an object")
+    if method in TEMPERATURE_METHODS:
+        t = field(cal, "temperature", "calibrator.")
+        if isinstance(t, bool) or not isinstance(t, int | float) or not T_MIN <= t <= T_MAX:
+            raise bad("calibrator.temperature", f"must be a number in [{T_MIN:g}, {T_MAX:g}]")
+        calibrator: Calibrator = TemperatureCalibrator(float(t), method)
+    else:
+
+        def numbers(key: str, shape: tuple[int, ...], what: str) -> np.ndarray:
+            try:
+                arr = np.asarray(field(cal, key, "calibrator."), dtype=np.float64)
+            except (TypeError, ValueError):
+                arr = None
+            if arr is None or arr.shape != shape or not np.all(np.isfinite(arr)):
+                raise bad(f"calibrator.{key}", f"must be {what}")
+            return arr
+
+        b = field(cal, "bins", "calibrator.")
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise bad("calibrator.bins", "must be a whole number ≥ 1")
+        values = numbers("values", (c, b), f"{c} lists of {b} numbers")
+        alpha = numbers("alpha", (c,), f"{c} numbers")
+        if not np.all((values >= 0) & (values <= 1)):
+            raise bad("calibrator.values", "must hold probabilities in [0, 1]")
+        if alpha.shape != (c,) or not np.all((alpha >= 0) & (alpha <= 1)):
+            raise bad("calibrator.alpha", f"must be {c} weights in [0, 1]")
+        calibrator = BinningCalibrator(values, alpha, method)
+    return MulticlassMap(calibrator, input_kind, c, spec, doc)
+
+
+def write_map(doc: dict[str, Any], path: str | os.PathLike) -> None:
+    """Write a map document atomically (temp file, then rename)."""
+    write_document(doc, path)
+
+
+def apply_multiclass_map_file(
+    map_path: str | os.PathLike,
+    source: str | os.PathLike,
+    output: str | os.PathLike | None = None,
+    *,
+    prob_prefix: str | None = None,
+    logit_prefix: str | None = None,
+    output_prefix: str = OUTPUT_PREFIX,
+) -> int:
+    """Add calibrated `cal_prob_0..cal_prob_{c-1}` columns (rows sum to 1) to every row of
+    `source`; returns the row count.
+
+    Streams record batches. The map says whether it reads probabilities or logits, and with
+    which column prefix (override with `prob_prefix` / `logit_prefix`). `output` ending in
+    .parquet/.pq writes Parquet, any other name CSV (both atomically: a failure leaves no file);
+    None or '-' writes CSV to stdout.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from fedeval.io import STDIN, atomic_output, csv_bytes, source_name
+
+    cmap = load_multiclass_map(map_path)
+    spec = ColumnSpec(
+        label=cmap.columns.label,
+        prob_prefix=cmap.columns.prob_prefix if prob_prefix is None else prob_prefix,
+        logit_prefix=cmap.columns.logit_prefix if logit_prefix is None else logit_prefix,
+    )
+    to_stdout = output is None or str(output) == STDIN
+    parquet = not to_stdout and str(output).lower().endswith((".parquet", ".pq"))
+    name = source_name(source)
+    # CSV out keeps every cell's text; Parquet out needs the columns typed.
+    names, batches = iter_unlabelled(source, spec, cmap.input_kind, keep_text=not parquet)
+    out_cols = [f"{output_prefix}{j}" for j in range(cmap.n_classes)]
+    clash = [col for col in out_cols if col in names]
+    if clash:
+        raise UsageError(
+            f"'{name}' already has a column '{clash[0]}'; choose another output prefix."
+        )
+
+    def write(sink) -> int:
+        writer = None
+        rows = 0
+        try:
+            for rb, x in batches:
+                if x.shape[1] != cmap.n_classes:
+                    probs = cmap.input_kind is InputKind.PROBS
+                    prefix = spec.prob_prefix if probs else spec.logit_prefix
+                    raise InputError(
+                        f"'{name}' has {x.shape[1]} '{prefix}*' columns but the map "
+                        f"'{map_path}' calibrates {cmap.n_classes} classes."
+                    )
+                cal = cmap(x)
+                out = rb
+                for j, col in enumerate(out_cols):
+                    out = out.append_column(col, pa.array(cal[:, j], pa.float64()))
+                if parquet:
+                    if writer is None:
+                        writer = pq.ParquetWriter(sink, out.schema)
+                    writer.write_batch(out)
+                else:
+                    sink.write(csv_bytes(out, header=rows == 0))
+                rows += rb.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        return rows
+
+    if to_stdout:
+        return write(sys.stdout.buffer)
+    with atomic_output(output, "wb") as f:
+        return write(f)

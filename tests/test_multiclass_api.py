@@ -1,0 +1,173 @@
+"""The public entry points on the sample data and small arrays: one client with everything and no
+DP is the central method; FedTemp keeps accuracy exactly; every result states its privacy claim;
+options are checked once, with messages that name them."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from fedeval.errors import UsageError
+from fedeval.multiclass import (
+    calibrate_multiclass,
+    calibrate_multiclass_file,
+    multiclass_map_dict,
+    render_multiclass_table,
+)
+from fedeval.multiclass.binning import central_binning
+from fedeval.multiclass.data import read_multiclass, softmax
+from fedeval.multiclass.metrics import measure
+from fedeval.multiclass.temperature import fit_temperature
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "multiclass.parquet"
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return read_multiclass(SAMPLE)
+
+
+def test_sample_is_overconfident_like_a_modern_network(sample):
+    assert sample.rows == 50_000 and sample.n_classes == 10
+    p = sample.probabilities()
+    m = measure(p, sample.labels)
+    assert 0.6 < m.accuracy < 0.85
+    assert p.max(axis=1).mean() > m.accuracy + 0.1  # confidence well above accuracy
+    assert m.top_label_ece > 0.1
+
+
+@pytest.mark.parametrize("method", ["fedbin", "fedbbq", "fedtemp"])
+def test_one_client_with_all_data_and_no_dp_is_central(sample, method):
+    one = np.zeros(sample.rows, np.int64)
+    r = calibrate_multiclass(
+        sample.labels,
+        logits=sample.logits,
+        client_ids=one,
+        method=method,
+        rounds=1,
+        participation=1.0,
+        holdout=0.0,
+        seed=0,
+    )
+    p = sample.probabilities()
+    if method == "fedtemp":
+        assert r.calibrator.temperature == fit_temperature(sample.logits, sample.labels)
+        central = softmax(sample.logits, fit_temperature(sample.logits, sample.labels))
+    else:
+        np.testing.assert_array_equal(r.calibrator.alpha, np.ones(10))
+        central = central_binning(p, sample.labels, n_bins=128, bbq=method == "fedbbq")(p)
+    np.testing.assert_allclose(r.apply(sample.logits), central, rtol=1e-12, atol=1e-15)
+    assert r.in_sample and r.eval_rows == r.fit_rows == sample.rows
+    assert r.after == measure(central, sample.labels)
+
+
+def test_fedtemp_keeps_top1_accuracy_exactly_under_skew_and_dp(sample):
+    for epsilon in (None, 1.0):
+        r = calibrate_multiclass(
+            sample.labels,
+            logits=sample.logits,
+            method="fedtemp",
+            beta=0.1,
+            epsilon=epsilon,
+            seed=3,
+        )
+        assert r.accuracy_change == 0.0
+        np.testing.assert_array_equal(
+            r.apply(sample.logits).argmax(axis=1), sample.logits.argmax(axis=1)
+        )
+        assert r.after.cw_ece < r.before.cw_ece
+
+
+def test_dp_result_states_the_full_claim(sample):
+    r = calibrate_multiclass_file(
+        SAMPLE, method="fedbbq", beta=0.5, rounds=3, participation=0.2, epsilon=1.0, seed=1
+    )
+    d = multiclass_map_dict(r, source="multiclass.parquet")
+    priv = d["privacy"]
+    assert priv["unit"] == "client" and priv["epsilon"] == 1.0 and priv["delta"] == 1e-5
+    assert priv["gaussian_releases"] == 2 * 10 * 3
+    assert priv["clip"] == {"positive": 10.0, "negative": 50.0}
+    assert set(priv["sigma"]) == {"positive", "negative"} and priv["rho"] > 0
+    assert priv["rounds"] == 3 and priv["participation"] == 0.2
+    fed = d["federation"]
+    assert fed["partition"] == "dirichlet" and fed["beta"] == 0.5 and fed["clients"] == 100
+    assert d["metrics"]["in_sample"] is False and d["data"]["eval_rows"] == 10_000
+    assert d["run"]["seed"] == 1
+    json.dumps(d, allow_nan=False)
+
+
+def test_same_seed_same_result_and_seed_is_reported(sample):
+    kw = dict(method="fedbin", beta=0.3, epsilon=2.0, rounds=2)
+    a = calibrate_multiclass(sample.labels, logits=sample.logits, seed=11, **kw)
+    b = calibrate_multiclass(sample.labels, logits=sample.logits, seed=11, **kw)
+    np.testing.assert_array_equal(a.calibrator.values, b.calibrator.values)
+    assert a.seed == 11
+    c = calibrate_multiclass(sample.labels, logits=sample.logits, **kw)
+    assert isinstance(c.seed, int)
+
+
+def test_probabilities_and_logits_inputs_agree_for_binning(sample):
+    kw = dict(method="fedbbq", beta=0.5, seed=2)
+    a = calibrate_multiclass(sample.labels, logits=sample.logits, **kw)
+    b = calibrate_multiclass(sample.labels, probs=sample.probabilities(), **kw)
+    assert a.input_kind.value == "logits" and b.input_kind.value == "probs"
+    np.testing.assert_allclose(a.calibrator.values, b.calibrator.values, rtol=1e-12)
+
+
+def test_render_table_shows_setting_claim_and_change(sample):
+    r = calibrate_multiclass(
+        sample.labels, logits=sample.logits, method="fedtemp", epsilon=1.0, seed=0
+    )
+    out = io.StringIO()
+    render_multiclass_table(r, Console(file=out, width=200), source="sample")
+    text = out.getvalue()
+    assert "FedTemp" in text and "(1, 1e-05)-DP per client" in text and "IID" in text
+    assert "classwise ECE %" in text and "accuracy %" in text and "temperature T =" in text
+
+
+def small():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 300)
+    return y, rng.normal(size=(300, 3))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"method": "platt"}, "--method takes one of fedbin, fedbbq, fedtemp"),
+        ({"method": "fedtemp", "bins": 16}, "--bins applies to fedbin and fedbbq"),
+        ({"method": "fedtemp", "weighted": False}, "weighting is for binning"),
+        ({"method": "fedbin", "server_lr": 0.5}, "--server-lr applies to fedtemp only"),
+        ({"method": "fedbbq", "bins": 100}, "--bins must be 2\\^M"),
+        ({"method": "fedbin", "rounds": 0}, "--rounds must be a whole number ≥ 1"),
+        ({"method": "fedbin", "participation": 0.0}, "--participation"),
+        ({"method": "fedbin", "holdout": 1.0}, "--holdout must be in \\[0, 1\\)"),
+        ({"method": "fedbin", "delta": 1e-5}, "--delta goes with --epsilon"),
+        ({"method": "fedbin", "beta": -1.0}, "--beta must be a finite number > 0"),
+        ({"method": "fedbin", "epsilon": 1.0, "clip": (1.0, 2.0, 3.0)}, "two clip norms"),
+        ({"method": "fedtemp", "epsilon": 1.0, "clip": 0.0}, "--clip must be"),
+    ],
+)
+def test_bad_options_are_named(options, message):
+    y, z = small()
+    with pytest.raises(UsageError, match=message):
+        calibrate_multiclass(y, logits=z, clients=10, **options)
+
+
+def test_client_column_excludes_clients_and_beta():
+    y, z = small()
+    with pytest.raises(UsageError, match="drop --clients and --beta"):
+        calibrate_multiclass(y, logits=z, client_ids=y, clients=5, method="fedbin")
+
+
+def test_large_delta_warns():
+    y, z = small()
+    with pytest.warns(UserWarning, match="not small against 1/K"):
+        calibrate_multiclass(
+            y, logits=z, clients=10, method="fedtemp", epsilon=1.0, delta=0.2, seed=0
+        )

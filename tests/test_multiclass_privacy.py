@@ -1,0 +1,178 @@
+"""User-level DP: the noise dp_accounting calibrates is the paper's closed form (Lemma B.7 with
+Lemma B.3), never claims more than the target ε, and the noise actually added has that σ."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq, minimize_scalar
+from scipy.stats import chi2
+
+from fedeval.errors import UsageError
+from fedeval.multiclass.binning import client_cells, fed_binning, sum_round
+from fedeval.multiclass.data import softmax
+from fedeval.multiclass.privacy import (
+    check_budget,
+    dp_statement,
+    epsilon_of,
+)
+from fedeval.multiclass.temperature import T_MAX, fed_temperature
+
+TAIL = 1e-6
+"""Two-sided tail of the χ² variance checks: a correct σ fails one with probability 2e-6."""
+
+
+def log_delta(rho: float, eps: float) -> float:
+    """log δ of Lemma B.3: min over α > 1 of exp((α−1)(αρ−ε))/(α−1)·(1−1/α)^α (in logs)."""
+
+    def f(t):
+        a = 1 + math.exp(t)
+        return (a - 1) * (a * rho - eps) - math.log(a - 1) + a * math.log1p(-1 / a)
+
+    return minimize_scalar(f, bounds=(-12, 16), method="bounded", options={"xatol": 1e-12}).fun
+
+
+def paper_sigma(eps, delta, clip, releases):
+    """σ = C·√(k/(2ρ)) (Lemma B.7), ρ the largest zCDP meeting (ε, δ) by Lemma B.3."""
+    rho = brentq(lambda r: log_delta(r, eps) - math.log(delta), 1e-9, eps, xtol=1e-16, rtol=1e-14)
+    return clip * math.sqrt(releases / (2 * rho)), rho
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta", "rounds", "classes"),
+    [(1.0, 1e-5, 1, 10), (1.0, 1e-5, 12, 10), (3.0, 1e-6, 30, 4), (0.5, 1e-5, 30, 100)],
+)
+def test_sigma_is_the_papers_closed_form(eps, delta, rounds, classes):
+    # Scaling: T Gaussian releases with sensitivity C.
+    st = dp_statement(
+        eps, delta, releases=rounds, clip={"temperature": 0.5}, rounds=rounds, participation=0.1
+    )
+    sigma, rho = paper_sigma(eps, delta, 0.5, rounds)
+    assert st.sigma["temperature"] == pytest.approx(sigma, rel=1e-4)
+    assert st.rho == pytest.approx(rho, rel=2e-4)
+    # Binning: 2cT releases, one per histogram, each with its own clip norm.
+    k = 2 * classes * rounds
+    st = dp_statement(
+        eps,
+        delta,
+        releases=k,
+        clip={"positive": 10, "negative": 50},
+        rounds=rounds,
+        participation=0.1,
+    )
+    assert st.sigma["positive"] == pytest.approx(paper_sigma(eps, delta, 10, k)[0], rel=1e-4)
+    assert st.sigma["negative"] == pytest.approx(paper_sigma(eps, delta, 50, k)[0], rel=1e-4)
+    # The grid of Rényi orders can only overstate ε, so σ is never below the closed form by more
+    # than the calibration tolerance, and the ε it gives never exceeds the target.
+    assert st.sigma["positive"] >= paper_sigma(eps, delta, 10, k)[0] * (1 - 1e-6)
+    assert epsilon_of(st.noise_multiplier, k, delta) <= eps
+
+
+def test_statement_names_model_unit_and_parameters():
+    st = dp_statement(
+        1.0, 1e-5, releases=12, clip={"temperature": 0.5}, rounds=12, participation=0.1
+    )
+    d = st.to_dict()
+    assert d["unit"] == "client" and "user-level" in d["model"] and "Gaussian" in d["model"]
+    assert d["epsilon"] == 1.0 and d["delta"] == 1e-5 and d["rounds"] == 12
+    assert d["participation"] == 0.1 and d["clip"] == {"temperature": 0.5}
+    assert d["sigma"]["temperature"] == pytest.approx(0.5 * d["noise_multiplier"])
+    assert d["rho"] == pytest.approx(12 / (2 * d["noise_multiplier"] ** 2))
+    assert "no amplification" in d["accounting"]
+
+
+def chi2_bounds(df: int) -> tuple[float, float]:
+    return chi2.ppf(TAIL, df), chi2.isf(TAIL, df)
+
+
+@pytest.mark.parametrize(("rounds", "participation"), [(1, 1.0), (3, 0.5)])
+def test_histogram_noise_has_the_claimed_sigma(rounds, participation):
+    rng = np.random.default_rng(0)
+    n, c, bins = 400, 10, 1024  # 10,240 noise draws per sign: σ off by 4 % fails
+    y = rng.integers(0, c, n)
+    p = softmax(rng.normal(0, 2, (n, c)))
+    client = rng.integers(0, 20, n)
+    st = dp_statement(
+        2.0,
+        1e-5,
+        releases=2 * c * rounds,
+        clip={"positive": 2.0, "negative": 5.0},
+        rounds=rounds,
+        participation=participation,
+    )
+    fit = fed_binning(
+        p,
+        y,
+        client,
+        20,
+        n_bins=bins,
+        bbq=False,
+        weighted=True,
+        rounds=rounds,
+        participation=participation,
+        participation_rng=np.random.default_rng(1),
+        noise_rng=np.random.default_rng(2),
+        dp=st,
+    )
+    # The same participants again, without noise: what is left is the noise.
+    cells = client_cells(p, y, client, 20, bins)
+    part_rng = np.random.default_rng(1)
+    clean = np.zeros((c, 2, bins))
+    for _ in range(rounds):
+        part = np.ones(20, bool) if participation >= 1 else part_rng.random(20) < participation
+        clean += sum_round(cells, part, (2.0, 5.0))
+    noise = fit.histograms - clean
+    for sign, key in ((1, "positive"), (0, "negative")):
+        x = noise[:, sign].ravel()
+        stat = float(np.sum(x**2) / (rounds * st.sigma[key] ** 2))
+        lo, hi = chi2_bounds(x.size)
+        assert lo < stat < hi, (key, stat / x.size)
+
+
+def test_temperature_noise_has_the_claimed_sigma():
+    # Every client's examples are all wrong and confident, so its optimum is T_MAX and its
+    # clipped update is +C every round: each step is then C + σ·N(0, 1)/K exactly.
+    rng = np.random.default_rng(0)
+    k, rows, c, rounds, clip = 50, 4, 3, 150, 0.05
+    y = rng.integers(0, c, k * rows)
+    z = 5.0 * np.eye(c)[(y + 1) % c]
+    client = np.repeat(np.arange(k), rows)
+    st = dp_statement(
+        5.0, 1e-5, releases=rounds, clip={"temperature": clip}, rounds=rounds, participation=1.0
+    )
+    fit = fed_temperature(
+        z,
+        y,
+        client,
+        k,
+        rounds=rounds,
+        participation=1.0,
+        participation_rng=np.random.default_rng(1),
+        noise_rng=np.random.default_rng(2),
+        dp=st,
+        server_lr=1.0,
+    )
+    np.testing.assert_array_equal(fit.local, np.full(k, T_MAX))
+    assert fit.history.max() < T_MAX - clip  # never near the bound: every update is clipped
+    steps = np.diff(np.r_[1.0, fit.history])
+    x = (steps - clip) * k / st.sigma["temperature"]
+    lo, hi = chi2_bounds(rounds)
+    assert lo < float(np.sum(x**2)) < hi
+
+
+def test_budget_is_checked():
+    with pytest.raises(UsageError, match="--epsilon must be a finite number > 0"):
+        check_budget(0.0, 1e-5)
+    with pytest.raises(UsageError, match=r"--delta must be in \(0, 1\)"):
+        check_budget(1.0, 0.0)
+    with pytest.warns(UserWarning, match="weak guarantee"):
+        check_budget(20.0, 1e-5)
+
+
+def test_missing_dp_accounting_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dp_accounting", None)
+    with pytest.raises(UsageError, match=r"pip install 'fedeval\[accounting\]'"):
+        dp_statement(1.0, 1e-5, releases=1, clip={"temperature": 0.5}, rounds=1, participation=1)

@@ -1,0 +1,148 @@
+"""FedTemp: the central temperature is the NLL minimiser found directly by scipy; every client's
+local optimum matches a per-client scipy fit; one client with all the data and no DP is central
+temperature scaling; temperature scaling never changes a top-1 prediction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+
+from fedeval.multiclass.data import softmax
+from fedeval.multiclass.temperature import (
+    T_MAX,
+    T_MIN,
+    fed_temperature,
+    fit_temperature,
+    local_temperatures,
+    nll,
+    reference_local_temperatures,
+)
+
+
+def data(n=800, c=5, seed=0, scale=4.0, clients=9):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, c, n)
+    z = scale * (np.eye(c)[y] + rng.normal(0, 0.8, (n, c)))  # confident, often wrong
+    return z, y, rng.integers(0, clients, n)
+
+
+def scipy_temperature(z, y):
+    """NLL minimised directly over log T (Brent), no derivatives involved."""
+
+    def f(u):
+        t = math.exp(u)
+        s = z / t
+        s = s - s.max(axis=1, keepdims=True)
+        return float(np.sum(np.log(np.exp(s).sum(axis=1)) - s[np.arange(len(y)), y]))
+
+    res = minimize_scalar(f, bracket=(-2.0, 2.0), method="brent", options={"xtol": 1e-12})
+    return math.exp(res.x)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("scale", [0.5, 4.0])
+def test_central_temperature_matches_a_direct_scipy_fit(seed, scale):
+    z, y, _ = data(seed=seed, scale=scale)
+    t = fit_temperature(z, y)
+    assert t == pytest.approx(scipy_temperature(z, y), rel=1e-6)
+    # and it is a minimum of the NLL
+    assert nll(z, y, t) <= min(nll(z, y, t * 1.001), nll(z, y, t / 1.001))
+
+
+def test_local_temperatures_match_per_client_scipy():
+    z, y, client = data(clients=12)
+    fast = local_temperatures(z, y, client, 13)  # client 12 holds nothing
+    slow = reference_local_temperatures(z, y, client, 13)
+    assert np.isnan(fast[12]) and np.isnan(slow[12])
+    np.testing.assert_allclose(fast[:12], slow[:12], rtol=1e-6)
+
+
+def test_clients_at_the_bounds():
+    # All right with a margin: NLL falls as T → 0; all wrong: NLL falls as T → ∞.
+    y = np.array([0, 1, 0, 1])
+    right = 0.3 * np.eye(2)[y]  # a small margin: the NLL is not flat in float64 above T_MIN
+    wrong = 3.0 * np.eye(2)[1 - y]
+    z = np.vstack([right, wrong])
+    t = local_temperatures(z, np.r_[y, y], np.repeat([0, 1], 4), 2)
+    np.testing.assert_allclose(t, [T_MIN, T_MAX])
+    ref = reference_local_temperatures(z, np.r_[y, y], np.repeat([0, 1], 4), 2)
+    np.testing.assert_allclose(ref, [T_MIN, T_MAX], rtol=1e-6)
+
+
+@pytest.mark.parametrize("rounds", [1, 7])
+def test_one_client_no_dp_equals_central(rounds):
+    z, y, _ = data()
+    one = np.zeros(len(y), np.int64)
+    fit = fed_temperature(
+        z, y, one, 1, rounds=rounds, participation=1.0, participation_rng=np.random.default_rng(0)
+    )
+    assert fit.calibrator.temperature == fit_temperature(z, y)
+    np.testing.assert_allclose(fit.calibrator(z), softmax(z, fit_temperature(z, y)), rtol=1e-14)
+
+
+def test_one_round_full_participation_averages_local_optima_by_examples():
+    z, y, client = data()
+    fit = fed_temperature(
+        z, y, client, 9, rounds=1, participation=1.0, participation_rng=np.random.default_rng(0)
+    )
+    local = reference_local_temperatures(z, y, client, 9)
+    sizes = np.bincount(client, minlength=9)
+    assert fit.calibrator.temperature == pytest.approx(sizes @ local / sizes.sum(), rel=1e-6)
+
+
+def test_temperature_keeps_every_top1_prediction():
+    z, y, client = data(n=5000, seed=4)
+    fit = fed_temperature(
+        z, y, client, 9, rounds=5, participation=0.5, participation_rng=np.random.default_rng(1)
+    )
+    assert fit.calibrator.temperature != 1.0
+    np.testing.assert_array_equal(fit.calibrator(z).argmax(axis=1), z.argmax(axis=1))
+
+
+def test_fast_and_per_client_paths_agree_under_sampling_and_dp():
+    from fedeval.multiclass.privacy import DPStatement
+
+    z, y, client = data()
+    dp = DPStatement(1.0, 1e-5, 0.1, 2.0, 4, {"temperature": 0.5}, {"temperature": 1.0}, 4, 0.5)
+    kw = dict(rounds=4, participation=0.5, dp=dp)
+    a = fed_temperature(
+        z,
+        y,
+        client,
+        9,
+        participation_rng=np.random.default_rng(3),
+        noise_rng=np.random.default_rng(4),
+        **kw,
+    )
+    b = fed_temperature(
+        z,
+        y,
+        client,
+        9,
+        participation_rng=np.random.default_rng(3),
+        noise_rng=np.random.default_rng(4),
+        per_client=True,
+        **kw,
+    )
+    np.testing.assert_allclose(a.history, b.history, rtol=1e-6)
+
+
+def test_clipped_updates_move_the_temperature_at_most_clip_per_round():
+    z, y, client = data(scale=8.0)  # overconfident: the optimum is far above T = 1
+    fit = fed_temperature(
+        z,
+        y,
+        client,
+        9,
+        rounds=3,
+        participation=1.0,
+        participation_rng=np.random.default_rng(0),
+        clip=0.1,
+        server_lr=1.0,
+    )
+    steps = np.diff(np.r_[1.0, fit.history])
+    assert np.all(np.abs(steps) <= 0.1 + 1e-12)
+    assert steps[0] == pytest.approx(0.1)  # every client wants more than +0.1
