@@ -1355,7 +1355,8 @@ def encode(
         + (f" (≤ {cfg.max_examples} examples per client)" if cfg.max_examples else ""),
     )
     t.add_row("population", f"{s.population:,} clients ({s.clients:,} in this cohort)")
-    t.add_row("per client", f"{s.bytes_per_client:,.0f} bytes sent per report")
+    per = "per example" if cfg.model is PrivacyModel.LOCALDP else "per client"
+    t.add_row(per, f"{s.bytes_per_client:,.0f} bytes sent per report")
     if cfg.model is not PrivacyModel.LOCALDP:
         t.add_row("masking", f"pairwise mod 2^32, {s.neighbours} neighbours per side")
     if s.dropped_examples:

@@ -54,7 +54,7 @@ class EncodeSummary:
     dropped_out: int
     parts: int
     report_bytes: int  # Parquet bytes of every report file (parts only)
-    bytes_per_client: float  # what one client sends: its report vector (or its OUE bits)
+    bytes_per_client: float  # one report: a client's masked vector, or (localdp) one example's
     neighbours: int
     seed: int | None
 
@@ -66,9 +66,10 @@ def report_length(config: PrivacyConfig) -> int:
 
 def bytes_per_report(config: PrivacyConfig) -> float:
     """Payload one client sends per report: 4 bytes per masked entry, or under localdp one
-    level's OUE bits (2·2^k, packed) and the level's index, averaged over the levels."""
+    level's OUE bits (2·2^k, packed into whole bytes) and the level's index, averaged over the
+    levels (one such report per example)."""
     if config.model is PrivacyModel.LOCALDP:
-        return float(np.mean([1 + (2 << k) / 8 for k in config.levels]))
+        return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
     return 4.0 * report_length(config)
 
 

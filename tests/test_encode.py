@@ -239,4 +239,4 @@ def test_bytes_per_report():
     dist = PrivacyConfig(PrivacyModel.DISTDP, 8, Shape.HIERARCHY, 1.0)
     assert bytes_per_report(dist) == 4 * (2 * (512 - 2) + 1)  # 4,084 bytes at h = 8
     loc = PrivacyConfig(PrivacyModel.LOCALDP, 3, Shape.HIERARCHY, 5.0)
-    assert bytes_per_report(loc) == pytest.approx(1 + (4 + 8 + 16) / 8 / 3)
+    assert bytes_per_report(loc) == pytest.approx(1 + (1 + 1 + 2) / 3)  # whole bytes
