@@ -95,6 +95,7 @@ def test_dp_result_states_the_full_claim(sample):
     assert set(priv["sigma"]) == {"positive", "negative"} and priv["rho"] > 0
     assert priv["rounds"] == 3 and priv["participation"] == 0.2
     fed = d["federation"]
+    assert fed["clip"] == {"positive": 10.0, "negative": 50.0}
     assert fed["partition"] == "dirichlet" and fed["beta"] == 0.5 and fed["clients"] == 100
     assert d["metrics"]["in_sample"] is False and d["data"]["eval_rows"] == 10_000
     assert d["run"]["seed"] == 1
@@ -171,3 +172,23 @@ def test_large_delta_warns():
         calibrate_multiclass(
             y, logits=z, clients=10, method="fedtemp", epsilon=1.0, delta=0.2, seed=0
         )
+
+
+def test_fedtemp_on_probabilities_equals_fedtemp_on_logits(sample):
+    # log softmax(z) differs from z by a per-row constant, which temperature scaling ignores.
+    kw = dict(method="fedtemp", beta=0.5, seed=4)
+    a = calibrate_multiclass(sample.labels, logits=sample.logits, **kw)
+    b = calibrate_multiclass(sample.labels, probs=sample.probabilities(), **kw)
+    assert b.input_kind.value == "probs"
+    assert b.calibrator.temperature == pytest.approx(a.calibrator.temperature, rel=1e-9)
+    assert b.after.cw_ece == pytest.approx(a.after.cw_ece, rel=1e-9)
+
+
+def test_input_kind_and_holdout_are_checked():
+    y, z = small()
+    with pytest.raises(UsageError, match="--input takes probs or logits"):
+        calibrate_multiclass(y, logits=z, method="fedtemp", input_kind="scores")
+    with pytest.raises(UsageError, match=r"--input probs: .* has no such columns"):
+        calibrate_multiclass(y, logits=z, method="fedtemp", input_kind="probs")
+    with pytest.raises(UsageError, match="leaves none to calibrate on"):
+        calibrate_multiclass(y[:1], logits=z[:1], method="fedtemp", clients=1, holdout=0.9)

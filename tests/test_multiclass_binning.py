@@ -223,3 +223,14 @@ def test_partial_participation_counts_and_weights():
     seen = np.bincount(y[rows], minlength=4)
     np.testing.assert_array_equal(fit.seen, seen)
     np.testing.assert_allclose(fit.calibrator.alpha, seen / np.bincount(y, minlength=4))
+
+
+def test_sparse_cells_equal_dense_cells(monkeypatch):
+    import fedeval.multiclass.binning as binning
+
+    p, y, client = data()
+    dense = client_cells(p, y, client, 7, 16)
+    monkeypatch.setattr(binning, "DENSE_CELLS", 0)
+    sparse = client_cells(p, y, client, 7, 16)
+    for field in ("client", "group", "slot", "count"):
+        np.testing.assert_array_equal(getattr(dense, field), getattr(sparse, field))

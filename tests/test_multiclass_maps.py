@@ -157,6 +157,17 @@ def test_apply_bad_row_names_file_column_row(tmp_path, map_path):
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_map_kind_lets_a_caller_pick_the_loader(tmp_path, map_path):
+    from fedeval.multiclass import map_kind
+
+    assert map_kind(map_path) == "multiclass"
+    binary = tmp_path / "b.json"
+    binary.write_text(json.dumps({"schema": "fedeval.calibration-map/1", "edges": [0, 1]}))
+    assert map_kind(binary) == "binary"
+    with pytest.raises(InputError, match="no such file"):
+        map_kind(tmp_path / "none.json")
+
+
 def test_binary_loader_refuses_a_multiclass_map(map_path):
     with pytest.raises(InputError, match="'multiclass' map cannot be applied to binary scores"):
         load_map(map_path)

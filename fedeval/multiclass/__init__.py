@@ -18,6 +18,7 @@ from fedeval.multiclass.maps import (
     MulticlassMap,
     apply_multiclass_map_file,
     load_multiclass_map,
+    map_kind,
     write_map,
 )
 
@@ -30,6 +31,7 @@ __all__ = [
     "calibrate_multiclass_data",
     "calibrate_multiclass_file",
     "load_multiclass_map",
+    "map_kind",
     "multiclass_map_dict",
     "render_multiclass_table",
     "write_map",

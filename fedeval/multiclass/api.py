@@ -34,11 +34,13 @@ from fedeval.errors import UsageError
 from fedeval.multiclass import federation
 from fedeval.multiclass.binning import BinningCalibrator, BinningFit, fed_binning
 from fedeval.multiclass.data import (
+    LOG_FLOOR,
     ColumnSpec,
     InputKind,
     MulticlassData,
     multiclass_from_arrays,
     read_multiclass,
+    softmax,
 )
 from fedeval.multiclass.maps import KIND, SCHEMA, calibrated_probs, calibrator_fields
 from fedeval.multiclass.metrics import DEFAULT_ECE_BINS, Metrics, measure
@@ -109,6 +111,8 @@ class MulticlassResult:
     beta: float | None
     server_lr: float | None
     privacy: DPStatement | None
+    clip: dict[str, float] | None = field(hash=False)
+    """Clip norms applied (under DP: the statement's; without DP only if asked for)."""
     before: Metrics
     after: Metrics
     ece_bins: int
@@ -138,12 +142,11 @@ class MulticlassResult:
         return calibrated_probs(self.calibrator, self.input_kind, np.asarray(x, np.float64))
 
 
-def _rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Generator, int | None]:
-    if isinstance(seed, np.random.Generator):
-        return seed, None
-    if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    return np.random.default_rng(seed), int(seed)
+def _input_kind(kind: InputKind | str | None) -> InputKind | None:
+    try:
+        return None if kind is None else InputKind(kind)
+    except ValueError:
+        raise UsageError(f"--input takes probs or logits. Found {kind!r}.") from None
 
 
 def _method(method: Method | str) -> Method:
@@ -232,16 +235,17 @@ def calibrate_multiclass_data(
         other = InputKind.LOGITS if prefer is InputKind.PROBS else InputKind.PROBS
         kind = prefer if have is not None else other
     else:
-        try:
-            kind = InputKind(input_kind)
-        except ValueError:
-            raise UsageError(f"--input takes probs or logits. Found {input_kind!r}.") from None
+        kind = _input_kind(input_kind)
         if (data.probs if kind is InputKind.PROBS else data.logits) is None:
             raise UsageError(f"--input {kind.value}: '{data.source}' has no such columns.")
     x = data.probs if kind is InputKind.PROBS else data.logits
-    base_probs = data.probabilities()
+    # "Before" is the model's own probabilities from the columns the calibrator reads, so the
+    # before/after comparison is of the same input.
+    base_probs = x if kind is InputKind.PROBS else softmax(x)
 
-    rng, seed_used = _rng_and_seed(seed)
+    from fedeval.simulate import rng_and_seed
+
+    rng, seed_used = rng_and_seed(seed)
     r_partition, r_split, r_rounds, r_noise = rng.spawn(4)
     if data.client is not None:
         if clients is not None or beta is not None:
@@ -292,6 +296,15 @@ def calibrate_multiclass_data(
                 participation=participation,
             )
 
+    if dp is not None:
+        clip_used = dict(dp.clip)
+    elif clip is None:
+        clip_used = None
+    elif method.is_binning:
+        clip_used = dict(zip(("positive", "negative"), _clip_pair(clip), strict=True))
+    else:
+        clip_used = {"temperature": _positive_number(clip, "--clip")}
+
     fit: BinningFit | TemperatureFit
     if method.is_binning:
         p_fit = x_fit if kind is InputKind.PROBS else base_probs[fit_rows]
@@ -308,11 +321,11 @@ def calibrate_multiclass_data(
             participation_rng=r_rounds,
             noise_rng=r_noise,
             dp=dp,
-            clip=None if (dp is not None or clip is None) else _clip_pair(clip),
+            clip=None if clip_used is None else (clip_used["positive"], clip_used["negative"]),
             per_client=per_client,
         )
     else:
-        z_fit = x_fit if kind is InputKind.LOGITS else data.log_scores()[fit_rows]
+        z_fit = x_fit if kind is InputKind.LOGITS else np.log(np.maximum(x_fit, LOG_FLOOR))
         fit = fed_temperature(
             z_fit,
             y_fit,
@@ -323,7 +336,7 @@ def calibrate_multiclass_data(
             participation_rng=r_rounds,
             noise_rng=r_noise,
             dp=dp,
-            clip=None if (dp is not None or clip is None) else _positive_number(clip, "--clip"),
+            clip=None if clip_used is None else clip_used["temperature"],
             server_lr=server_lr,
             per_client=per_client,
         )
@@ -344,6 +357,7 @@ def calibrate_multiclass_data(
         beta=beta,
         server_lr=server_lr,
         privacy=dp,
+        clip=clip_used,
         before=before,
         after=after,
         ece_bins=ece_bins,
@@ -418,8 +432,7 @@ def calibrate_multiclass_file(
     - `per_client`: the per-client reference path (slow; same result).
     """
     spec = ColumnSpec(label_col, prob_prefix, logit_prefix, client_col)
-    need = None if input_kind is None else InputKind(input_kind)
-    data = read_multiclass(source, spec, need=need)
+    data = read_multiclass(source, spec, need=_input_kind(input_kind))
     return calibrate_multiclass_data(
         data,
         method=method,
@@ -453,6 +466,7 @@ def _federation(r: MulticlassResult) -> dict[str, Any]:
         "rounds": r.rounds,
         "participation": r.participation,
         "sampling": "each client independently with probability p every round",
+        "clip": r.clip,
         "server_lr": (
             None
             if r.method.is_binning

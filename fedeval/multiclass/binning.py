@@ -26,6 +26,10 @@ from fedeval.multiclass.privacy import DPStatement, clip_factors
 
 NEGATIVE, POSITIVE = 0, 1
 
+DENSE_CELLS = 1 << 25
+"""Up to this many (client, class, sign, bin) cells, clients' histograms are counted densely
+(256 MB of int64 at most); beyond, only the non-empty cells are kept (a sort of n·c ids)."""
+
 
 def bin_index(p: np.ndarray, n_bins: int) -> np.ndarray:
     """Fixed-width bin of each probability: ⌊p·B⌋, with p = 1 in the last bin (int64)."""
@@ -88,7 +92,13 @@ def client_cells(
     b = bin_index(probs, n_bins)
     sign = (labels[:, None] == np.arange(c)).astype(np.int64)
     ids = ((client[:, None] * c + np.arange(c)) * 2 + sign) * n_bins + b
-    uniq, count = np.unique(ids.ravel(), return_counts=True)
+    size = n_clients * c * 2 * n_bins
+    if size <= DENSE_CELLS:  # one counting pass, no sort
+        dense = np.bincount(ids.ravel(), minlength=size)
+        uniq = np.flatnonzero(dense)
+        count = dense[uniq]
+    else:
+        uniq, count = np.unique(ids.ravel(), return_counts=True)
     group, bins = np.divmod(uniq, n_bins)
     cls_sign = group % (2 * c)
     return ClientCells(

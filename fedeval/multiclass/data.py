@@ -202,7 +202,9 @@ def check_logits(z: np.ndarray, name: str, cols: list[str], offset: int = 0) -> 
     return z
 
 
-def check_labels(arr: pa.Array | np.ndarray, name: str, col: str, n_classes: int, offset: int = 0):
+def check_labels(
+    arr: pa.Array | np.ndarray, name: str, col: str, n_classes: int, offset: int = 0
+) -> np.ndarray:
     """Integer class indices in 0..n_classes−1 (int64); floats must be whole numbers."""
     where = f"'{name}', column '{col}'"
     if isinstance(arr, pa.Array):

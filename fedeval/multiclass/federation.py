@@ -49,6 +49,10 @@ def holdout_mask(n: int, fraction: float, rng: np.random.Generator) -> np.ndarra
         raise UsageError(f"--holdout must be in [0, 1). Found {fraction!r}.")
     mask = np.zeros(n, bool)
     k = round(fraction * n)
+    if k >= n:
+        raise UsageError(
+            f"--holdout {fraction:g} of {n} rows leaves none to calibrate on; hold out less."
+        )
     if k:
         mask[rng.permutation(n)[:k]] = True
     return mask

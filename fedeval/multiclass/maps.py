@@ -84,6 +84,20 @@ class MulticlassMap:
         return calibrated_probs(self.calibrator, self.input_kind, x)
 
 
+def map_kind(path: str | os.PathLike) -> str:
+    """The ``kind`` of a calibration map ("binary" or "multiclass"; "binary" if absent), so a
+    caller can pick the loader; `InputError` if the file is not a calibration map at all."""
+    doc = load_document(
+        path,
+        prefix=SCHEMA_PREFIX,
+        version=VERSION,
+        noun="map",
+        kind="a calibration map",
+        hint="Make one with `fedeval calibrate FILE -o map.json`.",
+    )
+    return str(doc.get("kind", "binary"))
+
+
 def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
     """Read and check a multiclass map; `InputError` names the file and the field at fault."""
     name = str(path)
