@@ -42,7 +42,13 @@ from fedeval.multiclass.data import (
     read_multiclass,
     softmax,
 )
-from fedeval.multiclass.maps import KIND, SCHEMA, calibrated_probs, calibrator_fields
+from fedeval.multiclass.maps import (
+    KIND,
+    SCHEMA,
+    apply_multiclass_map_file,
+    calibrated_probs,
+    calibrator_fields,
+)
 from fedeval.multiclass.metrics import DEFAULT_ECE_BINS, Metrics, measure
 from fedeval.multiclass.privacy import (
     DEFAULT_NEGATIVE_CLIP,
@@ -53,6 +59,18 @@ from fedeval.multiclass.privacy import (
     no_dp_statement,
 )
 from fedeval.multiclass.temperature import TemperatureCalibrator, TemperatureFit, fed_temperature
+
+__all__ = [
+    "Method",
+    "MulticlassResult",
+    "Partition",
+    "apply_multiclass_map_file",
+    "calibrate_multiclass",
+    "calibrate_multiclass_data",
+    "calibrate_multiclass_file",
+    "multiclass_map_dict",
+    "render_multiclass_table",
+]
 
 
 class Method(StrEnum):
