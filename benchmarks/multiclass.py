@@ -17,7 +17,7 @@ cwECE without DP given enough rounds (T = 30); FedTemp has the lowest cwECE unde
 methods that keep accuracy; unweighted binning can cost accuracy under skew (β = 0.1) where the
 weighted version does not.
 
-    .venv/bin/python benchmarks/multiclass.py            # ≈ 70 s on 2 cores
+    .venv/bin/python benchmarks/multiclass.py            # about a minute on 2 cores
     .venv/bin/python benchmarks/multiclass.py --seeds 3  # quicker
 """
 
