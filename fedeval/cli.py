@@ -725,18 +725,92 @@ def curves(
 @app.command()
 def calibrate(
     file: FileArg = None,
-    model: ModelOpt = PrivacyModel.DISTDP,
-    epsilon: EpsilonOpt = None,
-    method: Annotated[
-        str,
+    model: Annotated[
+        PrivacyModel | None,
         typer.Option(
-            help="binning: histogram binning on B equi-depth buckets; bbq: Bayesian binning "
-            "into quantiles, averaging many binnings.",
+            "--model",
+            "-m",
+            help="Binary scores: federated, distdp or localdp (as for evaluate) \\[default: "
+            "distdp]. Not used with --multiclass (its DP is user-level Gaussian on the sum).",
+            case_sensitive=False,
+            show_default=False,
         ),
-    ] = "binning",
+    ] = None,
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--epsilon",
+            "-e",
+            help="ε of the release \\[default: 1 for distdp, 5 for localdp]. With --multiclass: "
+            "user-level (ε, δ)-DP over all rounds; no DP if absent.",
+            show_default=False,
+        ),
+    ] = None,
+    method: Annotated[
+        str | None,
+        typer.Option(
+            help="Binary: binning (histogram binning on B equi-depth buckets) or bbq (Bayesian "
+            "binning into quantiles) \\[default: binning]. Multiclass: fedbin, fedbbq (one-vs-all, "
+            "with the heterogeneity weighting) or fedtemp (temperature scaling by FedAvg) "
+            "\\[default: fedbbq].",
+            show_default=False,
+        ),
+    ] = None,
+    multiclass: Annotated[
+        bool,
+        typer.Option(
+            "--multiclass",
+            help="FILE holds integer labels 0..c−1 and logit_*/prob_* columns: fit a multiclass "
+            "map over T federated rounds (seed paper on federated multiclass calibration).",
+        ),
+    ] = False,
+    rounds: Annotated[int, typer.Option(min=1, help="--multiclass: T calibration rounds.")] = 12,
+    participation: Annotated[
+        float,
+        typer.Option(min=0.0, max=1.0, help="--multiclass: share p of clients in each round."),
+    ] = 0.1,
+    clients: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="--multiclass: K simulated clients when FILE has no client column "
+            "\\[default: 100].",
+            show_default=False,
+        ),
+    ] = None,
+    beta: Annotated[
+        float | None,
+        typer.Option(
+            help="--multiclass: Dirichlet(β) label skew over the K clients \\[default: iid].",
+            show_default=False,
+        ),
+    ] = None,
+    delta: Annotated[
+        float | None,
+        typer.Option(help="--multiclass with --epsilon: δ \\[default: 1e-5].", show_default=False),
+    ] = None,
+    clip: Annotated[
+        str | None,
+        typer.Option(
+            help="--multiclass with --epsilon: clip norm C (fedtemp) or C+,C- (binning) of each "
+            "client's contribution \\[default: 0.5; 10,50].",
+            show_default=False,
+        ),
+    ] = None,
+    unweighted: Annotated[
+        bool,
+        typer.Option(
+            "--unweighted",
+            help="--multiclass binning: no heterogeneity weighting (can cost accuracy under "
+            "label skew).",
+        ),
+    ] = False,
     buckets: Annotated[
         str,
-        typer.Option(help="B for binning; 'auto' balances sampling and privacy noise."),
+        typer.Option(
+            help="B for binning; 'auto' balances sampling and privacy noise (--multiclass: the 2^M "
+            "fixed-width bins per class, default 128)."
+        ),
     ] = "auto",
     bins: Annotated[int, typer.Option("--bins", min=1, help="M equal-width bins of the ECE.")] = 15,
     height: HeightOpt = "auto",
@@ -776,14 +850,69 @@ def calibrate(
     Example: [bold]fedeval calibrate scores.parquet -m distdp -o map.json && cat new.csv | fedeval
     apply map.json - > calibrated.csv[/bold]
 
+    Multiclass: [bold]fedeval calibrate probs.parquet --multiclass --method fedtemp --rounds
+    30 --participation 0.1 -e 1 -o map.json[/bold]
+
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
+    if multiclass:
+        binary_only = {
+            "--model": model is not None,
+            "--height": height != "auto",
+            "--shape": shape != "auto",
+            "--from": from_ is not None,
+            "--save-release": save_release is not None,
+            "--per-client": per_client,
+            "--ledger": ledger is not None,
+            "--unit": unit is not Unit.EXAMPLE,
+            "--plot": plot is not None,
+        }
+        with _errors_to_exit():
+            given = [k for k, v in binary_only.items() if v]
+            if given:
+                raise UsageError(f"{', '.join(given)} cannot be used with --multiclass.")
+            if file is None:
+                raise UsageError("--multiclass needs FILE.")
+            _calibrate_multiclass(
+                file,
+                method=method or "fedbbq",
+                rounds=rounds,
+                participation=participation,
+                clients=clients,
+                beta=beta,
+                client_col=client_col,
+                epsilon=epsilon,
+                delta=delta,
+                clip=clip,
+                buckets=buckets,
+                ece_bins=bins,
+                weighted=not unweighted,
+                label_col=label_col,
+                seed=seed,
+                output=output,
+                output_format=output_format,
+            )
+        return
+    multiclass_only = {
+        "--rounds": rounds != 12,
+        "--participation": participation != 0.1,
+        "--clients": clients is not None,
+        "--beta": beta is not None,
+        "--delta": delta is not None,
+        "--clip": clip is not None,
+        "--unweighted": unweighted,
+    }
+    model = PrivacyModel.DISTDP if model is None else model
+    method = method or "binning"
     from fedeval.calibration import calibrate_file
     from fedeval.io import source_name
     from fedeval.mapfile import write_json
     from fedeval.report import map_dict, render_calibration_table
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
+        given = [k for k, v in multiclass_only.items() if v]
+        if given:
+            raise UsageError(f"{', '.join(given)} apply to --multiclass only.")
         if plot is not None:
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
@@ -846,6 +975,40 @@ def calibrate(
             render_calibration_table(cal, Console(), source=name)
 
 
+def _calibrate_multiclass(
+    file: str, *, clip, buckets: str, output, output_format, **options
+) -> None:
+    from fedeval.io import source_name
+    from fedeval.multiclass import (
+        calibrate_multiclass_file,
+        multiclass_map_dict,
+        render_multiclass_table,
+        write_map,
+    )
+
+    clip_value = None
+    if clip is not None:
+        values = _floats(clip, "--clip")
+        if len(values) not in (1, 2):
+            raise UsageError(f"--clip takes C or C+,C-. Found {clip!r}.")
+        clip_value = values[0] if len(values) == 1 else (values[0], values[1])
+    bins = None  # the method's default number of histogram bins (B = 2^M)
+    if buckets != "auto":
+        try:
+            bins = int(buckets)
+        except ValueError:
+            raise UsageError(f"--buckets takes an integer or 'auto'. Found {buckets!r}.") from None
+    result = calibrate_multiclass_file(file, clip=clip_value, bins=bins, **options)
+    name = source_name(file)
+    doc = multiclass_map_dict(result, source=name)
+    if output is not None:
+        write_map(doc, output)
+    if output_format is OutputFormat.json:
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        render_multiclass_table(result, Console(), source=name)
+
+
 @app.command()
 def apply(
     map_file: Annotated[
@@ -881,9 +1044,13 @@ def apply(
     Exit codes: 0 ok · 2 bad input or usage (a file output is never left half-written).
     """
     from fedeval.calibration import apply_map_file
+    from fedeval.multiclass import apply_multiclass_map_file, map_kind
 
     with _errors_to_exit():
-        apply_map_file(map_file, input_file, output, score_col=score_col, output_col=output_col)
+        if map_kind(map_file) == "multiclass":
+            apply_multiclass_map_file(map_file, input_file, output)
+        else:
+            apply_map_file(map_file, input_file, output, score_col=score_col, output_col=output_col)
 
 
 @app.command()
