@@ -274,12 +274,13 @@ def _same(a: _Cohort, b: _Cohort) -> None:
             )
 
 
-def _check_distinct_clients(cohorts: list[_Cohort]) -> None:
+def _check_distinct_clients(cohorts: list[_Cohort], rosters: list[bytes]) -> None:
+    """No client id in two cohorts' rosters (the verified roster bytes of each cohort)."""
     if len(cohorts) < 2:
         return
     seen: dict = {}
-    for c in cohorts:
-        roster = pq.read_table(io.BytesIO(_verified(c.directory, c.manifest["cohort"]["roster"])))
+    for c, blob in zip(cohorts, rosters, strict=True):
+        roster = pq.read_table(io.BytesIO(blob))
         ids = roster.column(0)
         if len(ids) != c.clients:
             raise _bad(c.directory, f"the roster lists {len(ids)} clients, not {c.clients}")
@@ -322,8 +323,8 @@ def aggregate_reports(
         )
     for c in cohorts:
         _check_no_strays(c)
-        _verified(c.directory, c.manifest["cohort"]["roster"])
-    _check_distinct_clients(cohorts)
+    rosters = [_verified(c.directory, c.manifest["cohort"]["roster"]) for c in cohorts]
+    _check_distinct_clients(cohorts, rosters)
     in_cohorts = sum(c.clients for c in cohorts)
     if in_cohorts > first.population:
         raise InputError(

@@ -264,46 +264,25 @@ def apply_map_file(
     Streams batches. `output` ending in .parquet/.pq writes Parquet, any other name CSV (both
     atomically, so a failure leaves no file); None or '-' writes CSV to stdout.
     """
-    import sys
-
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from fedeval.io import STDIN, atomic_output, csv_bytes, read_with_scores, source_name
+    from fedeval.io import read_with_scores, source_name, write_batches, writes_parquet
     from fedeval.mapfile import load_map
 
     cmap = load_map(map_path)
-    to_stdout = output is None or str(output) == STDIN
-    parquet = not to_stdout and str(output).lower().endswith((".parquet", ".pq"))
+    parquet = writes_parquet(output)
     # CSV out keeps every cell's text; Parquet out needs the columns typed.
     _, batches = read_with_scores(
         source, score_col, score_range=cmap.score_range, keep_text=not parquet
     )
 
-    def write(sink) -> int:
-        writer = None
-        rows = 0
-        try:
-            for rb, scores in batches:
-                if rows == 0 and output_col in rb.schema.names:
-                    raise UsageError(
-                        f"'{source_name(source)}' already has a column '{output_col}'; "
-                        "choose another name with --output-col."
-                    )
-                out = rb.append_column(output_col, pa.array(cmap(scores), pa.float64()))
-                if parquet:
-                    if writer is None:
-                        writer = pq.ParquetWriter(sink, out.schema)
-                    writer.write_batch(out)
-                else:
-                    sink.write(csv_bytes(out, header=rows == 0))
-                rows += rb.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-        return rows
+    def calibrated():
+        for i, (rb, scores) in enumerate(batches):
+            if i == 0 and output_col in rb.schema.names:
+                raise UsageError(
+                    f"'{source_name(source)}' already has a column '{output_col}'; "
+                    "choose another name with --output-col."
+                )
+            yield rb.append_column(output_col, pa.array(cmap(scores), pa.float64()))
 
-    if to_stdout:
-        return write(sys.stdout.buffer)
-    with atomic_output(output, "wb") as f:
-        return write(f)
+    return write_batches(calibrated(), output)

@@ -14,7 +14,7 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -494,3 +494,40 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def writes_parquet(output: str | os.PathLike | None) -> bool:
+    """Whether `write_batches` writes Parquet to `output` (.parquet/.pq) rather than CSV."""
+    return (
+        output is not None
+        and str(output) != STDIN
+        and str(output).lower().endswith((".parquet", ".pq"))
+    )
+
+
+def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike | None) -> int:
+    """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (both
+    atomically: a failure leaves no file), CSV on stdout for None or '-'. Returns the rows."""
+    parquet = writes_parquet(output)
+
+    def write(sink) -> int:
+        writer = None
+        rows = 0
+        try:
+            for rb in batches:
+                if parquet:
+                    if writer is None:
+                        writer = pq.ParquetWriter(sink, rb.schema)
+                    writer.write_batch(rb)
+                else:
+                    sink.write(csv_bytes(rb, header=rows == 0))
+                rows += rb.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        return rows
+
+    if output is None or str(output) == STDIN:
+        return write(sys.stdout.buffer)
+    with atomic_output(output, "wb") as f:
+        return write(f)

@@ -16,7 +16,6 @@ may appear. The fields a reader needs:
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,9 +196,8 @@ def apply_multiclass_map_file(
     None or '-' writes CSV to stdout.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from fedeval.io import STDIN, atomic_output, csv_bytes, source_name
+    from fedeval.io import source_name, write_batches, writes_parquet
 
     cmap = load_multiclass_map(map_path)
     spec = ColumnSpec(
@@ -207,8 +205,7 @@ def apply_multiclass_map_file(
         prob_prefix=cmap.columns.prob_prefix if prob_prefix is None else prob_prefix,
         logit_prefix=cmap.columns.logit_prefix if logit_prefix is None else logit_prefix,
     )
-    to_stdout = output is None or str(output) == STDIN
-    parquet = not to_stdout and str(output).lower().endswith((".parquet", ".pq"))
+    parquet = writes_parquet(output)
     name = source_name(source)
     # CSV out keeps every cell's text; Parquet out needs the columns typed.
     names, batches = iter_unlabelled(source, spec, cmap.input_kind, keep_text=not parquet)
@@ -219,35 +216,19 @@ def apply_multiclass_map_file(
             f"'{name}' already has a column '{clash[0]}'; choose another output prefix."
         )
 
-    def write(sink) -> int:
-        writer = None
-        rows = 0
-        try:
-            for rb, x in batches:
-                if x.shape[1] != cmap.n_classes:
-                    probs = cmap.input_kind is InputKind.PROBS
-                    prefix = spec.prob_prefix if probs else spec.logit_prefix
-                    raise InputError(
-                        f"'{name}' has {x.shape[1]} '{prefix}*' columns but the map "
-                        f"'{map_path}' calibrates {cmap.n_classes} classes."
-                    )
-                cal = cmap(x)
-                out = rb
-                for j, col in enumerate(out_cols):
-                    out = out.append_column(col, pa.array(cal[:, j], pa.float64()))
-                if parquet:
-                    if writer is None:
-                        writer = pq.ParquetWriter(sink, out.schema)
-                    writer.write_batch(out)
-                else:
-                    sink.write(csv_bytes(out, header=rows == 0))
-                rows += rb.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-        return rows
+    def calibrated():
+        for rb, x in batches:
+            if x.shape[1] != cmap.n_classes:
+                probs = cmap.input_kind is InputKind.PROBS
+                prefix = spec.prob_prefix if probs else spec.logit_prefix
+                raise InputError(
+                    f"'{name}' has {x.shape[1]} '{prefix}*' columns but the map "
+                    f"'{map_path}' calibrates {cmap.n_classes} classes."
+                )
+            cal = cmap(x)
+            out = rb
+            for j, col in enumerate(out_cols):
+                out = out.append_column(col, pa.array(cal[:, j], pa.float64()))
+            yield out
 
-    if to_stdout:
-        return write(sys.stdout.buffer)
-    with atomic_output(output, "wb") as f:
-        return write(f)
+    return write_batches(calibrated(), output)
