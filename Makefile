@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint format bench sample clean
+.PHONY: demo test audit lint format bench sample clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+
+# The full privacy audit: T = 20,000 trials per side for every mechanism, then its table.
+audit: $(VENV)/.installed-dev
+	FEDEVAL_AUDIT=full $(BIN)/python -m pytest -q tests/audit
+	$(BIN)/python benchmarks/audit.py
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

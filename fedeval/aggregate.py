@@ -1,10 +1,12 @@
 """The server side of the staged protocol: check report directories, sum them, unmask.
 
-Each directory is one cohort (`fedeval.reports`). The server verifies the manifest and every
-file's SHA-256 before it trusts a byte, refuses stray files, duplicate clients, mixed parameters
-and a population the cohorts do not add up to, sums the masked reports mod 2^32 (the masks
-cancel), removes the masks of dropped clients from the seeds their neighbours revealed, and
-yields the `Release`: exactly what the server may learn, and nothing per client.
+Each directory is one cohort (`fedeval.reports`). The server verifies the manifest's seal (and
+signature, given a key) and every file's SHA-256 before it trusts a byte, refuses stray files,
+duplicate clients, mixed parameters, cohorts below the minimum size and a population the cohorts
+exceed, sums the masked reports mod 2^32 (the masks cancel), removes the masks of dropped
+clients with the keys their neighbours revealed, and yields the `Release`: exactly what the
+server may learn, and nothing per client. Every cohort's sum is private on its own (distdp
+shares are sized to the cohort), so cohorts add up without weakening the claim.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,10 +25,13 @@ import pyarrow.parquet as pq
 
 from fedeval import reports as rf
 from fedeval import secagg
-from fedeval.config import PrivacyConfig, PrivacyModel, config_from_dict
+from fedeval.config import PrivacyConfig, PrivacyModel, Unit, config_from_dict
 from fedeval.documents import load_document
+from fedeval.encode import MIN_COHORT, check_min_cohort
 from fedeval.errors import FedevalError, InputError, UsageError
+from fedeval.privacy.mechanism import mechanism_of
 from fedeval.release import Release, level_offsets
+from fedeval.simulate import release_of_cohort
 
 
 @dataclass(frozen=True)
@@ -49,13 +55,14 @@ class _Cohort:
     population: int
     score_range: tuple[float, float]
     clients: int
+    seeded: bool
 
 
 def _bad(directory: Path, what: str) -> InputError:
     return InputError(f"'{directory}' is not a valid report directory: {what}.")
 
 
-def _read_manifest(directory: Path) -> _Cohort:
+def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2) -> _Cohort:
     if not directory.is_dir():
         raise InputError(
             f"cannot read reports '{directory}': "
@@ -68,9 +75,22 @@ def _read_manifest(directory: Path) -> _Cohort:
         noun="the manifest",
         kind="a report manifest",
         hint="Make a report directory with `fedeval encode FILE -o reports/`.",
+        verify_key=verify_key,
     )
+    if doc["schema"] != rf.SCHEMA:
+        raise _bad(
+            directory,
+            f"'{doc['schema']}' reports carried each client's exact number of examples and "
+            "non-cryptographic masks; re-encode with this version",
+        )
     try:
         config = config_from_dict(doc["privacy"])
+        seeded = doc["privacy"]["reproducible_simulation"]
+        if not isinstance(seeded, bool):
+            raise ValueError("privacy.reproducible_simulation must be true or false")
+        claim = mechanism_of(config, seeded=seeded).section()
+        if {k: doc["privacy"].get(k) for k in claim} != claim:
+            raise ValueError("its privacy section does not match its configuration (edited?)")
         lo, hi = (float(x) for x in doc["score_range"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")
@@ -83,7 +103,7 @@ def _read_manifest(directory: Path) -> _Cohort:
             sa = doc["secure_aggregation"]
             if int(sa["modulus"]) != 1 << secagg.MODULUS_BITS:
                 raise ValueError(f"unsupported modulus {sa['modulus']}")
-            if int(doc["report"]["length"]) != int(level_offsets(config)[-1]) + 1:
+            if int(doc["report"]["length"]) != int(level_offsets(config)[-1]):
                 raise ValueError("the report length does not match the released levels")
         for part in doc["parts"]:
             if not {"file", "sha256", "rows"} <= set(part):
@@ -92,7 +112,12 @@ def _read_manifest(directory: Path) -> _Cohort:
         raise _bad(directory, f"manifest field {e} is missing") from None
     except (FedevalError, TypeError, ValueError) as e:
         raise _bad(directory, f"manifest: {e}") from None
-    return _Cohort(directory, doc, config, population, (lo, hi), clients)
+    if clients < min_cohort:
+        raise InputError(
+            f"'{directory}': a cohort of {clients} clients is below the minimum of {min_cohort}; "
+            "its sum would say too much about each client. Nothing was aggregated."
+        )
+    return _Cohort(directory, doc, config, population, (lo, hi), clients, seeded)
 
 
 def _verified(directory: Path, entry: dict) -> bytes:
@@ -152,13 +177,14 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
     width = int(level_offsets(cfg)[-1])
     masked = cfg.model is not PrivacyModel.LOCALDP
     seen = np.zeros(n, bool)
-    total = np.zeros(width + 1, np.uint32)
+    total = np.zeros(width, np.uint32)
     local_counts = np.zeros(width, np.int64)
     reporters = np.zeros(len(cfg.levels), np.int64)
     off = level_offsets(cfg)
     bytes_read = 0
+    clients_seen: list = []
     parts = cohort.manifest["parts"]
-    schema = rf.masked_schema(width + 1) if masked else rf.LOCAL_SCHEMA
+    schema = rf.masked_schema(width) if masked else rf.LOCAL_SCHEMA
     for j, entry in enumerate(parts):
         table = _table(d, entry, schema)
         bytes_read += int(entry.get("bytes", 0))
@@ -172,9 +198,10 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
                 raise InputError(f"{where}: client index {int(dup[0])} reports twice.")
             seen[client] = True
             flat = pc.list_flatten(table["report"]).to_numpy()
-            total += flat.reshape(-1, width + 1).sum(axis=0, dtype=np.uint32)
+            total += flat.reshape(-1, width).sum(axis=0, dtype=np.uint32)
         else:
-            # Several rows per client (one per example); a client's rows sit in one part.
+            # Several rows per client (one per report); a client's rows sit in one part.
+            clients_seen.append(client)
             u = np.unique(client)
             if seen[u].any():
                 raise InputError(f"{where}: client index {int(u[seen[u]][0])} reports twice.")
@@ -203,13 +230,25 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
         if len(missing):
             total += _recovery(cohort, missing)
             recovered = len(missing)
-        signed = total.view(np.int32).astype(np.int64)
-        counts, examples = signed[:width], int(signed[width])
-        reporters[:] = examples
+        counts = unmasked(total)
     else:
         counts = local_counts
-    release = Release(cfg, cohort.population, counts, reporters, int(seen.sum()))
+        if cfg.unit is Unit.CLIENT and clients_seen:
+            per_client = np.bincount(np.concatenate(clients_seen).astype(np.int64), minlength=n)
+            if np.any(per_client[seen] != cfg.max_examples):
+                raise InputError(
+                    f"'{d}': under unit client every client sends exactly {cfg.max_examples} "
+                    "reports; some sent another number. Nothing was aggregated."
+                )
+    release = release_of_cohort(cfg, counts, reporters, int(seen.sum()))
+    if cohort.seeded:
+        release = replace(release, seeded=True)
     return release, int(seen.sum()), recovered, bytes_read
+
+
+def unmasked(total: np.ndarray) -> np.ndarray:
+    """Signed counts from a cohort's sum mod 2^32, once every mask has cancelled (int64)."""
+    return total.view(np.int32).astype(np.int64)
 
 
 def _fixed_width(arr: pa.BinaryArray, nbytes: int) -> np.ndarray | None:
@@ -241,8 +280,15 @@ def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
             "present, so their neighbours' masks cannot be removed. Restore the missing part "
             "files (the manifest lists them)."
         )
-    table = _table(d, entry, rf.RECOVERY_SCHEMA)
     k = int(cohort.manifest["secure_aggregation"]["neighbours_per_side"])
+    exposed = secagg.exposed_survivors(missing, n, k)
+    if len(exposed):
+        raise InputError(
+            f"'{d}': {len(exposed)} surviving client(s) lost every masking neighbour; revealing "
+            "their keys would expose their reports, so the cohort is not unmasked. Re-run the "
+            "round (or encode with more --neighbours)."
+        )
+    table = _table(d, entry, rf.RECOVERY_SCHEMA)
     need_first, need_second = secagg.broken_pairs(missing, n, k)
     first = table["first"].to_numpy().astype(np.int64)
     second = table["second"].to_numpy().astype(np.int64)
@@ -256,9 +302,9 @@ def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
         )
     missing_mask = np.zeros(n, bool)
     missing_mask[missing] = True
-    width = int(level_offsets(cfg)[-1]) + 1
-    seeds = table["seed"].to_numpy()[order]
-    return secagg.recovery_correction(need_first, need_second, seeds, missing_mask, width)
+    width = int(level_offsets(cfg)[-1])
+    keys = rf.key_matrix(table["key"])[order]
+    return secagg.recovery_correction(need_first, need_second, keys, missing_mask, width)
 
 
 def _same(a: _Cohort, b: _Cohort) -> None:
@@ -299,20 +345,24 @@ def aggregate_reports(
     directories: Sequence[str | Path],
     *,
     population: int | None = None,
+    min_cohort: int = MIN_COHORT,
+    verify_key: Any = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> AggregateSummary:
     """Verify and sum report directories into the release of one protocol run.
 
-    `population`, when given, is what the server expects; the manifests must agree. Under
-    distdp the cohorts must add up to the whole population (each noise share is calibrated to
-    it); under federated and localdp a smaller total is accepted and the release says so.
+    `population`, when given, is what the server expects; the manifests must agree, and the
+    cohorts may not exceed it (fewer clients are accepted: every cohort's sum carries its own
+    noise). Cohorts below `min_cohort` clients are refused. `verify_key` (Ed25519 public key)
+    requires every manifest to be signed by it.
     """
+    min_cohort = check_min_cohort(min_cohort)
     if not directories:
         raise UsageError("give at least one report directory.")
     paths = [Path(d) for d in directories]
     if len(set(p.resolve() for p in paths)) != len(paths):
         raise UsageError("a report directory is given twice; each cohort may be summed once.")
-    cohorts = [_read_manifest(p) for p in paths]
+    cohorts = [_read_manifest(p, verify_key, min_cohort) for p in paths]
     for c in cohorts[1:]:
         _same(cohorts[0], c)
     first = cohorts[0]
@@ -330,12 +380,6 @@ def aggregate_reports(
         raise InputError(
             f"the cohorts hold {in_cohorts:,} clients, more than the population of "
             f"{first.population:,} they were encoded for."
-        )
-    if first.config.model is PrivacyModel.DISTDP and in_cohorts < first.population:
-        raise InputError(
-            f"the cohorts hold {in_cohorts:,} of the population's {first.population:,} clients; "
-            "under distdp every client's noise share is needed for the claimed ε. Aggregate "
-            "every cohort of the run together."
         )
     releases, reported, recovered, nbytes = [], 0, 0, 0
     for c in cohorts:

@@ -90,6 +90,7 @@ def calibrate_data(
     ci_draws: int = DEFAULT_DRAWS,
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> CalibrationResult:
     """Simulate the protocol, fit the map from the release, estimate ECE before and after."""
     run = simulate(
@@ -104,6 +105,7 @@ def calibrate_data(
         ci_draws=ci_draws,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
     return calibrate_run(run, method=method, buckets=buckets, n_bins=n_bins)
 
@@ -126,7 +128,9 @@ def calibrate_run(
     leaves = run.histogram.leaves
     if method is Method.BINNING:
         if buckets == "auto":
-            b = auto_buckets(run.config.model, run.rows, run.config.epsilon, leaves.shape[-1])
+            b = auto_buckets(
+                run.config.model, run.size_for_tuning, run.config.epsilon, leaves.shape[-1]
+            )
         else:
             try:
                 b = int(buckets)

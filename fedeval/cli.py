@@ -24,6 +24,7 @@ from rich.text import Text
 
 from fedeval import __version__
 from fedeval.config import PrivacyModel, Unit
+from fedeval.documents import document_text
 from fedeval.errors import FedevalError, UsageError
 
 EXIT_CODES = """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage."""
@@ -282,6 +283,43 @@ UnitOpt = Annotated[
         case_sensitive=False,
     ),
 ]
+RelationOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--relation",
+        help="Neighbouring relation ε is stated over. 'add-remove': neighbours differ by one "
+        "unit's presence; the size stays secret, so no exact count is released. 'replace': "
+        "one unit's data is replaced; the number of units is public and the distdp noise "
+        "doubles (Δ = 2·levels·L). \\[default: add-remove for distdp; replace for localdp, "
+        "whose reports reveal presence]",
+        show_default=False,
+    ),
+]
+MinCohortOpt = Annotated[
+    int,
+    typer.Option(
+        "--min-cohort",
+        min=2,
+        help="Smallest cohort accepted: the server learns each cohort's sum, which for a "
+        "handful of clients says much about each.",
+    ),
+]
+SignKeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--sign-key",
+        help="Ed25519 private key (from fedeval keygen) to sign the saved release with.",
+        show_default=False,
+    ),
+]
+VerifyKeyOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--verify-key",
+        help="Ed25519 public key (from fedeval keygen): refuse input not signed by it.",
+        show_default=False,
+    ),
+]
 MaxExamplesOpt = Annotated[
     int | None,
     typer.Option(
@@ -313,10 +351,12 @@ def _source_or_aggregate(
     per_client: bool,
     unit: Unit = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> None:
     """Exactly one of FILE and --from; settings only a simulation takes make no sense with
     --from (the aggregate fixes the release)."""
     simulation_only = {
+        "--relation": relation is not None,
         "--epsilon": epsilon is not None,
         "--height": height != "auto",
         "--shape": shape != "auto",
@@ -337,24 +377,56 @@ def _source_or_aggregate(
             )
 
 
-def _loaded_run(from_: Path, seed: int | None, ci_draws: int):
+def _loaded_run(from_: Path, seed: int | None, ci_draws: int, verify_key: Path | None = None):
     from fedeval.releasefile import load_release
     from fedeval.simulate import Simulated
 
-    release, score_range = load_release(from_)
+    release, score_range = load_release(from_, verify_key=_public_key(verify_key))
     return Simulated.from_release(release, score_range, seed=seed, ci_draws=ci_draws)
 
 
-def _save(path: Path | None, run, source: str) -> None:
+def _private_key(path: Path | None):
+    """The Ed25519 signing key at `path` (None: no signature)."""
+    if path is None:
+        return None
+    from fedeval.integrity import load_private_key
+
+    return load_private_key(path)
+
+
+def _public_key(path: Path | None):
+    """The Ed25519 verify key at `path` (None: the digest alone is checked)."""
+    if path is None:
+        return None
+    from fedeval.integrity import load_public_key
+
+    return load_public_key(path)
+
+
+def _keys_apply(
+    save_release: Path | None,
+    sign_key: Path | None,
+    from_: Path | None,
+    verify_key: Path | None,
+) -> None:
+    """--sign-key signs what --save-release writes; --verify-key checks what --from reads."""
+    if sign_key is not None and save_release is None:
+        raise UsageError("--sign-key signs the release --save-release writes; add --save-release.")
+    if verify_key is not None and from_ is None:
+        raise UsageError("--verify-key checks the release --from reads; add --from.")
+
+
+def _save(path: Path | None, run, sign_key: Path | None = None) -> None:
     if path is not None:
         from fedeval.releasefile import save_release
 
-        save_release(path, run.release, run.score_range, source=source)
+        save_release(path, run.release, run.score_range, sign_key=_private_key(sign_key))
 
 
 def _charge_if_new(ledger, budget, doc, command, covered, source, run) -> None:
     """A simulated run is a new release and is charged; estimates from a saved aggregate are
-    post-processing of a release already charged, and cost no privacy budget."""
+    post-processing of a release already charged, and cost no privacy budget. (`source` is not
+    recorded in the ledger.)"""
     if run.simulation:
         _charge(ledger, budget, doc, command, covered, source)
     elif ledger is not None:
@@ -380,20 +452,41 @@ def _with_gate_thresholds(text: str | None, gates, score_range) -> list[float] |
 
 
 def _check_ledger_options(ledger: Path | None, budget: float | None) -> None:
-    if (ledger is None) != (budget is None):
-        raise UsageError("--ledger and --budget go together: name the ledger and its total ε.")
+    """Before any work: --budget needs --ledger; a new ledger needs --budget (it is stored then);
+    an existing ledger must be readable (v2) and agree with a --budget given again."""
+    if ledger is None:
+        if budget is not None:
+            raise UsageError("--budget is the total ε of a privacy ledger: add --ledger FILE.")
+        return
+    from fedeval.ledger import check_budget
+
+    if check_budget(ledger, budget) is None and budget is None:
+        raise UsageError(
+            f"ledger '{ledger}' does not exist yet: create it by giving its budget once, "
+            f"--ledger {ledger} --budget ε (the ledger stores it)."
+        )
 
 
 def _charge(
     ledger: Path | None, budget: float | None, doc: dict, command: str, covered: str, source: str
 ) -> None:
-    """Charge the release to the ledger before anything is shown (refused: nothing is)."""
+    """Charge the release to the ledger before anything is shown (refused: nothing is).
+
+    `source` is not recorded: a ledger holds no file paths (and no seed)."""
     if ledger is None:
         return
-    from fedeval.ledger import charge, make_entry
+    from fedeval.ledger import charge, make_entry, read_ledger
 
-    total = charge(ledger, make_entry(doc, command=command, covered=covered, source=source), budget)
-    err.print(f"ledger {ledger}: ε spent {total:g} of {budget:g}", highlight=False)
+    entry = make_entry(doc, command=command, covered=covered)
+    total = charge(ledger, entry, budget)
+    header, _ = read_ledger(ledger)
+    limit = header["budget"] if header else {"epsilon": budget, "delta": 0.0}
+    at = f" (budget at δ = {limit['delta']:g})" if limit["delta"] else ""
+    err.print(
+        f"ledger {ledger}: dataset '{entry['dataset']}' ε spent {total:g} of "
+        f"{limit['epsilon']:g}{at}",
+        highlight=False,
+    )
 
 
 def _apply_gates(gates, on, doc: dict) -> None:
@@ -425,6 +518,7 @@ def _table_options(
     *,
     unit: Unit = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> dict:
     """The reading and simulation options every one-shot command passes to the library."""
     from fedeval.io import Columns
@@ -432,6 +526,7 @@ def _table_options(
     return {
         "unit": unit,
         "max_examples": max_examples,
+        "relation": relation,
         "columns": Columns(score_col, label_col, client_col),
         "pos_label": pos_label,
         "score_range": _score_range(score_range),
@@ -505,8 +600,11 @@ def evaluate(
     budget: BudgetOpt = None,
     from_: FromOpt = None,
     save_release: SaveReleaseOpt = None,
+    sign_key: SignKeyOpt = None,
+    verify_key: VerifyKeyOpt = None,
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
 ) -> None:
     """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
 
@@ -527,6 +625,7 @@ def evaluate(
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         gates, on = _gates(fail_under, fail_over, gate_on)
         _check_ledger_options(ledger, budget)
+        _keys_apply(save_release, sign_key, from_, verify_key)
         _source_or_aggregate(
             file,
             from_,
@@ -536,11 +635,12 @@ def evaluate(
             per_client=per_client,
             unit=unit,
             max_examples=max_examples,
+            relation=relation,
         )
         if from_ is not None:
             from fedeval.evaluate import evaluate_run
 
-            run = _loaded_run(from_, seed, ci_draws)
+            run = _loaded_run(from_, seed, ci_draws, verify_key)
             ev = evaluate_run(
                 run,
                 buckets=buckets,
@@ -560,6 +660,7 @@ def evaluate(
                 progress,
                 unit=unit,
                 max_examples=max_examples,
+                relation=relation,
             )
             ev = evaluate_file(
                 file,
@@ -581,8 +682,8 @@ def evaluate(
             f"{len(ev.thresholds)} thresholds"
         )
         _charge_if_new(ledger, budget, report, "evaluate", covered, name, ev.run)
-        _save(save_release, ev.run, name)
-        doc = json.dumps(report, indent=2, allow_nan=False) + "\n"
+        _save(save_release, ev.run, sign_key)
+        doc = document_text(report)
         if output is not None:
             _write_output(doc, output)
         if plot is not None:
@@ -644,8 +745,11 @@ def curves(
     budget: BudgetOpt = None,
     from_: FromOpt = None,
     save_release: SaveReleaseOpt = None,
+    sign_key: SignKeyOpt = None,
+    verify_key: VerifyKeyOpt = None,
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
 ) -> None:
     """ROC and PR curves from one private release: Q quantiles per class, PCHIP-interpolated.
 
@@ -664,6 +768,7 @@ def curves(
         if plot is not None:
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
+        _keys_apply(save_release, sign_key, from_, verify_key)
         _source_or_aggregate(
             file,
             from_,
@@ -673,11 +778,12 @@ def curves(
             per_client=per_client,
             unit=unit,
             max_examples=max_examples,
+            relation=relation,
         )
         if from_ is not None:
             from fedeval.curves import curve_result
 
-            c = curve_result(_loaded_run(from_, seed, ci_draws), quantiles)
+            c = curve_result(_loaded_run(from_, seed, ci_draws, verify_key), quantiles)
             name = str(from_)
         else:
             opts = _table_options(
@@ -691,6 +797,7 @@ def curves(
                 progress,
                 unit=unit,
                 max_examples=max_examples,
+                relation=relation,
             )
             c = roc_pr_curves_file(
                 file,
@@ -707,13 +814,13 @@ def curves(
         cdoc = curves_dict(c, source=name)
         covered = f"curves: ROC and PR, Q = {c.quantiles}"
         _charge_if_new(ledger, budget, cdoc, "curves", covered, name, c.run)
-        _save(save_release, c.run, name)
+        _save(save_release, c.run, sign_key)
         if plot is not None:
             from fedeval.plot import plot_curves
 
             plot_curves(c, plot)
         if output_format is CurvesFormat.json:
-            _write_output(json.dumps(cdoc, indent=2) + "\n", output)
+            _write_output(document_text(cdoc), output)
         elif output_format is CurvesFormat.csv:
             _write_output(curves_csv(c), output)
         else:
@@ -840,8 +947,11 @@ def calibrate(
     budget: BudgetOpt = None,
     from_: FromOpt = None,
     save_release: SaveReleaseOpt = None,
+    sign_key: SignKeyOpt = None,
+    verify_key: VerifyKeyOpt = None,
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
 ) -> None:
     """Fit a calibration map from one private release, and report ECE before and after.
 
@@ -863,8 +973,10 @@ def calibrate(
             "--from": from_ is not None,
             "--save-release": save_release is not None,
             "--per-client": per_client,
-            "--ledger": ledger is not None,
             "--unit": unit is not Unit.EXAMPLE,
+            "--relation": relation is not None,
+            "--sign-key": sign_key is not None,
+            "--verify-key": verify_key is not None,
             "--plot": plot is not None,
         }
         with _errors_to_exit():
@@ -891,6 +1003,8 @@ def calibrate(
                 seed=seed,
                 output=output,
                 output_format=output_format,
+                ledger=ledger,
+                budget=budget,
             )
         return
     multiclass_only = {
@@ -907,7 +1021,7 @@ def calibrate(
     from fedeval.calibration import calibrate_file
     from fedeval.io import source_name
     from fedeval.mapfile import write_json
-    from fedeval.report import map_dict, render_calibration_table
+    from fedeval.report import map_dict, render_calibration_table, shareable
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         given = [k for k, v in multiclass_only.items() if v]
@@ -916,6 +1030,7 @@ def calibrate(
         if plot is not None:
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
+        _keys_apply(save_release, sign_key, from_, verify_key)
         _source_or_aggregate(
             file,
             from_,
@@ -925,11 +1040,12 @@ def calibrate(
             per_client=per_client,
             unit=unit,
             max_examples=max_examples,
+            relation=relation,
         )
         if from_ is not None:
             from fedeval.calibration import calibrate_run
 
-            run = _loaded_run(from_, seed, ci_draws)
+            run = _loaded_run(from_, seed, ci_draws, verify_key)
             cal = calibrate_run(run, method=method, buckets=buckets, n_bins=bins)
             name = str(from_)
         else:
@@ -944,6 +1060,7 @@ def calibrate(
                 progress,
                 unit=unit,
                 max_examples=max_examples,
+                relation=relation,
             )
             cal = calibrate_file(
                 file,
@@ -962,30 +1079,33 @@ def calibrate(
         doc = map_dict(cal, source=name, score_col=score_col)
         covered = f"calibrate: {cal.method.value} map, ECE"
         _charge_if_new(ledger, budget, doc, "calibrate", covered, name, cal.run)
-        _save(save_release, cal.run, name)
+        _save(save_release, cal.run, sign_key)
         if output is not None:
-            write_json(doc, output)
+            # The map file is made to be shared: under DP it holds no exact value.
+            write_json(shareable(doc), output)
         if plot is not None:
             from fedeval.plot import plot_reliability
 
             plot_reliability(cal, plot)
         if output_format is OutputFormat.json:
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            sys.stdout.write(document_text(doc))
         else:
             render_calibration_table(cal, Console(), source=name)
 
 
 def _calibrate_multiclass(
-    file: str, *, clip, buckets: str, output, output_format, **options
+    file: str, *, clip, buckets: str, output, output_format, ledger, budget, **options
 ) -> None:
     from fedeval.io import source_name
     from fedeval.multiclass import (
         calibrate_multiclass_file,
         multiclass_map_dict,
         render_multiclass_table,
+        shareable_map,
         write_map,
     )
 
+    _check_ledger_options(ledger, budget)
     clip_value = None
     if clip is not None:
         values = _floats(clip, "--clip")
@@ -1000,11 +1120,16 @@ def _calibrate_multiclass(
             raise UsageError(f"--buckets takes an integer or 'auto'. Found {buckets!r}.") from None
     result = calibrate_multiclass_file(file, clip=clip_value, bins=bins, **options)
     name = source_name(file)
+    # The JSON report holds the simulation's exact metrics ("exact_values": true); the map file
+    # is made to be shared: under DP it holds the calibrator and the privacy section only.
     doc = multiclass_map_dict(result, source=name)
+    shared = shareable_map(doc)
+    covered = f"calibrate --multiclass: {result.name} map"
+    _charge(ledger, budget, shared, "calibrate --multiclass", covered, name)
     if output is not None:
-        write_map(doc, output)
+        write_map(shared, output)
     if output_format is OutputFormat.json:
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(document_text(doc))
     else:
         render_multiclass_table(result, Console(), source=name)
 
@@ -1229,6 +1354,11 @@ def check(
             raise InputError(f"'{report}' is not a fedeval report: {e}.") from None
         if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("fedeval."):
             raise InputError(f"'{report}' is not a fedeval report (no fedeval schema).")
+        from fedeval.integrity import verify
+
+        # Gates judge numbers someone could have edited: a sealed report must still match its
+        # seal, and reports of this version are always sealed.
+        verify(doc, str(report), required=doc["schema"] == "fedeval.report/2")
         _apply_gates(gates, on, doc)
 
 
@@ -1238,56 +1368,103 @@ def ledger_show(
         Path, typer.Argument(help="A privacy ledger.", metavar="LEDGER", show_default=False)
     ],
     budget: Annotated[
-        float | None, typer.Option(help="Show what is left of this total ε.", show_default=False)
+        float | None,
+        typer.Option(
+            help="The budget you expect; refused if it differs from the one the ledger stores.",
+            show_default=False,
+        ),
     ] = None,
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table, or json (the entries).")
+        OutputFormat,
+        typer.Option(
+            "--format", "-f", help="table, or json (budget, per-dataset totals, entries)."
+        ),
     ] = OutputFormat.table,
 ) -> None:
-    """Print a privacy ledger: every release charged to it, and the ε spent (composed by
-    dp_accounting; pure ε-DP composes by adding up).
+    """Print a privacy ledger: its stored budget, each dataset's composed ε (with its unit and
+    neighbouring relation) and every release charged to it.
+
+    Pure ε-DP releases compose by adding up (exact, δ = 0); a dataset with Gaussian releases is
+    composed by dp_accounting's RDP accountant at the ledger's δ.
 
     Exit codes: 0 ok · 2 bad input or usage.
     """
     from fedeval.errors import InputError
-    from fedeval.ledger import read_ledger, total_epsilon
+    from fedeval.ledger import check_budget, composition, describe_event, read_ledger, totals
 
     with _errors_to_exit():
         if not Path(path).exists():
             raise InputError(f"cannot read ledger '{path}': no such file.")
-        entries = read_ledger(path)
-        spent = total_epsilon(entries)
+        check_budget(path, budget)
+        header, entries = read_ledger(path)
+        limit = header["budget"] if header else None
+        delta = limit["delta"] if limit else 0.0
+        datasets = {}
+        for name, spent in totals(header, entries).items():
+            group = [e for e in entries if e.get("dataset", "default") == name]
+            datasets[name] = {
+                "unit": group[0]["unit"],
+                "relation": group[0]["relation"],
+                "releases": len(group),
+                "epsilon_spent": spent,
+                "epsilon_left": None if limit is None else max(limit["epsilon"] - spent, 0.0),
+                "composition": composition(group, delta),
+            }
         if output_format is OutputFormat.json:
             doc = {
-                "schema": "fedeval.ledger/1",
-                "epsilon_spent": spent,
-                "budget": budget,
+                "schema": "fedeval.ledger-summary/2",
+                "budget": limit,
+                "created": header.get("created") if header else None,
+                "datasets": datasets,
                 "entries": entries,
             }
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
+        out = Console()
+        if header is None:
+            out.print(f"ledger {path}: empty (no budget stored yet)", highlight=False)
+            return
+        out.print(
+            f"ledger {path} · budget ε = {limit['epsilon']:g}, δ = {limit['delta']:g} for each "
+            f"dataset · created {header.get('created')}",
+            soft_wrap=True,
+            highlight=False,
+        )
+
+        def num(x) -> str:
+            return "—" if x is None else f"{x:g}"
+
+        # What each release covered is in --format json; δ only when some release has one.
+        with_delta = any(e.get("delta") for e in entries)
         t = Table(box=None, header_style="bold")
-        for col in ("time", "command", "source", "model", "ε", "δ", "unit", "covered"):
+        cols = ("time", "dataset", "command", "model", "unit", "relation", "ε")
+        for col in (*cols, *(["δ"] if with_delta else []), "dp event"):
             t.add_column(col)
         for e in entries:
             t.add_row(
-                e["time"],
-                e["command"],
-                str(e.get("source")),
-                e["model"],
-                f"{e['epsilon']:g}",
-                f"{e['delta']:g}",
-                e["unit"],
-                e["covered"],
+                str(e.get("time"))[:16].replace("T", " "),
+                str(e.get("dataset")),
+                str(e.get("command")),
+                str(e.get("model")),
+                str(e.get("unit")),
+                str(e.get("relation")),
+                num(e.get("epsilon")),
+                *([num(e.get("delta"))] if with_delta else []),
+                describe_event(e.get("dp_event")),
             )
-        out = Console()
         out.print(t)
-        left = "" if budget is None else f" of {budget:g} (left: {budget - spent:g})"
-        out.print(
-            f"{len(entries)} releases · ε spent {spent:g}{left} · composition: pure ε-DP, "
-            "δ = 0 (dp_accounting PLD)",
-            soft_wrap=True,
-        )
+        for name, d in datasets.items():
+            n = d["releases"]
+            out.print(
+                f"dataset '{name}' (unit {d['unit']}, relation {d['relation']}): "
+                f"{n} release{'s' if n != 1 else ''} · ε spent {d['epsilon_spent']:g} of "
+                f"{limit['epsilon']:g} (left: {d['epsilon_left']:g}) · composition: "
+                f"{d['composition']}",
+                soft_wrap=True,
+                highlight=False,
+            )
+        if not datasets:
+            out.print("no releases charged yet", highlight=False)
 
 
 @app.command()
@@ -1447,6 +1624,7 @@ def encode(
     ] = None,
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
     neighbours: Annotated[
         int | None,
         typer.Option(
@@ -1461,9 +1639,18 @@ def encode(
             min=0.0,
             max=0.99,
             help="Simulate this fraction of clients dropping out after masking; survivors "
-            "reveal the seeds shared with them (federated; localdp needs no masks).",
+            "reveal the mask keys shared with them (federated; localdp needs no masks).",
         ),
     ] = 0.0,
+    min_cohort: MinCohortOpt = 10,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign-key",
+            help="Ed25519 private key (fedeval keygen) to sign the manifest with.",
+            show_default=False,
+        ),
+    ] = None,
     seed: SeedOpt = None,
     score_col: ScoreColOpt = "score",
     label_col: LabelColOpt = "label",
@@ -1499,11 +1686,14 @@ def encode(
             population=population,
             unit=unit,
             max_examples=max_examples,
+            relation=relation,
             score_range=_score_range(score_range),
             pos_label=pos_label,
             seed=seed,
             neighbours=neighbours,
             dropout=dropout,
+            min_cohort=min_cohort,
+            sign_key=_private_key(sign_key),
             progress=progress,
         )
     cfg = s.config
@@ -1516,21 +1706,27 @@ def encode(
     t = Table(box=None, show_header=False, pad_edge=False)
     t.add_column(style="bold")
     t.add_column()
+    rel = "" if cfg.relation is None else f" · {cfg.relation.value}"
     t.add_row(
         "release",
         f"{cfg.model.value}{eps} · height {cfg.height} · {cfg.shape.value} · unit {cfg.unit.value}"
-        + (f" (≤ {cfg.max_examples} examples per client)" if cfg.max_examples else ""),
+        + (f" (≤ {cfg.max_examples} examples per client)" if cfg.max_examples else "")
+        + rel,
     )
     t.add_row("population", f"{s.population:,} clients ({s.clients:,} in this cohort)")
     per = "per example" if cfg.model is PrivacyModel.LOCALDP else "per client"
     t.add_row(per, f"{s.bytes_per_client:,.0f} bytes sent per report")
     if cfg.model is not PrivacyModel.LOCALDP:
-        t.add_row("masking", f"pairwise mod 2^32, {s.neighbours} neighbours per side")
+        t.add_row(
+            "masking",
+            f"pairwise mod 2^32, {s.neighbours} neighbours per side, keys from the OS CSPRNG",
+        )
     if s.dropped_examples:
         t.add_row("cap", f"{s.dropped_examples:,} examples left out")
     if s.dropped_out:
         t.add_row("dropout", f"{s.dropped_out:,} clients sent no report")
-    t.add_row("seed", str(s.seed))
+    if s.seed is not None:
+        t.add_row("seed", f"{s.seed} (reproducible simulation: noise not private)")
     err.print(t, highlight=False)
 
 
@@ -1561,13 +1757,25 @@ def aggregate(
             show_default=False,
         ),
     ] = None,
+    min_cohort: MinCohortOpt = 10,
+    sign_key: SignKeyOpt = None,
+    verify_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--verify-key",
+            help="Ed25519 public key (fedeval keygen): refuse manifests not signed by it.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Verify, sum and unmask client reports into the aggregate release: the server's step.
 
-    Every file's SHA-256 is checked against its manifest first; stray files, duplicate clients,
-    mixed parameters and a wrong population are refused and nothing is written. The masks
-    cancel in the sum (dropped clients' masks are removed with the seeds their neighbours
-    revealed); the server learns the sum and nothing per client.
+    Each manifest's seal (and signature, with --verify-key) and every file's SHA-256 are
+    checked first; stray files, duplicate clients, mixed parameters, cohorts below
+    --min-cohort and a wrong population are refused and nothing is written. The masks cancel
+    in the sum (dropped clients' masks are removed with the keys their neighbours revealed);
+    the server learns each cohort's sum and nothing per client. The release keeps only what
+    the mechanism may publish (no exact count under add-remove).
 
     Example: [bold]fedeval aggregate reports/ -o run.fedeval && fedeval curves --from
     run.fedeval[/bold]
@@ -1578,21 +1786,65 @@ def aggregate(
     from fedeval.releasefile import save_release
 
     with _errors_to_exit(), _progress_bar("summing report parts", True) as progress:
-        s = aggregate_reports(reports, population=population, progress=progress)
-        save_release(output, s.release, s.score_range, source=", ".join(str(r) for r in reports))
-    r = s.release
+        s = aggregate_reports(
+            reports,
+            population=population,
+            min_cohort=min_cohort,
+            verify_key=_public_key(verify_key),
+            progress=progress,
+        )
+        save_release(output, s.release, s.score_range, sign_key=_private_key(sign_key))
     recovered = f" ({s.recovered:,} dropped, masks removed)" if s.recovered else ""
+    # Participation is what the server sees anyway; no count of examples is printed (under
+    # add-remove none is known, and the log is a document too).
     err.print(
-        f"{s.cohorts} cohort(s): {s.reported:,} of {s.clients:,} clients reported{recovered}; "
-        f"{r.examples:,} examples; population {r.population:,} → '{output}'",
+        f"{s.cohorts} cohort(s): {s.reported:,} of {s.clients:,} clients reported{recovered} "
+        f"→ '{output}'",
         highlight=False,
     )
-    if not r.complete:
-        err.print(
-            f"Note: the release holds {r.n_clients:,} of the population's {r.population:,} "
-            "clients.",
-            highlight=False,
-        )
+
+
+@app.command()
+def keygen(
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="NAME of the key pair: writes NAME.key (private, mode 0600) and NAME.pub.",
+            metavar="NAME",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Make an Ed25519 key pair to sign releases and report manifests, and to check who made them.
+
+    Every document fedeval writes carries a SHA-256 digest of its content, which catches edits
+    but proves nothing about its author: anyone can recompute it. A signature does. Keep
+    NAME.key secret; hand NAME.pub to whoever reads your files (over a channel they trust).
+
+    Sign with [bold]--sign-key NAME.key[/bold] on [bold]fedeval aggregate[/bold] and
+    [bold]fedeval evaluate --save-release[/bold]; verify with [bold]--verify-key NAME.pub[/bold]
+    on [bold]fedeval aggregate[/bold] (the report manifests) and wherever [bold]--from[/bold]
+    reads a release. The key's fingerprint is printed on stderr.
+
+    Example: [bold]fedeval keygen -o ci && fedeval aggregate reports/ -o run.fedeval --sign-key
+    ci.key && fedeval evaluate --from run.fedeval --verify-key ci.pub[/bold]
+
+    Exit codes: 0 ok · 2 NAME.key or NAME.pub already exists (never overwritten), or cannot be
+    written.
+    """
+    from fedeval.integrity import fingerprint, generate_keypair
+
+    with _errors_to_exit():
+        base = output.with_suffix("") if output.suffix in (".key", ".pub") else output
+        private, public = Path(f"{base}.key"), Path(f"{base}.pub")
+        key = generate_keypair(private, public)
+    err.print(
+        f"Ed25519 key {fingerprint(key)}: '{private}' (private, keep it secret) and '{public}' "
+        "(public: hand it to whoever verifies).",
+        highlight=False,
+    )
 
 
 def _check_plot_suffix(path: Path) -> None:

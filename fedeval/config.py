@@ -29,6 +29,52 @@ class Unit(StrEnum):
     CLIENT = "client"
 
 
+class Relation(StrEnum):
+    """Which datasets count as neighbours, i.e. what ε hides (DESIGN.md, privacy models).
+
+    ``add-remove``: D′ is D with one unit (example, or client under unit client) added or
+    removed. The dataset's size is then secret too, so no exact count (examples, positives,
+    clients, reporters) may appear in a release: totals come from the noisy counts.
+    ``replace``: D′ is D with one unit's data replaced by other data; the number of units is
+    public, and one unit moves the release twice as far (one leaf path loses, another gains).
+    Local DP only supports ``replace``: the number of reports a client sends is visible.
+    """
+
+    ADD_REMOVE = "add-remove"
+    REPLACE = "replace"
+
+
+DEFAULT_RELATION = {
+    "federated": None,
+    "distdp": Relation.ADD_REMOVE,
+    "localdp": Relation.REPLACE,
+}
+"""add-remove under distdp (it also hides the dataset's size, and implies 2ε-DP under replace),
+replace under localdp (the relation local DP is defined over)."""
+
+
+def check_relation(model: PrivacyModel, relation: Relation | str | None) -> Relation | None:
+    """The relation for `model`: its default when None; refuses add-remove under localdp."""
+    model = PrivacyModel(model)
+    if model is PrivacyModel.FEDERATED:
+        return None
+    if relation is None:
+        return DEFAULT_RELATION[model.value]
+    try:
+        relation = Relation(relation)
+    except ValueError:
+        raise UsageError(
+            f"unknown neighbouring relation {relation!r}; choose add-remove or replace."
+        ) from None
+    if model is PrivacyModel.LOCALDP and relation is Relation.ADD_REMOVE:
+        raise UsageError(
+            "--relation add-remove is not available under --model localdp: every report a "
+            "client sends is visible to the server, so whether an example (or client) is present "
+            "cannot be hidden. Use --relation replace (the local-DP relation), or --model distdp."
+        )
+    return relation
+
+
 class Shape(StrEnum):
     """Which levels of the dyadic hierarchy are released.
 
@@ -54,6 +100,10 @@ def check_epsilon(model: PrivacyModel, epsilon: float | None) -> None:
         )
 
 
+MAX_EXAMPLES = 1 << 31
+"""Largest per-client cap L: Δ = L·levels must stay an exact integer of the noise samplers."""
+
+
 def check_unit(unit: Unit | str, max_examples: int | None) -> Unit:
     """`--unit client` needs `--max-examples L ≥ 1`; `--unit example` takes no cap."""
     try:
@@ -61,6 +111,12 @@ def check_unit(unit: Unit | str, max_examples: int | None) -> Unit:
     except ValueError:
         raise UsageError(f"unknown unit {unit!r}; choose example or client.") from None
     if unit is Unit.CLIENT:
+        if isinstance(max_examples, int) and max_examples > MAX_EXAMPLES:
+            raise UsageError(
+                f"--max-examples {max_examples:,} is beyond the largest cap fedeval accepts "
+                f"({MAX_EXAMPLES:,}): the noise would drown every count. Cap clients at the "
+                "number of examples a client really holds."
+            )
         if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
             found = "" if max_examples is None else f" Found {max_examples!r}."
             raise UsageError(
@@ -89,12 +145,14 @@ class PrivacyConfig:
     Attributes
     ----------
     model : the trust model.
-    epsilon : total ε of the release (pure ε-DP, add/remove-one-example neighbours);
-        ``None`` under ``federated``.
+    epsilon : total ε of the release (pure ε-DP under `relation`); ``None`` under
+        ``federated``.
     height : h; leaves are the 2^h equal cells of [0, 1].
     shape : which levels are released.
     unit : whom ε protects: one example, or one client (then `max_examples` is L, the cap on
         each client's examples, and the noise is scaled to a client's whole contribution).
+    relation : the neighbouring relation ε is stated over (None under ``federated``; filled
+        with the model's default when not given).
     """
 
     model: PrivacyModel
@@ -103,12 +161,14 @@ class PrivacyConfig:
     epsilon: float | None = None
     unit: Unit = Unit.EXAMPLE
     max_examples: int | None = None
+    relation: Relation | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.height <= MAX_HEIGHT:
             raise UsageError(f"`height` must be between 1 and {MAX_HEIGHT}. Found {self.height}.")
         check_epsilon(self.model, self.epsilon)
         object.__setattr__(self, "unit", check_unit(self.unit, self.max_examples))
+        object.__setattr__(self, "relation", check_relation(self.model, self.relation))
         if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
@@ -143,6 +203,7 @@ def config_dict(config: PrivacyConfig) -> dict:
         "levels": list(config.levels),
         "unit": config.unit.value,
         "max_examples": config.max_examples,
+        "relation": None if config.relation is None else config.relation.value,
     }
 
 
@@ -156,4 +217,5 @@ def config_from_dict(p: dict) -> PrivacyConfig:
         epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
         unit=Unit(p.get("unit", "example")),
         max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
+        relation=p.get("relation"),
     )

@@ -145,6 +145,7 @@ def curves_data(
     ci_draws: int = DEFAULT_DRAWS,
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> CurveResult:
     """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2."""
     quantiles = _check_quantiles(quantiles)
@@ -160,6 +161,7 @@ def curves_data(
         ci_draws=ci_draws,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
     return curve_result(run, quantiles)
 

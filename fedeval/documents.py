@@ -3,6 +3,10 @@
 Every fedeval file format names itself in a `schema` field `fedeval.<kind>/<version>`. A reader
 refuses another document type, a version it does not know, and a newer version (rather than
 guess what it means), with one message that names the file and says what to do.
+
+Every document is sealed when written (`fedeval.integrity.seal`: a SHA-256 digest of its
+canonical content, and an Ed25519 signature when a signing key is given) and its seal is verified
+when read, before any field is used.
 """
 
 from __future__ import annotations
@@ -14,21 +18,47 @@ from typing import Any
 from fedeval.errors import InputError
 
 
-def write_document(doc: dict[str, Any], path: str | os.PathLike) -> None:
-    """Write a JSON document atomically (temp file, then rename)."""
+def document_text(doc: dict[str, Any], *, sign_key: Any = None) -> str:
+    """The sealed document as the JSON text fedeval writes (indented, one final newline);
+    signed with `sign_key` (an Ed25519 private key) if given."""
+    from fedeval.integrity import seal
+
+    return json.dumps(seal(doc, sign_key=sign_key), indent=2, allow_nan=False) + "\n"
+
+
+def write_document(doc: dict[str, Any], path: str | os.PathLike, *, sign_key: Any = None) -> None:
+    """Seal (and sign, with `sign_key`) a JSON document and write it atomically (temp file, then
+    rename)."""
     from fedeval.io import atomic_output
 
+    text = document_text(doc, sign_key=sign_key)
     with atomic_output(path) as f:
-        f.write(json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        f.write(text)
 
 
 def load_document(
-    path: str | os.PathLike, *, prefix: str, version: int, noun: str, kind: str, hint: str
+    path: str | os.PathLike,
+    *,
+    prefix: str,
+    version: int,
+    noun: str,
+    kind: str,
+    hint: str,
+    verify_key: Any = None,
+    require_integrity: bool = True,
+    integrity_since: int = 1,
 ) -> dict[str, Any]:
-    """The document at `path` if its schema is `prefix` + a version ≤ `version`.
+    """The document at `path` if its schema is `prefix` + a version ≤ `version` and its seal
+    holds.
 
     `noun` names the file in "cannot read {noun}", `kind` ("a calibration map") says what it
     should be, `hint` how to make one.
+
+    The seal (`fedeval.integrity.verify`) is checked whenever the document has one. It is
+    required when `require_integrity` is true and the document's version is ≥
+    `integrity_since` (so a reader can still accept the unsealed documents of a version written
+    before seals: pass the first sealed version). `verify_key` (an Ed25519 public key) requires
+    a valid signature by that key, whatever the version.
     """
     name = str(path)
     try:
@@ -53,4 +83,8 @@ def load_document(
             f"'{name}' was written by a newer fedeval (schema '{schema}'); this version reads "
             f"'{prefix}{version}'. Upgrade fedeval to use it."
         )
+    from fedeval.integrity import verify
+
+    required = require_integrity and int(found) >= integrity_since
+    verify(doc, name, verify_key=verify_key, required=required)
     return doc

@@ -1,8 +1,11 @@
 """The client side of the staged protocol: every client's report, written as a report directory.
 
 Each client runs the per-client reference encoder of its privacy model (one-hot level counts;
-plus a Pólya noise share under distdp; OUE bits under localdp), then, under federated and distdp,
-adds its pairwise secure-aggregation masks (`fedeval.secagg`). Clients are processed in batches
+plus a Pólya noise share sized to its cohort under distdp; OUE bits under localdp, exactly L
+reports per client under unit client), then, under federated and distdp, adds its pairwise
+secure-aggregation masks (`fedeval.secagg`: keys from the OS CSPRNG, expanded by a stream
+cipher, never derived from --seed). A cohort smaller than `min_cohort` clients is refused: its
+sum would say too much about each of them. Clients are processed in batches
 of bounded size, and the directory appears only when it is complete (written beside its final
 name, then renamed), so a failed run never leaves a partial one.
 
@@ -20,6 +23,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,18 +31,37 @@ import pyarrow as pa
 import fedeval
 from fedeval import reports as rf
 from fedeval import secagg
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit, config_dict
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.data import cap_examples, read_scored
 from fedeval.errors import UsageError
 from fedeval.hierarchy import cell_index
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution, resolve_config
 from fedeval.privacy import localdp, mechanism_for
+from fedeval.privacy.mechanism import mechanism_of
 from fedeval.release import level_offsets
-from fedeval.simulate import client_batches, rng_and_seed
+from fedeval.simulate import batch_width, client_batches, rng_and_seed
 
 MAX_CELLS = 1 << 22
 """Report entries held in memory per batch of clients (16 MB of uint32); one part per batch."""
+
+MIN_COHORT = 10
+"""Smallest cohort `encode` makes and `aggregate` accepts by default: the server learns each
+cohort's sum, which for a handful of clients says much about each (for one client, everything)."""
+
+ABSOLUTE_MIN_COHORT = 2
+"""No option lowers the minimum below this: a one-client cohort would send its report bare."""
+
+
+def check_min_cohort(min_cohort: int) -> int:
+    if isinstance(min_cohort, bool) or not isinstance(min_cohort, int):
+        raise UsageError(f"--min-cohort must be an integer. Found {min_cohort!r}.")
+    if min_cohort < ABSOLUTE_MIN_COHORT:
+        raise UsageError(
+            f"--min-cohort must be at least {ABSOLUTE_MIN_COHORT}: a one-client cohort's sum is "
+            f"its report. Found {min_cohort}."
+        )
+    return min_cohort
 
 
 @dataclass(frozen=True)
@@ -56,12 +79,13 @@ class EncodeSummary:
     report_bytes: int  # Parquet bytes of every report file (parts only)
     bytes_per_client: float  # one report: a client's masked vector, or (localdp) one example's
     neighbours: int
-    seed: int | None
+    seed: int | None  # only for a seeded (reproducible, not private) run
 
 
 def report_length(config: PrivacyConfig) -> int:
-    """Entries of a masked report: every released node, then the example count."""
-    return int(level_offsets(config)[-1]) + 1
+    """Entries of a masked report: every released node (no example count: it would tell the
+    server each cohort's exact number of examples)."""
+    return int(level_offsets(config)[-1])
 
 
 def bytes_per_report(config: PrivacyConfig) -> float:
@@ -71,6 +95,47 @@ def bytes_per_report(config: PrivacyConfig) -> float:
     if config.model is PrivacyModel.LOCALDP:
         return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
     return 4.0 * report_length(config)
+
+
+def masked_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    c0: int,
+    c1: int,
+    n: int,
+    k: int,
+    key: bytes,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """What clients c0..c1−1 of a cohort of n send under federated/distdp: their reports
+    (`client` holds indices relative to c0), each plus its pairwise masks, (c1 − c0, D) uint32.
+    Noise shares are sized to the cohort of n."""
+    reports, _ = mechanism_for(config.model).client_reports(
+        cells, labels, client, c1 - c0, config, n, rng
+    )
+    vectors = reports.astype(np.uint32)  # two's complement = mod 2^32
+    vectors += secagg.cohort_masks(key, c0, c1, n, k, vectors.shape[1])
+    return vectors
+
+
+def local_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    c0: int,
+    c1: int,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+) -> pa.Table:
+    """What clients c0..c1−1 send under localdp, one row per report (`client` relative to c0).
+
+    Padded per batch, as the per-client path does, so one seed gives both the same reports:
+    exactly L reports per client under unit client."""
+    b_cells, b_labels, b_client, real = localdp.padded(cells, labels, client, c1 - c0, config)
+    group, bits = localdp.example_reports(b_cells, b_labels, config, rng, real)
+    return _local_table(b_client + c0, group, bits)
 
 
 @contextlib.contextmanager
@@ -150,14 +215,18 @@ def encode_file(
     seed: int | np.random.Generator | None = None,
     neighbours: int | None = None,
     dropout: float = 0.0,
+    relation: str | None = None,
+    min_cohort: int = MIN_COHORT,
+    sign_key: Any = None,
     max_cells: int = MAX_CELLS,
     progress: Callable[[int, int], None] | None = None,
 ) -> EncodeSummary:
     """Encode every client of a table into a report directory (one cohort).
 
-    `population` is the number of clients the protocol is set up for (default: the clients in
-    this table); under distdp each noise share is calibrated to it, so other cohorts must bring
-    the rest. `neighbours` is K, the masking neighbours per side (default ⌈log2 n⌉). `dropout`
+    `population` is the number of clients of the whole run, over all its cohorts (default: the
+    clients in this table); the server checks it. Under distdp each noise share is sized to
+    this cohort, so its sum is private on its own. `neighbours` is K, the masking neighbours per
+    side (default ⌈log2 n⌉). `min_cohort` refuses smaller cohorts. `dropout`
     simulates that fraction of the cohort's clients vanishing after masking: their reports are
     not written and the survivors reveal the seeds they shared with them (federated only; under
     distdp a dropout would leave the noise short of the claim and is refused).
@@ -179,8 +248,16 @@ def encode_file(
         shape=shape,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
     n = data.n_clients
+    min_cohort = check_min_cohort(min_cohort)
+    if n < min_cohort:
+        raise UsageError(
+            f"'{source}' holds {n} clients: a cohort needs at least {min_cohort} (the server "
+            "learns each cohort's sum). Merge clients into larger cohorts, or lower --min-cohort "
+            f"(at least {ABSOLUTE_MIN_COHORT})."
+        )
     if population is None:
         population = n
     if isinstance(population, bool) or not isinstance(population, int) or population < n:
@@ -200,41 +277,40 @@ def encode_file(
         raise UsageError(f"--neighbours must be a positive integer. Found {neighbours!r}.")
     rng, seed_used = rng_and_seed(seed)
     # Children in the order `simulate` spawns them (intervals, cap), so one seed gives the
-    # one-shot per-client path and `encode` the same reports; then the clients' secrets.
-    _, cap_rng, secret_rng, network_rng = rng.spawn(4)
+    # one-shot per-client path and `encode` the same reports; then the simulated network.
+    # Masking keys never come from the seed (`secagg.round_key` reads the OS CSPRNG).
+    _, cap_rng, _, network_rng = rng.spawn(4)
     if config.unit is Unit.CLIENT:
         data = cap_examples(data, config.max_examples, cap_rng)
     ex = data.examples
     cells = cell_index(ex.unit_scores, config.height)
     masked = config.model is not PrivacyModel.LOCALDP
     k = secagg.neighbours_per_side(n, neighbours) if masked else 0
-    key = secagg.round_key(secret_rng)
+    key = secagg.round_key()
     missing = np.zeros(n, bool)
     if dropout > 0:
         missing[network_rng.choice(n, size=round(dropout * n), replace=False)] = True
-    mech = mechanism_for(config.model)
+    claim = mechanism_of(config, seeded=seed_used is not None)
     width = int(level_offsets(config)[-1])
-    length = width + 1
+    length = width
 
     with _staging_dir(Path(output)) as tmp:
         parts, total_bytes = [], 0
-        for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
+        for c0, c1, sel in client_batches(ex.client, n, batch_width(config), max_cells):
             if masked:
-                reports, reporters = mech.client_reports(
-                    cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config,
-                    population, rng,
+                vectors = masked_reports(
+                    cells[sel], ex.positive[sel], ex.client[sel] - c0, c0, c1, n, k, key, config,
+                    rng,
                 )  # fmt: skip
-                vectors = np.empty((c1 - c0, length), np.uint32)
-                vectors[:, :width] = reports.astype(np.uint32)  # two's complement = mod 2^32
-                vectors[:, width] = reporters[:, 0].astype(np.uint32)
-                vectors += secagg.cohort_masks(key, c0, c1, n, k, length)
                 ids = np.arange(c0, c1)
                 keep = ~missing[c0:c1]
                 table = _masked_table(ids[keep], vectors[keep])
             else:
-                group, bits = localdp.example_reports(cells[sel], ex.positive[sel], config, rng)
-                clients = ex.client[sel]
-                table = _local_table(clients, group, bits)
+                # Padded per batch, as the per-client path does, so a seed gives both the same
+                # reports: exactly L per client under unit client.
+                table = local_reports(
+                    cells[sel], ex.positive[sel], ex.client[sel] - c0, c0, c1, config, rng
+                )
                 if missing[c0:c1].any():
                     table = table.filter(pa.array(~missing[table["client"].to_numpy()]))
             blob = rf.parquet_bytes(table)
@@ -255,43 +331,48 @@ def encode_file(
                 {
                     "first": pa.array(first.astype(np.uint32)),
                     "second": pa.array(second.astype(np.uint32)),
-                    "seed": pa.array(secagg.pair_seeds(key, first, second)),
+                    "key": rf.key_array(secagg.pair_keys(key, first, second)),
                 },
                 schema=rf.RECOVERY_SCHEMA,
             )
             blob = rf.parquet_bytes(rec)
             rf.write_bytes(tmp / rf.RECOVERY, blob)
             recovery = rf.file_entry(tmp / rf.RECOVERY, rec.num_rows, blob)
+        if masked:
+            layout = "one row per client: masked counts of every released node"
+        elif config.unit is Unit.CLIENT:
+            layout = (
+                f"one row per report, exactly {config.max_examples} per client (empty reports "
+                "pad a client with fewer examples): level index and packed OUE bits"
+            )
+        else:
+            layout = "one row per example: level index and packed OUE bits of that level"
         manifest = {
             "schema": rf.SCHEMA,
             "fedeval_version": fedeval.__version__,
-            "privacy": config_dict(config),
-            "mechanism": mech.describe(config, population),
+            "privacy": claim.section(),
             "score_range": [float(x) for x in data.score_range],
             "population": population,
             "cohort": {
                 "clients": n,
-                "examples": data.rows,
                 "roster": rf.file_entry(tmp / rf.ROSTER, n, roster_blob),
             },
-            "report": {
-                "layout": "one row per client: masked counts of every released node, then the "
-                "example count"
-                if masked
-                else "one row per example: level index and packed OUE bits of that level",
-                "length": length if masked else None,
-            },
+            "report": {"layout": layout, "length": length if masked else None},
             "secure_aggregation": {
                 "scheme": "pairwise additive masks over a circulant graph",
                 "modulus": 1 << secagg.MODULUS_BITS,
                 "neighbours_per_side": k,
                 "prg": secagg.PRG_NAME,
+                "min_cohort": min_cohort,
             }
             if masked
             else None,
             "parts": parts,
             "recovery": recovery,
         }
+        from fedeval.integrity import seal
+
+        manifest = seal(manifest, sign_key=sign_key)
         rf.write_bytes(
             tmp / rf.MANIFEST, (json.dumps(manifest, indent=2, allow_nan=False) + "\n").encode()
         )

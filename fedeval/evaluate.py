@@ -174,6 +174,7 @@ def evaluate_data(
     ci_draws: int = DEFAULT_DRAWS,
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> Evaluation:
     """Simulate the protocol on reduced data and estimate every metric (shared entry point).
 
@@ -191,6 +192,7 @@ def evaluate_data(
         ci_draws=ci_draws,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
     return evaluate_run(run, buckets=buckets, thresholds=thresholds, quantiles=quantiles)
 
@@ -286,6 +288,7 @@ def evaluate(
     ci_draws: int = DEFAULT_DRAWS,
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> Evaluation:
     """Evaluate a scored classifier under a privacy model, as the federated protocol would.
 
@@ -332,6 +335,7 @@ def evaluate(
         ci_draws=ci_draws,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
 
 

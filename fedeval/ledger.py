@@ -1,24 +1,52 @@
-"""The privacy budget ledger: every release charged against a total ε, composed by an accountant.
+"""The privacy budget ledger (v2): every release charged against a stored budget, per dataset.
 
-A ledger is a JSON Lines file, one release per line (model, unit, neighbouring relation, ε, δ,
-mechanism and its parameters, what the release covered, time). Before a release is shown, its
-cost is composed with everything already in the ledger and the run is refused if the total would
-exceed the budget; checking and appending happen under a file lock, so concurrent runs cannot
-both slip under the budget or lose an entry.
+A ledger is a JSON Lines file. Its first line is a header that stores the budget, fixed when the
+ledger is created::
 
-Composition uses Google's dp_accounting (the accountant Flower and PipelineDP use) with its
-privacy-loss-distribution accountant at δ = 0: fedeval's releases are pure ε-DP, where basic
-composition (ε adds up) is exact. A distdp release is a `DiscreteLaplaceDpEvent` (parameter
-ε/Δ, sensitivity Δ, the noise actually added); an OUE (localdp) release, for which
-dp_accounting has no event, is charged as a discrete Laplace event of the same pure ε, which
-composes identically at δ = 0. Federated releases add no noise and cannot be charged to a budget.
+    {"schema": "fedeval.ledger/2", "budget": {"epsilon": 3.0, "delta": 0.0}, "created": "…"}
+
+and every further line is one release (`make_entry`): time, command, what it covered, the dataset
+label, model, unit, neighbouring relation, ε, δ, the machine-readable DP event, the mechanism and
+the fedeval version. A ledger records no seed and no file path.
+
+Totals are per dataset, and a total composes releases about the same people only: within one
+dataset every entry must share the unit of privacy (example or client) and the neighbouring
+relation (add-remove or replace). The budget applies to each dataset's total. Checking and
+appending happen under a file lock, so concurrent runs cannot both slip under the budget or lose
+an entry. A `--seed` run is a reproducible simulation, not a private release, and is refused.
+
+Composition (see `total_epsilon`):
+
+* Every event pure ε-DP (distdp's discrete Laplace, OUE local DP): ε = Σ ε_i at δ = 0. This is
+  exact: the privacy loss of a composition is the sum of independent losses, so its largest
+  value (which is ε at δ = 0) is the sum of the largest values, Σ ε_i; no accountant can do
+  better at δ = 0. It needs no accountant, and so cannot fail for any Δ. dp_accounting's PLD
+  accountant was not used for this: at δ = 0 it returns ε = ∞ whenever a privacy-loss pmf
+  becomes dense (its pessimistic tail truncation puts 1e-15 of mass at +∞ on every dense
+  self-composition and composition, and a pmf turns dense past 1000 loss values), which happens
+  for one discrete Laplace event with Δ ≥ 1000 and, with Δ = 1, for a ledger of about 60–100
+  releases; its construction also lists every integer in [−Δ, 0], a MemoryError for
+  Δ = L·levels = 3·10^9; and it rounds each ε up to a 1e-4 grid.
+* Any Gaussian event (multiclass user-level DP): ε at the ledger's δ by one dp_accounting
+  `RdpAccountant` over every event of the dataset. The Gaussian's RDP curve α/(2z²) is exact
+  (it is the zCDP the multiclass paper accounts with) and composes k-fold without
+  discretisation. A pure ε-DP event enters as binary randomized response with the same ε
+  (`RandomizedResponseDpEvent`, two buckets, p = 2/(1 + e^ε)): every pure ε-DP mechanism is a
+  post-processing of it (Kairouz, Oh & Viswanath 2015), so its Rényi divergences are an upper
+  bound, whatever Δ; for discrete Laplace with Δ = 1 it is exact (that pair is binary
+  randomized response). The ledger reports the smaller of that and basic composition
+  Σ ε_pure + ε_Gaussian(δ) — both are valid (ε, δ) bounds for the same composition. The Rényi
+  orders are dp_accounting's defaults plus the grid `fedeval.multiclass` calibrates its noise on
+  (`RDP_ORDER_GRID`), so a release calibrated to exactly (ε, δ) is charged at most ε.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,24 +54,36 @@ from typing import Any
 
 from fedeval.errors import FedevalError, InputError, UsageError
 
-SCHEMA = "fedeval.ledger-entry/1"
+SCHEMA = "fedeval.ledger/2"
+ENTRY_SCHEMA = "fedeval.ledger-entry/2"
+V1_ENTRY_SCHEMA = "fedeval.ledger-entry/1"
 TOLERANCE = 1e-9
-"""Relative slack when comparing a total with the budget (float rounding only)."""
+"""Relative slack when comparing a total with the budget, or an ε with its event (rounding)."""
+DEFAULT_DATASET = "default"
+RDP_ORDER_GRID = (1e-3, 1e5, 2000)
+"""Rényi orders α − 1 the ledger adds to dp_accounting's defaults: 2,000 log-spaced values from
+1e-3 to 1e5, the grid `fedeval.multiclass.privacy` calibrates its noise on. The minimum over a
+superset of its orders is never larger, so a release calibrated to (ε, δ) is charged at most ε."""
+_DATASET_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,127}")
+_LEAKY_KEYS = frozenset({"seed", "source", "path"})
 
 
 class BudgetExceeded(FedevalError):
     """The release would take the ledger past its budget; nothing was released."""
 
 
+# --- optional dependencies -------------------------------------------------------------------
+
+
 def _accounting():
     try:
-        from dp_accounting import dp_event
-        from dp_accounting.pld import pld_privacy_accountant
+        from dp_accounting import dp_event, privacy_accountant
+        from dp_accounting.rdp import rdp_privacy_accountant
     except ImportError:
         raise UsageError(
             "the privacy ledger needs dp-accounting: pip install 'fedeval[accounting]'"
         ) from None
-    return dp_event, pld_privacy_accountant
+    return dp_event, privacy_accountant, rdp_privacy_accountant
 
 
 @contextlib.contextmanager
@@ -59,99 +99,418 @@ def _locked(path: Path) -> Iterator[None]:
         yield
 
 
-def read_ledger(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """The entries of a ledger (an absent file is an empty ledger)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    entries = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"ledger '{path}', line {i}: not valid JSON ({e}).") from None
-            if not isinstance(entry, dict) or entry.get("schema") != SCHEMA:
-                raise InputError(f"ledger '{path}', line {i}: not a fedeval ledger entry.")
-            entries.append(entry)
-    return entries
+# --- DP events -------------------------------------------------------------------------------
 
 
-def _event(entry: dict[str, Any]):
-    dp_event, _ = _accounting()
-    eps = entry.get("epsilon")
-    if eps is None:
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise UsageError(f"dp_event: {what} must be a finite number. Found {value!r}.")
+    return float(value)
+
+
+def _leaves(event: Any) -> list[tuple]:
+    """The event as a flat list of ("pure", ε) and ("gaussian", z, k) leaves.
+
+    Refuses unknown or malformed events, and events that add no noise.
+    """
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise UsageError(f"dp_event must be an object with a 'type'. Found {event!r}.")
+    kind = event["type"]
+    if kind == "none":
         raise UsageError(
-            f"a {entry.get('model')} release adds no noise: it cannot be charged to a privacy "
-            "budget (its ε is unbounded)."
+            "this release adds no noise: it cannot be charged to a privacy budget (its ε is "
+            "unbounded)."
         )
-    mech = entry.get("mechanism") or {}
-    if entry["model"] == "distdp":
-        sensitivity = int(mech["sensitivity"])
-        return dp_event.DiscreteLaplaceDpEvent(
-            noise_parameter=eps / sensitivity, sensitivity=sensitivity
-        )
-    # Pure ε-DP without a dedicated event: a discrete Laplace event of the same pure ε, whose
-    # privacy loss dp_accounting represents exactly (a continuous Laplace event's PLD puts tail
-    # mass at infinity, which makes ε at δ = 0 infinite).
-    return dp_event.DiscreteLaplaceDpEvent(noise_parameter=eps, sensitivity=1)
+    if kind == "discrete_laplace":
+        a = _number(event.get("parameter"), "discrete_laplace parameter")
+        sensitivity = event.get("sensitivity")
+        if isinstance(sensitivity, float) and sensitivity.is_integer():
+            sensitivity = int(sensitivity)
+        if isinstance(sensitivity, bool) or not isinstance(sensitivity, int) or sensitivity < 1:
+            raise UsageError(
+                f"dp_event: discrete_laplace sensitivity must be a positive integer. "
+                f"Found {event.get('sensitivity')!r}."
+            )
+        if not a > 0:
+            raise UsageError(f"dp_event: discrete_laplace parameter must be > 0. Found {a!r}.")
+        # Pure (a·Δ)-DP: the privacy loss a·(|x + Δ| − |x|) lies in [−a·Δ, a·Δ].
+        return [("pure", a * sensitivity)]
+    if kind == "pure":
+        eps = _number(event.get("epsilon"), "pure epsilon")
+        if not eps > 0:
+            raise UsageError(f"dp_event: pure epsilon must be > 0. Found {eps!r}.")
+        return [("pure", eps)]
+    if kind == "gaussian":
+        z = _number(event.get("noise_multiplier"), "gaussian noise_multiplier")
+        count = event.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise UsageError(
+                f"dp_event: gaussian count must be a positive integer. Found {count!r}."
+            )
+        if not z > 0:
+            raise UsageError(f"dp_event: gaussian noise_multiplier must be > 0. Found {z!r}.")
+        return [("gaussian", z, count)]
+    if kind == "composed":
+        events = event.get("events")
+        if not isinstance(events, list) or not events:
+            raise UsageError("dp_event: a composed event needs a non-empty list of events.")
+        return [leaf for e in events for leaf in _leaves(e)]
+    raise UsageError(
+        f"dp_event: unknown type {kind!r} (known: discrete_laplace, pure, gaussian, composed, "
+        "none)."
+    )
 
 
-def total_epsilon(entries: list[dict[str, Any]]) -> float:
-    """ε of all entries composed (δ = 0) by dp_accounting's PLD accountant."""
-    if not entries:
+def _all_leaves(entries: list[dict[str, Any]]) -> list[tuple]:
+    return [leaf for e in entries for leaf in _leaves(e.get("dp_event"))]
+
+
+def _rdp_orders(rdp) -> list[float]:
+    import numpy as np
+
+    grid = (float(a) for a in 1.0 + np.geomspace(*RDP_ORDER_GRID))
+    return sorted({float(a) for a in rdp.DEFAULT_RDP_ORDERS} | set(grid))
+
+
+def _rdp_epsilon(leaves: list[tuple], delta: float) -> float:
+    """ε at δ of the leaves composed by one dp_accounting RdpAccountant (pure events enter as
+    binary randomized response of the same ε, an upper bound on any pure ε-DP mechanism)."""
+    dp_event, privacy_accountant, rdp = _accounting()
+    counts: dict[tuple, int] = {}
+    for leaf in leaves:  # identical events composed once, k-fold
+        key = leaf[:2]
+        counts[key] = counts.get(key, 0) + (1 if leaf[0] == "pure" else leaf[2])
+    events = []
+    for (kind, value), count in counts.items():
+        if kind == "pure":
+            # Binary randomized response keeps the input with probability 1 − p/2:
+            # ln((1 − p/2)/(p/2)) = ε  ⇔  p = 2/(1 + e^ε) = 2·e^−ε/(1 + e^−ε).
+            p = 2 * math.exp(-value) / (1 + math.exp(-value))
+            event = dp_event.RandomizedResponseDpEvent(noise_parameter=p, num_buckets=2)
+        else:
+            event = dp_event.GaussianDpEvent(value)
+        events.append(dp_event.SelfComposedDpEvent(event, count))
+    # The events are already calibrated to the dataset's own neighbouring relation (Δ and the
+    # clipping norm are under that relation); REPLACE_ONE only selects dp_accounting's exact
+    # two-point pair for randomized response. The Gaussian's RDP does not depend on it.
+    accountant = rdp.RdpAccountant(
+        _rdp_orders(rdp), neighboring_relation=privacy_accountant.NeighboringRelation.REPLACE_ONE
+    )
+    event = dp_event.ComposedDpEvent(events)
+    if not accountant.supports(event):
+        raise UsageError(
+            "this dp-accounting cannot compose these events; upgrade: "
+            "pip install -U 'fedeval[accounting]'"
+        )
+    accountant.compose(event)
+    return float(accountant.get_epsilon(delta))
+
+
+def _compose(leaves: list[tuple], delta: float) -> float:
+    if not leaves:
         return 0.0
-    dp_event, pld = _accounting()
-    accountant = pld.PLDAccountant()
-    accountant.compose(dp_event.ComposedDpEvent([_event(e) for e in entries]))
-    return float(accountant.get_epsilon(0.0))
+    pure = [leaf[1] for leaf in leaves if leaf[0] == "pure"]
+    if len(pure) == len(leaves):
+        return math.fsum(pure)  # exact at δ = 0 (see the module docstring)
+    if not delta > 0:
+        raise UsageError(
+            "a Gaussian release has no finite ε at δ = 0, and this total is kept at δ = 0: "
+            "charge it to a ledger created with a δ > 0."
+        )
+    joint = _rdp_epsilon(leaves, delta)
+    gaussian = [leaf for leaf in leaves if leaf[0] == "gaussian"]
+    basic = math.fsum(pure) + _rdp_epsilon(gaussian, delta) if pure else joint
+    eps = min(joint, basic)
+    if not math.isfinite(eps):  # cannot happen for finite, positive parameters
+        raise UsageError(f"the composed ε at δ = {delta:g} is not finite.")
+    return eps
+
+
+def _same_units(entries: list[dict[str, Any]], what: str) -> None:
+    kinds = {(e.get("unit"), e.get("relation")) for e in entries}
+    if len(kinds) > 1:
+        listed = " and ".join(f"unit {u}, relation {r}" for u, r in sorted(kinds, key=str))
+        raise UsageError(
+            f"{what} mixes {listed}: a composed total must refer to one unit of privacy and "
+            "one neighbouring relation."
+        )
+
+
+def total_epsilon(entries: list[dict[str, Any]], delta: float = 0.0) -> float:
+    """ε of `entries` composed: Σ ε_i at δ = 0 if every event is pure (exact), else ε at `delta`
+    by one RDP accountant over every event. The entries must share unit and relation."""
+    _same_units(entries, "these entries")
+    return _compose(_all_leaves(entries), delta)
+
+
+def composition(entries: list[dict[str, Any]], delta: float = 0.0) -> str:
+    """How `total_epsilon` composes `entries`, in words."""
+    if all(leaf[0] == "pure" for leaf in _all_leaves(entries)):
+        return "pure ε-DP: ε adds up exactly (δ = 0)"
+    return f"Rényi DP (dp_accounting RdpAccountant, all events) at δ = {delta:g}"
+
+
+# --- entries ---------------------------------------------------------------------------------
+
+
+def _check_dataset(dataset: Any) -> str:
+    if not isinstance(dataset, str) or not _DATASET_LABEL.fullmatch(dataset):
+        raise UsageError(
+            f"the dataset must be a short label (letters, digits, _ . : @ + = -), not a file "
+            f"path. Found {dataset!r}."
+        )
+    return dataset
 
 
 def make_entry(
-    doc: dict[str, Any], *, command: str, covered: str, source: str | None
+    doc: dict[str, Any], *, command: str, covered: str, dataset: str = DEFAULT_DATASET
 ) -> dict[str, Any]:
-    """A ledger entry for a release described by a report document's privacy section."""
-    p = doc["privacy"]
+    """A ledger entry for the release described by a document's privacy section.
+
+    Refuses releases that add no noise, documents without a DP event, and reproducible (--seed)
+    simulations. The entry holds no seed and no file path.
+    """
+    p = doc.get("privacy") if isinstance(doc, dict) else None
+    if not isinstance(p, dict):
+        raise UsageError("this document has no privacy section: nothing to charge.")
+    event = p.get("dp_event")
+    if event is None:
+        if p.get("model") == "federated":
+            _leaves({"type": "none"})
+        raise UsageError(
+            "this document's privacy section states no dp_event (written by an older fedeval?): "
+            "it cannot be charged."
+        )
+    _leaves(event)
+    if p.get("reproducible_simulation"):
+        raise UsageError(
+            "a --seed run is a reproducible simulation, not a private release; it cannot be "
+            "charged to a privacy budget. Run without --seed to make a private release."
+        )
+    mechanism = p.get("mechanism") or {}
     return {
-        "schema": SCHEMA,
+        "schema": ENTRY_SCHEMA,
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": command,
-        "source": source,
-        "model": p["model"],
-        "unit": p["unit"],
-        "neighbouring": p["neighbouring"],
-        "epsilon": p["epsilon"],
-        "delta": p["delta"],
-        "mechanism": p["mechanism"] | {"height": p["height"], "shape": p["shape"]},
         "covered": covered,
-        "seed": (doc.get("run") or {}).get("seed"),
+        "dataset": _check_dataset(dataset),
+        "model": p.get("model"),
+        "unit": p.get("unit"),
+        "relation": p.get("relation"),
+        "epsilon": p.get("epsilon"),
+        "delta": p.get("delta"),
+        "dp_event": event,
+        "mechanism": {k: v for k, v in mechanism.items() if k not in _LEAKY_KEYS},
         "fedeval_version": doc.get("fedeval_version"),
     }
 
 
-def charge(path: str | os.PathLike, entry: dict[str, Any], budget: float) -> float:
-    """Append `entry` if the composed total stays within `budget`; return the new total.
-
-    Raises `BudgetExceeded` (and writes nothing) if it would not.
-    """
-    if not budget > 0:
-        raise UsageError(f"--budget must be a positive ε. Found {budget}.")
-    path = Path(path)
-    _event(entry)  # refuse unchargeable releases before taking the lock
-    with _locked(path):
-        entries = read_ledger(path)
-        before = total_epsilon(entries)
-        after = total_epsilon([*entries, entry])
-        if after > budget * (1 + TOLERANCE):
-            raise BudgetExceeded(
-                f"this release (ε = {entry['epsilon']:g}) would take the ledger '{path}' from "
-                f"ε = {before:g} to {after:g}, over its budget of {budget:g}; nothing was "
-                "released."
+def _check_entry(entry: Any) -> list[tuple]:
+    """Validate an entry before it is charged; its event's leaves."""
+    if not isinstance(entry, dict) or entry.get("schema") != ENTRY_SCHEMA:
+        raise UsageError(f"not a fedeval ledger entry (schema {ENTRY_SCHEMA}).")
+    if _LEAKY_KEYS & entry.keys():
+        raise UsageError("a ledger entry must not record a seed or a file path.")
+    _check_dataset(entry.get("dataset"))
+    for key in ("unit", "relation"):
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise UsageError(f"a ledger entry needs its {key}. Found {entry.get(key)!r}.")
+    leaves = _leaves(entry.get("dp_event"))
+    claimed = entry.get("epsilon")
+    if isinstance(claimed, bool) or not isinstance(claimed, int | float) or not claimed >= 0:
+        raise UsageError(f"a ledger entry needs its ε. Found {claimed!r}.")
+    if all(leaf[0] == "pure" for leaf in leaves):
+        implied = math.fsum(leaf[1] for leaf in leaves)
+        if not math.isclose(claimed, implied, rel_tol=TOLERANCE):
+            raise UsageError(
+                f"the release's ε ({claimed!r}) disagrees with its dp_event (ε = {implied:g}): "
+                "refusing to charge it."
             )
+    return leaves
+
+
+# --- the file --------------------------------------------------------------------------------
+
+
+def _check_header(header: Any, where: str) -> dict[str, Any]:
+    budget = header.get("budget") if isinstance(header, dict) else None
+    eps = budget.get("epsilon") if isinstance(budget, dict) else None
+    delta = budget.get("delta") if isinstance(budget, dict) else None
+    ok = (
+        isinstance(eps, int | float)
+        and isinstance(delta, int | float)
+        and math.isfinite(eps)
+        and eps > 0
+        and 0 <= delta < 1
+    )
+    if not ok:
+        raise InputError(f"{where}: the ledger header has no valid budget {{epsilon, delta}}.")
+    return header
+
+
+def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The header and entries of a ledger (an absent or empty file: no header, no entries).
+
+    A version-1 ledger (entries without a header) is refused: its total mixed units.
+    """
+    path = Path(path)
+    if not path.exists():
+        return None, []
+    header: dict[str, Any] | None = None
+    entries: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"ledger '{path}', line {i}"
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{where}: not valid JSON ({e}).") from None
+            schema = item.get("schema") if isinstance(item, dict) else None
+            if schema == V1_ENTRY_SCHEMA:
+                raise InputError(
+                    f"ledger '{path}' is a version-1 fedeval ledger: its total added "
+                    "example-level and client-level ε (and every dataset's) as if they were one "
+                    "unit, and it stored no budget, so it cannot be continued. Keep it as a "
+                    "record and start a new ledger under a new name, giving its budget once: "
+                    "--ledger NEW.jsonl --budget ε."
+                )
+            if schema == SCHEMA:
+                if header is not None or entries:
+                    raise InputError(f"{where}: a ledger header may only be the first line.")
+                header = _check_header(item, where)
+            elif schema == ENTRY_SCHEMA:
+                if header is None:
+                    raise InputError(f"{where}: an entry before the ledger header.")
+                entries.append(item)
+            else:
+                raise InputError(f"{where}: not a fedeval ledger entry.")
+    return header, entries
+
+
+def _group(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        groups.setdefault(e.get("dataset", DEFAULT_DATASET), []).append(e)
+    return groups
+
+
+def totals(header: dict[str, Any] | None, entries: list[dict[str, Any]]) -> dict[str, float]:
+    """Each dataset's composed ε (`total_epsilon` at the ledger's δ)."""
+    delta = float(header["budget"]["delta"]) if header else 0.0
+    out = {}
+    for dataset, group in _group(entries).items():
+        _same_units(group, f"dataset '{dataset}'")
+        out[dataset] = _compose(_all_leaves(group), delta)
+    return out
+
+
+def check_budget(
+    path: str | os.PathLike, budget: float | None = None, delta: float | None = None
+) -> dict[str, Any] | None:
+    """Read the ledger's header and check a given budget (and δ) against the stored one.
+
+    Returns the header (None for a ledger not created yet). Refuses a v1 or malformed ledger, and
+    a budget that differs from the stored one.
+    """
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise UsageError(f"--budget must be a positive ε. Found {budget}.")
+    if delta is not None and not 0 <= delta < 1:
+        raise UsageError(f"the ledger's δ must be in [0, 1). Found {delta}.")
+    header, _ = read_ledger(path)
+    if header is not None:
+        stored = header["budget"]
+        if (budget is not None and not math.isclose(budget, stored["epsilon"], rel_tol=1e-12)) or (
+            delta is not None and not math.isclose(delta, stored["delta"], rel_tol=1e-12)
+        ):
+            raise UsageError(
+                f"ledger '{path}' stores its budget ε = {stored['epsilon']:g}, δ = "
+                f"{stored['delta']:g} (fixed when it was created); a different budget is "
+                "refused. Leave out --budget to use the stored one."
+            )
+    return header
+
+
+def charge(
+    path: str | os.PathLike,
+    entry: dict[str, Any],
+    budget: float | None = None,
+    delta: float | None = None,
+) -> float:
+    """Append `entry` if its dataset's composed total stays within the stored budget; return
+    that dataset's new total ε.
+
+    A ledger that does not exist is created with `budget` (required then) and `delta` (default:
+    the entry's δ if it has a Gaussian event, else 0). An existing ledger refuses a `budget` or
+    `delta` that differs from its stored one. Raises `BudgetExceeded` (and writes nothing) if the
+    total would exceed the budget.
+    """
+    path = Path(path)
+    leaves = _check_entry(entry)  # refuse unchargeable releases before taking the lock
+    check_budget(path, budget, delta)  # fail fast; checked again under the lock
+    dataset = entry["dataset"]
+    with _locked(path):
+        header = check_budget(path, budget, delta)
+        _, entries = read_ledger(path)
+        created = header is None
+        if created:
+            if budget is None:
+                raise UsageError(
+                    f"ledger '{path}' does not exist yet: give its budget to create it "
+                    "(--budget ε); it is stored in the ledger."
+                )
+            if delta is None:
+                gaussian = any(leaf[0] == "gaussian" for leaf in leaves)
+                delta = float(entry.get("delta") or 0.0) if gaussian else 0.0
+            header = {
+                "schema": SCHEMA,
+                "budget": {"epsilon": float(budget), "delta": float(delta)},
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        limit = float(header["budget"]["epsilon"])
+        ledger_delta = float(header["budget"]["delta"])
+        same = _group(entries).get(dataset, [])
+        if same:
+            _same_units(same, f"dataset '{dataset}' of ledger '{path}'")
+            unit, relation = same[0]["unit"], same[0]["relation"]
+            if (entry["unit"], entry["relation"]) != (unit, relation):
+                raise UsageError(
+                    f"dataset '{dataset}' of ledger '{path}' holds releases with unit {unit}, "
+                    f"relation {relation}; this release has unit {entry['unit']}, relation "
+                    f"{entry['relation']}. A composed total must refer to one unit and one "
+                    "neighbouring relation: charge it to another dataset or ledger."
+                )
+        before_leaves = _all_leaves(same)
+        before = _compose(before_leaves, ledger_delta)
+        after = _compose([*before_leaves, *leaves], ledger_delta)
+        if after > limit * (1 + TOLERANCE):
+            raise BudgetExceeded(
+                f"this release (ε = {entry['epsilon']:g}) would take dataset '{dataset}' of the "
+                f"ledger '{path}' from ε = {before:g} to {after:g}, over its budget of "
+                f"{limit:g}; nothing was released."
+            )
+        lines = [header] if created else []
+        lines.append(entry)
+        text = "".join(json.dumps(item, allow_nan=False) + "\n" for item in lines)
         with path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, allow_nan=False) + "\n")
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         return after
+
+
+def describe_event(event: Any) -> str:
+    """A DP event in a few words (for tables)."""
+    if not isinstance(event, dict):
+        return "?"
+    match event.get("type"):
+        case "discrete_laplace":
+            return f"DLap Δ={event.get('sensitivity')}"
+        case "pure":
+            return "pure"
+        case "gaussian":
+            return f"Gauss z={event.get('noise_multiplier')}×{event.get('count', 1)}"
+        case "composed":
+            return " + ".join(describe_event(e) for e in event.get("events") or [])
+    return str(event.get("type"))

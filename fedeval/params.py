@@ -22,9 +22,11 @@ from fedeval.config import (
     MAX_HEIGHT,
     PrivacyConfig,
     PrivacyModel,
+    Relation,
     Shape,
     Unit,
     check_epsilon,
+    check_relation,
     check_unit,
 )
 from fedeval.errors import UsageError
@@ -80,10 +82,12 @@ def resolve_config(
     shape: Shape | str = "auto",
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> PrivacyConfig:
     """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε.
 
-    Under unit client the auto height sees the budget one example gets, ε/L."""
+    Under unit client the auto height sees the budget one example gets, ε/L; `relation` is the
+    neighbouring relation (None: the model's default, `fedeval.config.DEFAULT_RELATION`)."""
     try:
         model = PrivacyModel(model)
     except ValueError as e:
@@ -93,8 +97,12 @@ def resolve_config(
         epsilon = DEFAULT_EPSILON[model]
     check_epsilon(model, epsilon)  # before ε enters the height formula
     unit = check_unit(unit, max_examples)
+    relation = check_relation(model, relation)
     if height == "auto":
-        per_example = None if epsilon is None else epsilon / (max_examples or 1)
+        # The budget one example gets: ε/L; under distdp halved by replace (Δ doubles).
+        doubled = model is PrivacyModel.DISTDP and relation is Relation.REPLACE
+        factor = (max_examples or 1) * (2 if doubled else 1)
+        per_example = None if epsilon is None else epsilon / factor
         height = auto_height(model, n, per_example)
     else:
         try:
@@ -114,6 +122,7 @@ def resolve_config(
         epsilon=epsilon,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
 
 

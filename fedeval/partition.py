@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import secrets
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
@@ -332,6 +333,10 @@ def partition_file(
     if scheme is Scheme.COLUMN:
         codes, k = _client_codes(table.column(client_col), name, client_col)
     else:
+        # Assigning clients protects nothing (it shapes a simulation), so an unseeded run draws
+        # a seed and reports it: the partition can always be made again.
+        if seed is None:
+            seed = secrets.randbits(63)
         rng, seed_used = rng_and_seed(seed)
         k = n_clients
         codes = assign_clients(y, k, scheme, rng, beta=beta, zipf=zipf)

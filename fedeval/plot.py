@@ -61,9 +61,12 @@ def describe_setting(run: Simulated, *details: str) -> str:
     head = cfg.model.value
     if cfg.model is not PrivacyModel.FEDERATED and cfg.epsilon is not None:
         head += f", ε = {cfg.epsilon:g}"
-    size = f"{run.rows:,} examples"
-    if run.clients != run.rows:
-        size += f", {run.clients:,} clients"
+    if run.rows is None:
+        size = f"≈ {run.examples_estimate:,.0f} examples (noisy estimate)"
+    else:
+        size = f"{run.rows:,} examples"
+        if run.clients is not None and run.clients != run.rows:
+            size += f", {run.clients:,} clients"
     return " · ".join([head, f"{cfg.shape.value} h = {cfg.height}", *details, size])
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig, PrivacyModel
+from fedeval.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.errors import ReleaseError
 from fedeval.hierarchy import consistent_leaves
 
@@ -43,23 +43,27 @@ def example_nodes(cells: np.ndarray, labels: np.ndarray, config: PrivacyConfig) 
 
 @dataclass(frozen=True, eq=False)
 class Release:
-    """Summed client reports of one protocol run (or of a part of its clients).
+    """Summed client reports of one protocol run: one or more cohorts' unmasked sums.
 
     Attributes
     ----------
     config : the privacy configuration every report was made under.
-    population : the number of clients the protocol was set up for; under ``distdp`` each
-        client's noise share is calibrated to it, so only the sum over all of them is private.
     counts : int64, one entry per released node (see the module docstring for the layout).
-    reporters : int64, per released level, the number of example reports summed into it.
-    n_clients : clients whose reports are in this sum.
+    reporters : int64, per released level, the number of reports summed into it, where that
+        number is known and public: exact under federated, the (public) number of OUE reports
+        under localdp; None under distdp, where no exact count is released.
+    n_clients : clients whose reports are in the sum, where public (None otherwise).
+    cohorts : secure sums (cohorts) added together; under distdp each carries its own full
+        discrete Laplace noise, so the noise variance of a count is `cohorts` times one.
+    seeded : the noise came from a user-given seed (a reproducible simulation, not private).
     """
 
     config: PrivacyConfig
-    population: int
     counts: np.ndarray
-    reporters: np.ndarray
-    n_clients: int
+    reporters: np.ndarray | None
+    n_clients: int | None
+    cohorts: int = 1
+    seeded: bool = False
 
     def __post_init__(self) -> None:
         expected = int(level_offsets(self.config)[-1])
@@ -68,32 +72,31 @@ class Release:
                 f"release counts must have {expected} entries for {self.config}. "
                 f"Found shape {self.counts.shape}."
             )
-        if self.reporters.shape != (len(self.config.levels),):
+        if self.reporters is not None and self.reporters.shape != (len(self.config.levels),):
             raise ReleaseError("release reporters must hold one count per released level.")
-
-    @classmethod
-    def empty(cls, config: PrivacyConfig, population: int) -> Release:
-        """The identity of `+`: no clients yet."""
-        n = int(level_offsets(config)[-1])
-        return cls(
-            config, population, np.zeros(n, np.int64), np.zeros(len(config.levels), np.int64), 0
-        )
+        if isinstance(self.cohorts, bool) or not isinstance(self.cohorts, int) or self.cohorts < 1:
+            raise ReleaseError(f"a release sums at least one cohort. Found {self.cohorts!r}.")
 
     def __add__(self, other: Release) -> Release:
+        """Merge the releases of disjoint cohorts of one protocol run."""
         if not isinstance(other, Release):
             return NotImplemented
-        if other.config != self.config or other.population != self.population:
+        if other.config != self.config:
             raise ReleaseError(
                 "cannot merge releases made under different parameters: "
-                f"{self.config} (population {self.population}) and "
-                f"{other.config} (population {other.population})."
+                f"{self.config} and {other.config}."
             )
+
+        def both(a, b):
+            return None if a is None or b is None else a + b
+
         return Release(
             self.config,
-            self.population,
             self.counts + other.counts,
-            self.reporters + other.reporters,
-            self.n_clients + other.n_clients,
+            both(self.reporters, other.reporters),
+            both(self.n_clients, other.n_clients),
+            self.cohorts + other.cohorts,
+            self.seeded or other.seeded,
         )
 
     def __radd__(self, other: object) -> Release:
@@ -102,17 +105,18 @@ class Release:
         return NotImplemented
 
     @property
-    def examples(self) -> int:
-        """Examples whose reports are summed in: under OUE each reports one level, otherwise
-        every example reports on every level."""
+    def examples(self) -> int | None:
+        """Examples whose reports are summed in, where that count is exact and public: under
+        federated every example reports on every level; under localdp with unit example each
+        sends one report. None where it is not released (distdp; localdp unit client, whose
+        reports include empty padding)."""
+        if self.reporters is None:
+            return None
         if self.config.model is PrivacyModel.LOCALDP:
+            if self.config.unit is Unit.CLIENT:
+                return None
             return int(self.reporters.sum())
         return int(self.reporters[0]) if len(self.reporters) else 0
-
-    @property
-    def complete(self) -> bool:
-        """Whether every client of the population has reported."""
-        return self.n_clients == self.population
 
     def level_counts(self) -> list[np.ndarray]:
         """Counts per released level, each of shape (2, 2^k): [negatives, positives]."""
@@ -123,18 +127,9 @@ class Release:
         ]
 
     def histogram(self) -> ScoreHistogram:
-        """Decode: unbiased level estimates, then constrained inference to consistent leaves.
-
-        Refuses an incomplete distdp release: with clients missing, the summed noise is smaller
-        than the discrete Laplace the privacy claim rests on.
-        """
+        """Decode: unbiased level estimates, then constrained inference to consistent leaves."""
         from fedeval.privacy import mechanism_for
 
-        if self.config.model is PrivacyModel.DISTDP and not self.complete:
-            raise ReleaseError(
-                f"the release holds {self.n_clients} of {self.population} clients' reports; under "
-                "distdp the noise is only complete (and ε-DP holds) once every client has reported."
-            )
         measured, variances = mechanism_for(self.config.model).decode(self)
         leaves = np.stack(
             [
@@ -142,7 +137,8 @@ class Release:
                 for c in (0, 1)
             ]
         )
-        return ScoreHistogram(self.config, leaves, tuple(variances), tuple(self.reporters.tolist()))
+        reporters = () if self.reporters is None else tuple(self.reporters.tolist())
+        return ScoreHistogram(self.config, leaves, tuple(variances), reporters, self.cohorts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +155,7 @@ class ScoreHistogram:
     leaves: np.ndarray
     level_variances: tuple[float, ...]
     reporters: tuple[int, ...] = ()
+    cohorts: int = 1
 
     def noise_draws(self, n_draws: int, rng: np.random.Generator) -> np.ndarray | None:
         """`n_draws` fresh draws of the release's noise as it reaches the consistent leaves,

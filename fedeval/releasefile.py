@@ -1,10 +1,17 @@
 """Saved releases: the aggregate a protocol run produced, as a versioned JSON document.
 
-Schema ``fedeval.aggregate/1``: the privacy configuration, the population, the summed counts of
-every released node and the reports per level (the `Release`), and the score range the cells
-cover. Everything fedeval estimates can be recomputed from it, with error bars, without the raw
-data. Compatibility contract as for reports: within version 1 fields are never removed or
-re-meant; a reader refuses a newer version.
+Schema ``fedeval.aggregate/2``: the privacy claim (the mechanism's section: configuration,
+relation, noise, DP event, guarantee), the summed counts of every released node, the number of
+cohorts (secure sums) they add up, the score range the cells cover, and only the exact counts
+the mechanism may publish (reports per level under localdp and without DP, the number of
+clients under replace and without DP; nothing exact under add-remove). No seed, no path. The
+document is sealed with a SHA-256 digest of its canonical content (optionally Ed25519-signed);
+loading verifies it and checks the counts' consistency. Everything fedeval estimates can be
+recomputed from it, with error bars, without the raw data.
+
+Compatibility contract: within version 2 fields are never removed or re-meant; a reader refuses a
+newer version. Version 1 documents are refused: their distdp releases published exact counts
+beside the noisy ones, so the guarantee they printed did not hold.
 """
 
 from __future__ import annotations
@@ -16,31 +23,33 @@ from typing import Any
 import numpy as np
 
 import fedeval
-from fedeval.config import config_dict, config_from_dict
+from fedeval.config import config_from_dict
 from fedeval.documents import load_document, write_document
 from fedeval.errors import FedevalError, InputError
+from fedeval.privacy.mechanism import mechanism_of
 from fedeval.release import Release
 
 SCHEMA_PREFIX = "fedeval.aggregate/"
-VERSION = 1
+VERSION = 2
 SCHEMA = f"{SCHEMA_PREFIX}{VERSION}"
 
 
-def release_dict(
-    release: Release, score_range: tuple[float, float], *, source: str | None = None
-) -> dict[str, Any]:
-    cfg = release.config
-    return {
+def release_dict(release: Release, score_range: tuple[float, float]) -> dict[str, Any]:
+    """The document of `release`: what the analyst receives, and nothing more."""
+    mech = mechanism_of(release.config, seeded=release.seeded)
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "fedeval_version": fedeval.__version__,
-        "privacy": config_dict(cfg),
-        "source": source,
+        "privacy": mech.section(),
         "score_range": [float(score_range[0]), float(score_range[1])],
-        "population": release.population,
-        "n_clients": release.n_clients,
-        "reporters": release.reporters.tolist(),
+        "cohorts": release.cohorts,
         "counts": release.counts.tolist(),
     }
+    if release.reporters is not None:
+        doc["reporters"] = release.reporters.tolist()
+    if release.n_clients is not None and mech.exact_counts_public:
+        doc["n_clients"] = release.n_clients
+    return doc
 
 
 def save_release(
@@ -48,41 +57,81 @@ def save_release(
     release: Release,
     score_range: tuple[float, float],
     *,
-    source: str | None = None,
+    sign_key: Any = None,
 ) -> None:
-    """Write the aggregate atomically."""
-    write_document(release_dict(release, score_range, source=source), path)
+    """Write the aggregate atomically, sealed (and signed with `sign_key`, an Ed25519 private
+    key, if given)."""
+    write_document(release_dict(release, score_range), path, sign_key=sign_key)
 
 
-def load_release(path: str | os.PathLike) -> tuple[Release, tuple[float, float]]:
-    """Read and check a saved aggregate; `InputError` names the file and what is wrong."""
+def load_release(
+    path: str | os.PathLike, *, verify_key: Any = None
+) -> tuple[Release, tuple[float, float]]:
+    """Read, verify and check a saved aggregate; `InputError` names the file and what is wrong.
+
+    `verify_key` (an Ed25519 public key) requires a valid signature by that key."""
+    from fedeval.consistency import check_release_consistency
+
     name = str(path)
+    hint = "Save one with `fedeval evaluate FILE --save-release aggregate.fedeval`."
     doc = load_document(
         path,
         prefix=SCHEMA_PREFIX,
         version=VERSION,
         noun="aggregate",
         kind="an aggregate",
-        hint="Save one with `fedeval evaluate FILE --save-release aggregate.fedeval`.",
+        hint=hint,
+        verify_key=verify_key,
     )
+    if doc["schema"] != SCHEMA:
+        raise InputError(
+            f"'{name}' is a '{doc['schema']}' document: releases before {SCHEMA} published exact "
+            "counts beside the noisy ones, so their privacy guarantee did not hold. Aggregate "
+            "or simulate the release again with this version."
+        )
     try:
-        config = config_from_dict(doc["privacy"])
+        privacy = doc["privacy"]
+        config = config_from_dict(privacy)
+        seeded = privacy["reproducible_simulation"]
+        if not isinstance(seeded, bool):
+            raise ValueError("privacy.reproducible_simulation must be true or false")
         lo, hi = (float(x) for x in doc["score_range"])
-        counts = np.asarray(doc["counts"])
-        reporters = np.asarray(doc["reporters"])
-        if counts.dtype.kind != "i" or reporters.dtype.kind != "i":
-            raise ValueError("counts and reporters must be integers")
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")
-        release = Release(
-            config,
-            int(doc["population"]),
-            counts.astype(np.int64),
-            reporters.astype(np.int64),
-            int(doc["n_clients"]),
-        )
+        counts = _integers(doc["counts"], "counts")
+        reporters = _integers(doc["reporters"], "reporters") if "reporters" in doc else None
+        n_clients = doc.get("n_clients")
+        if n_clients is not None and (
+            isinstance(n_clients, bool) or not isinstance(n_clients, int)
+        ):
+            raise ValueError("n_clients must be an integer")
+        cohorts = doc["cohorts"]
+        if isinstance(cohorts, bool) or not isinstance(cohorts, int):
+            raise ValueError("cohorts must be an integer")
+        release = Release(config, counts, reporters, n_clients, cohorts, seeded)
+        mech = mechanism_of(config, seeded=seeded)
+        if not mech.exact_counts_public and (reporters is not None or n_clients is not None):
+            raise ValueError(f"a {config.relation} release must not carry exact counts")
+        if mech.section() != _claim_fields(privacy, mech.section()):
+            raise ValueError(
+                "its privacy section does not match what its configuration implies (edited?)"
+            )
     except KeyError as e:
         raise InputError(f"'{name}' is not a valid aggregate: field {e} is missing.") from None
     except (FedevalError, TypeError, ValueError) as e:
         raise InputError(f"'{name}' is not a valid aggregate: {e}") from None
+    check_release_consistency(release, (lo, hi), name)
     return release, (lo, hi)
+
+
+def _integers(values: object, field: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ValueError(f"{field} must be a list of integers")
+    return arr.astype(np.int64)
+
+
+def _claim_fields(stored: dict[str, Any], expected: dict[str, Any]) -> dict[str, Any]:
+    """The stored privacy section restricted to the fields the mechanism states (so fields
+    added later do not break the comparison)."""
+    return {k: stored.get(k) for k in expected}

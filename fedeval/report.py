@@ -1,6 +1,6 @@
 """Reports: the versioned JSON document and the rich table.
 
-Schema ``fedeval.report/1``. Compatibility contract: within schema version 1, fields are never
+Schema ``fedeval.report/2``. Compatibility contract: within schema version 2, fields are never
 removed, renamed or given a new meaning; new fields may appear. ``simulation`` says whether the
 release was simulated from a raw table (``exact`` values exist only then, and only when asked
 for); it is false for estimates from a real deployment's aggregate.
@@ -24,54 +24,13 @@ from fedeval.evaluate import Evaluation
 from fedeval.results import Estimate
 from fedeval.simulate import Simulated
 
-SCHEMA = "fedeval.report/1"
-CURVES_SCHEMA = "fedeval.curves/1"
-
-
-def neighbouring(cfg) -> str | None:
-    """The neighbouring relation the ε claim is over: one example, or one client's examples."""
-    if cfg.model is PrivacyModel.FEDERATED:
-        return None
-    if cfg.unit is Unit.CLIENT:
-        who = f"one client (all its examples, at most {cfg.max_examples} after the cap)"
-    else:
-        who = "one example"
-    if cfg.model is PrivacyModel.DISTDP:
-        return f"add or remove {who}"
-    if cfg.unit is Unit.CLIENT:
-        return f"any two inputs of {who}'s reports (local DP)"
-    return "any two inputs of one example's report (local DP)"
+SCHEMA = "fedeval.report/2"
+CURVES_SCHEMA = "fedeval.curves/2"
 
 
 def guarantee(run: Simulated) -> str:
-    """The privacy claim in words: exactly what the added noise supports."""
-    cfg = run.config
-    eps = cfg.epsilon
-    unit = "one client" if cfg.unit is Unit.CLIENT else "one example"
-    match cfg.model:
-        case PrivacyModel.FEDERATED:
-            return (
-                "no differential privacy: secure aggregation hides individual reports but the "
-                "released sums are exact"
-            )
-        case PrivacyModel.DISTDP:
-            return (
-                f"pure {eps:g}-DP (δ = 0) for the whole release, neighbouring datasets differ by "
-                f"adding or removing {unit}; holds if every client adds its noise share. The "
-                "number of examples per level is released exactly and treated as public"
-            )
-        case PrivacyModel.LOCALDP:
-            if cfg.unit is Unit.CLIENT:
-                return (
-                    f"pure {eps:g}-local DP (δ = 0) for each client: its at most "
-                    f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to {eps:g}; "
-                    f"the release is {eps:g}-DP as post-processing"
-                )
-            return (
-                f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
-                f"{eps:g}-DP as post-processing"
-            )
-    raise AssertionError(cfg.model)
+    """The privacy claim in words, as the run's mechanism states it."""
+    return run.mechanism.guarantee()
 
 
 def _num(x: float | None) -> float | None:
@@ -91,21 +50,13 @@ def _estimate(e: Estimate) -> dict[str, Any]:
 
 
 def privacy_section(run: Simulated) -> dict[str, Any]:
-    """Model, ε, δ, unit, neighbouring relation, mechanism and release shape: the full claim."""
+    """The full claim, from the run's mechanism (model, ε, δ, unit, relation, noise, DP event,
+    what the server and the analyst learn), and notes that need the raw data (simulation only).
+    """
     cfg = run.config
-    privacy: dict[str, Any] = {
-        "model": cfg.model.value,
-        "epsilon": cfg.epsilon,
-        "delta": run.delta,
-        "unit": cfg.unit.value,
-        "max_examples": cfg.max_examples,
-        "neighbouring": neighbouring(cfg),
-        "mechanism": run.mechanism,
-        "height": cfg.height,
-        "shape": cfg.shape.value,
-        "levels": list(cfg.levels),
-        "guarantee": guarantee(run),
-    }
+    privacy = run.mechanism.section()
+    if run.truth is None:
+        return privacy  # from a release, or with --no-exact: nothing beyond the release
     if cfg.unit is Unit.CLIENT:
         if run.dropped:
             privacy["note"] = (
@@ -113,7 +64,7 @@ def privacy_section(run: Simulated) -> dict[str, Any]:
                 "client (chosen at random); the exact values cover every example, so the errors "
                 "include the cap's effect"
             )
-    elif run.clients != run.rows:
+    elif run.clients != run.rows and cfg.model is not PrivacyModel.FEDERATED:
         privacy["note"] = (
             f"{run.rows} examples are held by {run.clients} clients; the guarantee covers one "
             "example, so a client holding k examples is protected at k·ε (group privacy)"
@@ -122,22 +73,64 @@ def privacy_section(run: Simulated) -> dict[str, Any]:
 
 
 def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
-    """The sections every fedeval document shares."""
+    """The sections every fedeval document shares.
+
+    Exact sizes (rows, clients) and the input's name appear only where the mechanism may
+    publish them or the document is a simulation report holding exact values anyway; otherwise
+    the document is post-processing of the release alone. A seed appears only in a seeded
+    (reproducible, not private) run.
+    """
     hist = run.histogram
+    exact = run.truth is not None
+    data: dict[str, Any] = {}
+    if exact:
+        data["source"] = source
+    if exact or run.mechanism.examples_public:
+        data["rows"] = run.rows
+    if exact or run.mechanism.clients_public:
+        data["clients"] = run.clients
+    data |= {
+        "examples_estimate": run.examples_estimate,
+        "positives_estimate": hist.positives,
+        "negatives_estimate": hist.negatives,
+    }
+    run_section: dict[str, Any] = {
+        "path": None if run.path is None else run.path.value,
+        "reproducible_simulation": run.mechanism.seeded,
+    }
+    if run.seed is not None and run.simulation:
+        run_section["seed"] = run.seed
     return {
         "schema": schema,
         "fedeval_version": fedeval.__version__,
         "simulation": run.simulation,
+        "exact_values": exact,
         "privacy": privacy_section(run),
-        "data": {
-            "source": source,
-            "rows": run.rows,
-            "clients": run.clients,
-            "positives_estimate": hist.positives,
-            "negatives_estimate": hist.negatives,
-        },
-        "run": {"seed": run.seed, "path": None if run.path is None else run.path.value},
+        "data": data,
+        "run": run_section,
     }
+
+
+def shareable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document fit to hand on under DP (e.g. a calibration map file): the exact values a
+    simulation knows (and the sizes and source name beside them) removed, so that what remains
+    is post-processing of the release. Without DP, or without exact values, `doc` itself."""
+    if not doc.get("exact_values") or doc["privacy"]["model"] == PrivacyModel.FEDERATED.value:
+        return doc
+    import copy
+
+    def strip(x: Any) -> Any:
+        if isinstance(x, dict):
+            return {k: (None if k in ("exact", "abs_error") else strip(v)) for k, v in x.items()}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return x
+
+    out = strip(copy.deepcopy(doc))
+    out["exact_values"] = False
+    out["privacy"].pop("note", None)
+    out["data"] = {k: v for k, v in out["data"].items() if k.endswith("_estimate")}
+    return out
 
 
 def _curve_areas(c: CurveResult) -> dict[str, Any]:
@@ -173,7 +166,7 @@ def to_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, Any]:
 
 
 def curves_dict(c: CurveResult, *, source: str | None = None) -> dict[str, Any]:
-    """`fedeval.curves/1`: areas and the curves at the estimated quantiles (threshold null at
+    """`fedeval.curves/2`: areas and the curves at the estimated quantiles (threshold null at
     the two ends, where every example is negative / positive)."""
     doc = document(CURVES_SCHEMA, c.run, source)
     pts = c.points
@@ -201,7 +194,7 @@ def curves_csv(c: CurveResult) -> str:
 def map_dict(
     cal: CalibrationResult, *, source: str | None = None, score_col: str = "score"
 ) -> dict[str, Any]:
-    """`fedeval.calibration-map/1`: the map in the scores' own units, with its provenance."""
+    """`fedeval.calibration-map/2`: the map in the scores' own units, with its provenance."""
     from fedeval.mapfile import SCHEMA as MAP_SCHEMA
 
     lo, hi = cal.run.score_range
@@ -245,13 +238,21 @@ def _render_header(run: Simulated, console: Console, source: str | None) -> None
     cfg = run.config
     eps = "" if cfg.epsilon is None else f", ε = {cfg.epsilon:g}"
     name = escape(source or "scores")
+    if run.rows is not None and (run.truth is not None or run.mechanism.examples_public):
+        size = f"{run.rows:,} examples" + (
+            "" if run.clients is None else f", {run.clients:,} clients"
+        )
+    else:
+        size = f"≈ {run.examples_estimate:,.0f} examples (noisy estimate)"
     head = (
-        f"[bold]{name}[/bold]: {run.rows:,} examples, {run.clients:,} clients · "
+        f"[bold]{name}[/bold]: {size} · "
         f"model [bold]{cfg.model.value}[/bold]{eps} · {cfg.shape.value} release, "
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
     console.print(head, soft_wrap=True)
-    console.print(f"[dim]{run.mechanism['name']} · {guarantee(run)}[/dim]", soft_wrap=True)
+    console.print(
+        f"[dim]{run.mechanism.parameters()['name']} · {guarantee(run)}[/dim]", soft_wrap=True
+    )
 
 
 def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
@@ -272,7 +273,7 @@ def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Ta
 
 
 def _footer(run: Simulated, console: Console, exact: bool) -> None:
-    foot = [f"seed {run.seed}"] if run.seed is not None else []
+    foot = [f"seed {run.seed} (not private)"] if run.seed is not None and run.simulation else []
     if exact:
         foot.append("exact values: --format json")
     if foot:

@@ -7,7 +7,7 @@ reports directly, the per-client path materialises every client's report, as `en
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 
@@ -21,6 +21,7 @@ from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.hierarchy import cell_index
 from fedeval.params import resolve_config
 from fedeval.privacy import mechanism_for
+from fedeval.privacy.mechanism import Mechanism, mechanism_of
 from fedeval.release import Release, ScoreHistogram, level_offsets
 
 
@@ -46,7 +47,19 @@ def reading_options(
 def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generator) -> Release:
     """Draw the aggregate of all clients' reports directly (equal in distribution)."""
     mech = mechanism_for(config.model)
-    return mech.draw(data.leaf_counts(config.height), data.n_clients, config, data.n_clients, rng)
+    return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
+
+
+def _seeded(release: Release, seeded: bool) -> Release:
+    return replace(release, seeded=True) if seeded else release
+
+
+def batch_width(config: PrivacyConfig) -> int:
+    """Entries one client's reports hold, for sizing batches of clients: its node vector, or
+    under localdp its (at most L) reports' bits at the finest level."""
+    if config.model is PrivacyModel.LOCALDP:
+        return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
+    return int(level_offsets(config)[-1])
 
 
 def client_batches(
@@ -75,7 +88,8 @@ def per_client_release(
     """Materialise every client's report, in batches of clients, and sum them (reference path).
 
     Clients are taken in batches so that one batch's reports hold at most `max_cells` entries;
-    `progress(done, total)` is called after each batch.
+    `progress(done, total)` is called after each batch. All clients form one cohort, so each
+    distdp share is sized to them all.
     """
     ex = data.examples
     if ex is None:
@@ -84,15 +98,35 @@ def per_client_release(
     cells = cell_index(ex.unit_scores, config.height)
     n = data.n_clients
     width = int(level_offsets(config)[-1])
-    total = Release.empty(config, n)
-    for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
-        reports, reporters = mech.client_reports(
+    counts = np.zeros(width, np.int64)
+    reporters = np.zeros(len(config.levels), np.int64)
+    for c0, c1, sel in client_batches(ex.client, n, batch_width(config), max_cells):
+        reports, per_level = mech.client_reports(
             cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config, n, rng
         )
-        total = total + Release(config, n, reports.sum(axis=0), reporters.sum(axis=0), c1 - c0)
+        counts += reports.sum(axis=0)
+        if per_level is not None:
+            reporters += per_level.sum(axis=0)
         if progress is not None:
             progress(c1, n)
-    return total
+    return release_of_cohort(config, counts, reporters, n)
+
+
+def release_of_cohort(
+    config: PrivacyConfig, counts: np.ndarray, reporters: np.ndarray | None, n_clients: int
+) -> Release:
+    """The release of one cohort's unmasked sum, keeping only the counts the mechanism may
+    publish: reports per level under localdp (public), exact totals without DP, nothing exact
+    under distdp."""
+    from fedeval.privacy.federated import reporters_from_counts
+
+    public = mechanism_of(config).exact_counts_public
+    match config.model:
+        case PrivacyModel.FEDERATED:
+            reporters = reporters_from_counts(counts, config)
+        case PrivacyModel.DISTDP:
+            reporters = None
+    return Release(config, counts, reporters, n_clients if public else None, 1)
 
 
 def simulate_release(
@@ -108,12 +142,24 @@ def simulate_release(
 
 
 def rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Generator, int | None]:
-    """One generator for the whole run; a fresh seed is drawn and returned so it can be reported."""
+    """One generator for the whole run, and the seed to report.
+
+    Without a seed the generator is seeded from the OS CSPRNG (128 bits of `secrets` entropy
+    through `numpy.random.SeedSequence`) and nothing is returned to report: a private run
+    publishes no seed. A given seed (or Generator) is a reproducible simulation; its documents
+    say they are not private (`seeded`)."""
     if isinstance(seed, np.random.Generator):
         return seed, None
     if seed is None:
-        seed = int(np.random.SeedSequence().entropy % (1 << 32))
-    return np.random.default_rng(seed), int(seed)
+        return np.random.default_rng(np.random.SeedSequence()), None
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise UsageError(f"`seed` must be a non-negative integer. Found {seed!r}.")
+    return np.random.default_rng(int(seed)), int(seed)
+
+
+def is_seeded(seed: int | np.random.Generator | None) -> bool:
+    """Whether a run's noise is reproducible from what its caller gave (not private)."""
+    return seed is not None
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,15 +168,17 @@ class Simulated:
     or loaded from a saved aggregate (then `truth` is None and no exact values exist).
 
     `truth` holds each class's sorted raw scores: the exact values a simulation reports.
+    `rows` and `clients` are exact where known (a simulation's input; a release that may publish
+    them), else None: use `examples_estimate`, computed from the noisy counts.
     """
 
     config: PrivacyConfig
-    mechanism: dict
+    mechanism: Mechanism
     release: Release = field(repr=False)
     histogram: ScoreHistogram = field(repr=False)
     score_range: tuple[float, float] = (0.0, 1.0)
-    rows: int = 0
-    clients: int = 0
+    rows: int | None = 0
+    clients: int | None = 0
     truth: SortedScores | None = field(default=None, repr=False)
     seed: int | None = None
     path: SimulationPath | None = None
@@ -145,6 +193,20 @@ class Simulated:
         if self.ci_draws <= 0:
             return None
         return self.histogram.noise_draws(self.ci_draws, self.ci_rng)
+
+    @property
+    def examples_estimate(self) -> float:
+        """Examples in the release as the noisy counts estimate them (post-processing)."""
+        return self.histogram.positives + self.histogram.negatives
+
+    @property
+    def size_for_tuning(self) -> float:
+        """n for parameter formulas (buckets, quantiles): exact where the mechanism may publish
+        it, else the release's own estimate, so that what is tuned from it stays
+        post-processing of the release."""
+        if self.rows is not None and self.mechanism.examples_public:
+            return float(self.rows)
+        return max(self.examples_estimate, 1.0)
 
     @property
     def delta(self) -> float | None:
@@ -174,7 +236,7 @@ class Simulated:
         hist = release.histogram()
         if hist.positives <= 0 or hist.negatives <= 0:
             raise InputError("the release holds no positive or no negative examples.")
-        mechanism = mechanism_for(release.config.model).describe(release.config, release.population)
+        mechanism = mechanism_of(release.config, seeded=release.seeded)
         return cls(
             release.config,
             mechanism,
@@ -209,6 +271,7 @@ def simulate(
     ci_draws: int = DEFAULT_DRAWS,
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
+    relation: str | None = None,
 ) -> Simulated:
     """Resolve the configuration, run the protocol once and decode the release.
 
@@ -229,6 +292,7 @@ def simulate(
         shape=shape,
         unit=unit,
         max_examples=max_examples,
+        relation=relation,
     )
     path = SimulationPath(path)
     _check_ci_draws(ci_draws)
@@ -236,8 +300,8 @@ def simulate(
     ci_rng, cap_rng = rng.spawn(2)
     if config.unit is Unit.CLIENT:
         data = cap_examples(data, config.max_examples, cap_rng)
-    release = simulate_release(data, config, rng, path, progress)
-    mechanism = mechanism_for(config.model).describe(config, data.n_clients)
+    release = _seeded(simulate_release(data, config, rng, path, progress), seed_used is not None)
+    mechanism = mechanism_of(config, seeded=release.seeded)
     return Simulated(
         config,
         mechanism,

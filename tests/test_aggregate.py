@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedeval.cli import app
+from fedeval.integrity import seal
 
 runner = CliRunner()
 
@@ -47,6 +48,13 @@ def work(tmp_path, monkeypatch):
 def encode(src: str, out: str, *extra: str, model: str = "federated") -> None:
     r = run("encode", src, "-m", model, "--height", "4", "-o", out, "--seed", "1", *extra)
     assert r.exit_code == 0, r.output
+
+
+def rewrite_manifest(directory: str, manifest: dict) -> None:
+    """A manifest edited by someone who also recomputes its digest (the seal proves nothing
+    against them; the server's own checks must catch the edit)."""
+    manifest.pop("integrity", None)
+    Path(directory, "manifest.json").write_text(json.dumps(seal(manifest)))
 
 
 def refused(args, *fragments: str) -> str:
@@ -112,8 +120,30 @@ def test_part_listed_twice_is_refused(work):
     encode("clients.parquet", "reports")
     manifest = json.loads(Path("reports/manifest.json").read_text())
     manifest["parts"].append(manifest["parts"][0])
-    Path("reports/manifest.json").write_text(json.dumps(manifest))
+    rewrite_manifest("reports", manifest)
     refused(["reports"], "reports twice")
+
+
+def test_edited_manifest_is_refused(work):
+    encode("clients.parquet", "reports", model="distdp")
+    manifest = json.loads(Path("reports/manifest.json").read_text())
+    manifest["privacy"]["epsilon"] = 10.0  # a bigger ε than the clients noised for
+    Path("reports/manifest.json").write_text(json.dumps(manifest))
+    refused(["reports"], "integrity check failed", "manifest.json")
+    # Recomputing the digest does not help: the stated claim no longer matches the noise.
+    rewrite_manifest("reports", manifest)
+    refused(["reports"], "privacy section does not match")
+
+
+def test_small_cohorts_are_refused(work):
+    pd.read_parquet("clients.parquet").query("client < 5").to_parquet("tiny.parquet")
+    r = run("encode", "tiny.parquet", "-m", "federated", "-o", "tiny")
+    assert r.exit_code == 2 and "at least 10" in flat(r.stderr)
+    assert not Path("tiny").exists()
+    encode("tiny.parquet", "tiny", "--min-cohort", "3")
+    refused(["tiny"], "below the minimum of 10")
+    r = run("aggregate", "tiny", "--min-cohort", "3", "-o", "agg.fedeval")
+    assert r.exit_code == 0, r.output
 
 
 def test_same_clients_in_two_cohorts_are_refused(work):
@@ -135,9 +165,14 @@ def test_wrong_population_is_refused(work):
     refused(["reports", "--population", "999"], "encoded for a population of", "not 999")
 
 
-def test_distdp_needs_every_cohort(work):
+def test_distdp_cohort_alone_is_private_and_aggregates(work):
+    # Shares are sized to the cohort, so one cohort of a larger run carries the full noise
+    # and may be unmasked and released on its own.
     encode("half_a.parquet", "a", "--population", "1000", model="distdp")
-    refused(["a"], "noise share")
+    r = run("aggregate", "a", "-o", "agg.fedeval")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(Path("agg.fedeval").read_text())
+    assert doc["cohorts"] == 1 and "n_clients" not in doc and "reporters" not in doc
 
 
 def test_two_cohorts_sum_to_the_whole(work):
@@ -153,8 +188,13 @@ def test_two_cohorts_sum_to_the_whole(work):
     r = run("aggregate", "a", "b", "-o", "agg.fedeval")
     assert r.exit_code == 0, r.output
     doc = json.loads(Path("agg.fedeval").read_text())
-    assert doc["n_clients"] == doc["population"] == total
-    assert doc["reporters"] == [600] * 4
+    # Under add-remove no exact count is released; each cohort brought its own noise.
+    assert doc["cohorts"] == 2
+    assert not {"n_clients", "reporters", "population", "source"} & set(doc)
+    assert doc["privacy"]["relation"] == "add-remove"
+    r = run("evaluate", "--from", "agg.fedeval", "--format", "json")
+    assert r.exit_code == 0, r.output
+    assert "rows" not in json.loads(r.stdout)["data"]
 
 
 def test_dropout_recovery_end_to_end(work):
@@ -166,7 +206,7 @@ def test_dropout_recovery_end_to_end(work):
     Path("reports/recovery.parquet").unlink()
     manifest = json.loads(Path("reports/manifest.json").read_text())
     manifest["recovery"] = None
-    Path("reports/manifest.json").write_text(json.dumps(manifest))
+    rewrite_manifest("reports", manifest)
     Path("agg.fedeval").unlink()
     refused(["reports"], "no recovery seeds")
 

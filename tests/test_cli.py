@@ -134,7 +134,7 @@ def test_json_report_is_one_document_with_the_schema(scores):
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
     doc = json.loads(result.stdout)  # the whole of stdout is one JSON document
-    assert doc["schema"] == "fedeval.report/1"
+    assert doc["schema"] == "fedeval.report/2"
     assert doc["fedeval_version"] == fedeval.__version__
 
     privacy = doc["privacy"]
@@ -149,7 +149,7 @@ def test_json_report_is_one_document_with_the_schema(scores):
     assert doc["data"]["rows"] == N
     assert doc["data"]["clients"] == N  # no client column: one example per client
     assert doc["data"]["source"] == scores
-    assert doc["run"] == {"seed": SEED, "path": "fast"}
+    assert doc["run"] == {"seed": SEED, "path": "fast", "reproducible_simulation": True}
 
     auc = doc["metrics"]["auc"]
     assert set(auc) >= {"estimate", "exact", "abs_error"}
@@ -246,7 +246,7 @@ def test_output_file_holds_the_same_document(scores):
     assert result.exit_code == 0, result.stderr
     written = Path("out/report.json").read_text()
     assert written == result.stdout
-    assert json.loads(written)["schema"] == "fedeval.report/1"
+    assert json.loads(written)["schema"] == "fedeval.report/2"
     assert sorted(p.name for p in Path("out").iterdir()) == ["report.json"]
 
 
@@ -275,9 +275,15 @@ def test_different_seed_different_estimates(scores, model):
     assert a["metrics"]["auc"]["exact"] == b["metrics"]["auc"]["exact"]
 
 
-def test_seed_is_reported_when_not_given(scores):
+def test_no_seed_is_published_when_not_given(scores):
+    # A private run draws its noise from the OS CSPRNG and publishes no seed; a seeded run is a
+    # reproducible simulation, and says it is not private.
     doc = run_json(scores)
-    assert isinstance(doc["run"]["seed"], int)
+    assert "seed" not in doc["run"] and doc["run"]["reproducible_simulation"] is False
+    assert "NOT private" not in doc["privacy"]["guarantee"]
+    seeded = run_json(scores, "--seed", "5")
+    assert seeded["run"]["seed"] == 5 and seeded["run"]["reproducible_simulation"] is True
+    assert seeded["privacy"]["guarantee"].startswith("reproducible simulation (--seed): NOT")
 
 
 def test_csv_on_stdin(workdir):
@@ -287,9 +293,11 @@ def test_csv_on_stdin(workdir):
     assert doc["data"]["source"] == "<stdin>"
     assert doc["data"]["rows"] == N
     parquet = write_parquet("same.parquet", score=s, label=y)
+    # The same report but for the source's name (and so the seal over the whole document).
     assert doc == {
         **run_json(str(parquet), "--seed", str(SEED)),
         "data": doc["data"],
+        "integrity": doc["integrity"],
     }
 
 
@@ -610,7 +618,7 @@ def test_curves_json_csv_and_table(bigger):
     r = invoke("curves", bigger, "--model", "federated", "-q", "32", "--format", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "fedeval.curves/1"
+    assert doc["schema"] == "fedeval.curves/2"
     pts = doc["curves"]["points"]
     assert pts["threshold"][0] is None and pts["threshold"][-1] is None  # the two ends
     assert (pts["fpr"][0], pts["tpr"][0]) == (0.0, 0.0)
@@ -651,7 +659,7 @@ def test_calibrate_writes_a_map_and_apply_pipes(bigger):
     r = invoke("calibrate", bigger, "--seed", "1", "-o", "m.json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(Path("m.json").read_text())
-    assert doc["schema"] == "fedeval.calibration-map/1"
+    assert doc["schema"] == "fedeval.calibration-map/2"
     assert doc["privacy"]["model"] == "distdp" and doc["privacy"]["epsilon"] == 1.0
     assert doc["ece"]["bins"] == 15 and doc["ece"]["calibrated"]["in_sample"] is True
     assert len(doc["edges"]) == len(doc["values"]) + 1
@@ -696,7 +704,7 @@ def test_apply_refuses_a_report_and_leaves_no_output(bigger):
     run_json(bigger, "--seed", "1", "-o", "report.json")
     r = invoke("apply", "report.json", bigger, "-o", "out.csv")
     assert r.exit_code == 2
-    assert "is a 'fedeval.report/1' document, not a calibration map" in flat(r.stderr)
+    assert "is a 'fedeval.report/2' document, not a calibration map" in flat(r.stderr)
     assert not Path("out.csv").exists()
     invoke("calibrate", bigger, "--seed", "1", "-o", "m.json")
     write_parquet("bad.parquet", score=[0.2, 1.5], label=[0, 1])

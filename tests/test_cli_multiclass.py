@@ -50,12 +50,86 @@ def test_calibrate_then_apply(work, method):
         assert np.array_equal(cal.argmax(1), logits.argmax(1))
 
 
+def all_keys(x) -> set[str]:
+    if isinstance(x, dict):
+        return set(x) | {k for v in x.values() for k in all_keys(v)}
+    if isinstance(x, list):
+        return {k for v in x for k in all_keys(v)}
+    return set()
+
+
 def test_dp_run_states_its_guarantee(work):
     r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
             "--delta", "1e-6", "--clip", "0.4", "--seed", "2", "-f", "json")  # fmt: skip
     assert r.exit_code == 0, r.output
-    text = json.dumps(json.loads(r.stdout))
-    assert "1e-06" in text and "0.4" in text
+    priv = json.loads(r.stdout)["privacy"]
+    assert priv["delta"] == 1e-6 and priv["mechanism"]["clip"] == {"temperature": 0.4}
+    assert "NOT private" in priv["guarantee"]
+
+
+@pytest.mark.parametrize("method", ["fedbbq", "fedtemp"])
+def test_unseeded_dp_map_file_holds_no_seed_and_no_exact_value(work, method):
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", method, "-e", "1",
+            "--clients", "20", "-o", "map.json", "-f", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)  # the simulation's report: exact metrics, marked so
+    assert report["exact_values"] is True and "before" in report["metrics"]
+    assert "seed" not in all_keys(report)
+    text = Path("map.json").read_text()
+    doc = json.loads(text)
+    assert "seed" not in text and not all_keys(doc) & {"metrics", "data", "rows", "clients"}
+    assert doc["exact_values"] is False and doc["privacy"] == report["privacy"]
+    assert doc["privacy"]["reproducible_simulation"] is False
+    assert "NOT private" not in text
+    assert run("apply", "map.json", "mc.parquet", "-o", "out.parquet").exit_code == 0
+
+
+def test_seeded_dp_table_says_not_private(work):
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
+            "--seed", "3", "-o", "map.json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "reproducible simulation (--seed): NOT private" in out and "seed 3" in out
+    doc = json.loads(Path("map.json").read_text())
+    assert doc["run"]["seed"] == 3 and "NOT private" in doc["privacy"]["guarantee"]
+
+
+def test_unseeded_table_shows_no_seed(work):
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1")
+    assert r.exit_code == 0, r.output
+    assert "seed" not in r.stdout.lower()
+
+
+def test_multiclass_run_is_charged_to_the_ledger(work):
+    args = ("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1.5",
+            "--rounds", "3", "--ledger", "budget.jsonl", "--budget", "2")  # fmt: skip
+    r = run(*args, "-o", "map1.json")
+    assert r.exit_code == 0, r.output
+    assert Path("map1.json").exists()
+    lines = Path("budget.jsonl").read_text().splitlines()
+    entries = [json.loads(x) for x in lines]
+    charged = [e for e in entries if e.get("dp_event")]
+    assert len(charged) == 1
+    assert charged[0]["dp_event"]["type"] == "gaussian" and charged[0]["unit"] == "client"
+    assert charged[0]["relation"] == "add-remove"
+    assert "seed" not in Path("budget.jsonl").read_text()
+    # Two such runs compose past ε = 2: the second is refused and shows and writes nothing.
+    r = run(*args, "-o", "map2.json", "-f", "json")
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and not Path("map2.json").exists()
+    assert Path("budget.jsonl").read_text().splitlines() == lines
+
+
+def test_seeded_run_cannot_be_charged(work):
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1", "--seed",
+            "1", "--ledger", "budget.jsonl", "--budget", "2", "-o", "map.json")  # fmt: skip
+    assert r.exit_code == 2
+    assert "--seed" in " ".join(r.stderr.split()) and not Path("map.json").exists()
+
+
+def test_budget_needs_a_ledger(work):
+    r = run("calibrate", "mc.parquet", "--multiclass", "-e", "1", "--budget", "2")
+    assert r.exit_code == 2 and "--ledger" in " ".join(r.stderr.split())
 
 
 @pytest.mark.parametrize(

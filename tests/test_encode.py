@@ -100,8 +100,12 @@ def test_staged_sum_is_the_per_client_release(tmp_path, model, eps, unit, cap):
         path="per-client",
     )  # fmt: skip
     np.testing.assert_array_equal(staged.counts, run.release.counts)
-    np.testing.assert_array_equal(staged.reporters, run.release.reporters)
-    assert staged.n_clients == run.release.n_clients == 400
+    if run.release.reporters is None:  # distdp: no exact count travels
+        assert staged.reporters is None
+    else:
+        np.testing.assert_array_equal(staged.reporters, run.release.reporters)
+    assert staged.n_clients == run.release.n_clients
+    assert staged.n_clients == (None if model == "distdp" else 400)
     assert staged.config == run.config
 
 
@@ -129,7 +133,7 @@ def test_distdp_staged_noise_is_discrete_laplace(tmp_path):
     data = scored_from_arrays(df["label"], df["score"], keep_scores=False, resolution=2)
     rng = np.random.default_rng(7)
     fast = np.concatenate(
-        [distdp.draw(data.leaf_counts(2), 300, cfg, 300, rng).counts - exact for _ in range(400)]
+        [distdp.draw(data.leaf_counts(2), 300, cfg, rng).counts - exact for _ in range(400)]
     )
     bins = np.array([-np.inf, -8, -4, -2, -1, 0, 1, 2, 4, 8, np.inf])  # Var ≈ 8 at α = e^−½
     a, _ = np.histogram(staged, bins - 0.5)
@@ -205,11 +209,18 @@ def test_unit_client_scales_the_noise_and_states_it(tmp_path):
     )  # fmt: skip
     manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
     assert manifest["privacy"]["unit"] == "client"
-    assert manifest["mechanism"]["sensitivity"] == 4 * 3
-    assert manifest["mechanism"]["alpha"] == pytest.approx(np.exp(-1.0 / 12))
+    assert manifest["privacy"]["relation"] == "add-remove"
+    assert manifest["privacy"]["mechanism"]["sensitivity"] == 4 * 3
+    assert manifest["privacy"]["mechanism"]["alpha"] == pytest.approx(np.exp(-1.0 / 12))
+    assert manifest["privacy"]["dp_event"] == {
+        "type": "discrete_laplace",
+        "parameter": 1.0 / 12,
+        "sensitivity": 12,
+    }
+    assert "examples" not in manifest["cohort"]  # no exact count reaches the server
     release = aggregate_reports([tmp_path / "r"]).release
     assert release.config.unit is Unit.CLIENT and release.config.max_examples == 4
-    assert release.examples <= 400
+    assert release.examples is None and release.reporters is None
 
 
 def test_cap_keeps_at_most_l_per_client_uniformly():
@@ -234,9 +245,10 @@ def test_cap_keeps_at_most_l_per_client_uniformly():
 
 
 def test_bytes_per_report():
+    # Masked reports hold every node and nothing else (no example count).
     fed = PrivacyConfig(PrivacyModel.FEDERATED, 8, Shape.FLAT)
-    assert bytes_per_report(fed) == 4 * (2 * 256 + 1)
+    assert bytes_per_report(fed) == 4 * (2 * 256)
     dist = PrivacyConfig(PrivacyModel.DISTDP, 8, Shape.HIERARCHY, 1.0)
-    assert bytes_per_report(dist) == 4 * (2 * (512 - 2) + 1)  # 4,084 bytes at h = 8
+    assert bytes_per_report(dist) == 4 * (2 * (512 - 2))  # 4,080 bytes at h = 8
     loc = PrivacyConfig(PrivacyModel.LOCALDP, 3, Shape.HIERARCHY, 5.0)
     assert bytes_per_report(loc) == pytest.approx(1 + (1 + 1 + 2) / 3)  # whole bytes

@@ -96,9 +96,12 @@ def test_seed_reproduces_and_is_reported():
     b = fedeval.evaluate(y, s, model="distdp", seed=42)
     c = fedeval.evaluate(y, s, model="distdp")
     assert a.auc.estimate == b.auc.estimate and a.seed == 42
-    assert isinstance(c.seed, int)
-    d = fedeval.evaluate(y, s, model="distdp", seed=c.seed)
-    assert d.auc.estimate == c.auc.estimate
+    # A private run draws from the OS CSPRNG and reports no seed; a seeded one says it is not
+    # private.
+    assert c.seed is None and not c.run.mechanism.seeded
+    assert a.run.mechanism.seeded and "NOT private" in a.run.mechanism.guarantee()
+    d = fedeval.evaluate(y, s, model="distdp")
+    assert d.auc.estimate != c.auc.estimate  # fresh OS entropy each run
 
 
 def test_pos_label_score_range_and_clients():

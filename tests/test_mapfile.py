@@ -66,7 +66,7 @@ def test_map_round_trips(tmp_path, method, score_range):
     path = tmp_path / "m.json"
     write_json(map_dict(res, source="x"), path)
     doc = json.loads(path.read_text())
-    assert doc["schema"] == SCHEMA == "fedeval.calibration-map/1"
+    assert doc["schema"] == SCHEMA == "fedeval.calibration-map/2"
     assert (doc["kind"], doc["method"], doc["data"]["source"]) == ("binary", method, "x")
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"]  # no temp file left
 
@@ -113,8 +113,8 @@ def test_missing_file_and_directory(tmp_path):
             "is a 'fedeval.report/1' document, not a calibration map",
         ),
         (
-            '{"schema": "fedeval.calibration-map/2"}',
-            "was written by a newer fedeval (schema 'fedeval.calibration-map/2')",
+            '{"schema": "fedeval.calibration-map/3"}',
+            "was written by a newer fedeval (schema 'fedeval.calibration-map/3')",
         ),
         ('{"schema": "fedeval.calibration-map/one"}', "unknown schema version"),
         ('{"schema": "fedeval.calibration-map/1.1"}', "unknown schema version"),
@@ -135,7 +135,7 @@ def test_invalid_utf8_is_not_json(tmp_path):
 
 
 def test_newer_version_asks_to_upgrade(tmp_path, result):
-    doc = valid_doc(result) | {"schema": "fedeval.calibration-map/2"}
+    doc = valid_doc(result) | {"schema": "fedeval.calibration-map/3"}
     msg = load_error(write_doc(tmp_path, doc))
     assert "newer fedeval" in msg and "Upgrade fedeval" in msg
 

@@ -89,27 +89,48 @@ def test_dp_result_states_the_full_claim(sample):
     )
     d = multiclass_map_dict(r, source="multiclass.parquet")
     priv = d["privacy"]
+    assert priv["model"] == "multiclass-gaussian" and priv["relation"] == "add-remove"
     assert priv["unit"] == "client" and priv["epsilon"] == 1.0 and priv["delta"] == 1e-5
-    assert priv["gaussian_releases"] == 2 * 10 * 3
-    assert priv["clip"] == {"positive": 10.0, "negative": 50.0}
-    assert set(priv["sigma"]) == {"positive", "negative"} and priv["rho"] > 0
-    assert priv["rounds"] == 3 and priv["participation"] == 0.2
+    mech = priv["mechanism"]
+    assert mech["releases"] == 2 * 10 * 3 and mech["releases_per_round"] == 20
+    assert mech["clip"] == {"positive": 10.0, "negative": 50.0}
+    assert set(mech["sigma"]) == {"positive", "negative"} and mech["rho"] > 0
+    assert mech["rounds"] == 3 and mech["participation"] == 0.2
+    assert priv["dp_event"] == {
+        "type": "gaussian",
+        "noise_multiplier": mech["noise_multiplier"],
+        "count": 60,
+    }
+    assert "NOT private" in priv["guarantee"] and priv["reproducible_simulation"] is True
     fed = d["federation"]
     assert fed["clip"] == {"positive": 10.0, "negative": 50.0}
     assert fed["partition"] == "dirichlet" and fed["beta"] == 0.5 and fed["clients"] == 100
+    # The report is the simulation's: exact metrics, marked so.
+    assert d["exact_values"] is True and d["metrics"]["exact"] is True
     assert d["metrics"]["in_sample"] is False and d["data"]["eval_rows"] == 10_000
-    assert d["run"]["seed"] == 1
+    assert d["run"] == {"path": "fast", "reproducible_simulation": True, "seed": 1}
     json.dumps(d, allow_nan=False)
 
 
-def test_same_seed_same_result_and_seed_is_reported(sample):
+def test_same_seed_same_result_and_only_a_seeded_run_has_a_seed(sample):
     kw = dict(method="fedbin", beta=0.3, epsilon=2.0, rounds=2)
     a = calibrate_multiclass(sample.labels, logits=sample.logits, seed=11, **kw)
     b = calibrate_multiclass(sample.labels, logits=sample.logits, seed=11, **kw)
     np.testing.assert_array_equal(a.calibrator.values, b.calibrator.values)
-    assert a.seed == 11
+    assert a.seed == 11 and a.seeded and a.mechanism.section()["reproducible_simulation"]
+    # Unseeded: the noise comes from the OS CSPRNG, and there is no seed to publish.
     c = calibrate_multiclass(sample.labels, logits=sample.logits, **kw)
-    assert isinstance(c.seed, int)
+    d = calibrate_multiclass(sample.labels, logits=sample.logits, **kw)
+    assert c.seed is None and not c.seeded
+    assert not np.array_equal(c.calibrator.values, d.calibrator.values)
+    doc = multiclass_map_dict(c)
+    assert "seed" not in doc["run"] and doc["run"]["reproducible_simulation"] is False
+    assert "NOT private" not in doc["privacy"]["guarantee"]
+    # A Generator passed in is a seeded simulation too, though it has no seed to print.
+    g = calibrate_multiclass(
+        sample.labels, logits=sample.logits, seed=np.random.default_rng(5), **kw
+    )
+    assert g.seed is None and g.seeded and "NOT private" in g.mechanism.guarantee()
 
 
 def test_probabilities_and_logits_inputs_agree_for_binning(sample):
@@ -129,6 +150,16 @@ def test_render_table_shows_setting_claim_and_change(sample):
     text = out.getvalue()
     assert "FedTemp" in text and "(1, 1e-05)-DP per client" in text and "IID" in text
     assert "classwise ECE %" in text and "accuracy %" in text and "temperature T =" in text
+    assert "NOT private" in text and "seed 0" in text
+
+
+def test_render_table_of_an_unseeded_run_shows_no_seed(sample):
+    r = calibrate_multiclass(sample.labels, logits=sample.logits, method="fedtemp", epsilon=1.0)
+    out = io.StringIO()
+    render_multiclass_table(r, Console(file=out, width=200), source="sample")
+    text = out.getvalue()
+    assert "(1, 1e-05)-DP per client" in text and "not in the map file" in text
+    assert "seed" not in text.lower() and "NOT private" not in text
 
 
 def small():

@@ -77,10 +77,67 @@ def test_round_trip_gives_the_same_probabilities(map_path, result):
     _, z = arrays(1)
     np.testing.assert_allclose(m(z), result.apply(z), rtol=1e-15, atol=1e-15)
     doc = json.loads(map_path.read_text())
-    assert doc["schema"] == "fedeval.calibration-map/1" and doc["kind"] == "multiclass"
+    assert doc["schema"] == "fedeval.calibration-map/2" and doc["kind"] == "multiclass"
     assert doc["input"] == "logits" and doc["classes"] == C
     assert doc["privacy"]["epsilon"] is None
     assert "no differential privacy" in doc["privacy"]["guarantee"]
+
+
+def all_keys(x) -> set[str]:
+    """Every key of every object nested in a JSON document."""
+    if isinstance(x, dict):
+        return set(x) | {k for v in x.values() for k in all_keys(v)}
+    if isinstance(x, list):
+        return {k for v in x for k in all_keys(v)}
+    return set()
+
+
+EXACT_KEYS = {"metrics", "before", "after", "accuracy_change", "cw_ece", "accuracy", "data"}
+COUNT_KEYS = {"rows", "fit_rows", "eval_rows", "clients", "source"}
+
+
+@pytest.mark.parametrize("method", ["fedbbq", "fedtemp"])
+def test_unseeded_dp_map_has_no_seed_no_exact_metric_and_no_count(tmp_path, method):
+    y, z = arrays()
+    bins = {"bins": 16} if method == "fedbbq" else {}
+    r = calibrate_multiclass(y, logits=z, method=method, clients=10, epsilon=1.0, **bins)
+    report = multiclass_map_dict(r, source="secret-name.parquet")
+    assert report["exact_values"] is True and "metrics" in report  # the simulation's report
+    path = tmp_path / "dp.json"
+    write_map(report, path)
+    text = path.read_text()
+    doc = json.loads(text)
+    keys = all_keys(doc)
+    assert "seed" not in keys and "seed" not in text
+    assert not keys & EXACT_KEYS and not keys & COUNT_KEYS
+    assert "secret-name" not in text
+    assert doc["exact_values"] is False and doc["simulation"] is True
+    assert (
+        doc["privacy"] == r.mechanism.section() and doc["run"]["reproducible_simulation"] is False
+    )
+    assert doc["federation"]["rounds"] == r.rounds
+    # What is left still applies: the same calibrator as the result's.
+    np.testing.assert_allclose(load_multiclass_map(path)(z), r.apply(z), rtol=1e-15, atol=1e-15)
+
+
+def test_seeded_dp_map_says_not_private_and_keeps_its_seed(tmp_path):
+    y, z = arrays()
+    r = calibrate_multiclass(y, logits=z, method="fedtemp", clients=10, epsilon=1.0, seed=7)
+    path = tmp_path / "dp.json"
+    write_map(multiclass_map_dict(r), path)
+    doc = json.loads(path.read_text())
+    assert doc["privacy"]["reproducible_simulation"] is True
+    assert "reproducible simulation (--seed): NOT private" in doc["privacy"]["guarantee"]
+    assert doc["run"] == {"path": "fast", "reproducible_simulation": True, "seed": 7}
+    assert "metrics" not in doc
+
+
+def test_map_without_dp_keeps_its_metrics(map_path, result):
+    doc = json.loads(map_path.read_text())
+    assert doc.pop("integrity")["sha256"]  # sealed on writing
+    assert doc == multiclass_map_dict(result, source="x.parquet")
+    assert doc["exact_values"] is True and doc["metrics"]["exact"] is True
+    assert doc["privacy"]["dp_event"] == {"type": "none"}
 
 
 def test_apply_to_parquet_adds_renormalised_columns(tmp_path, map_path, result):
@@ -213,6 +270,7 @@ def test_not_a_map(tmp_path):
 )
 def test_invalid_fields_are_named(map_path, edit, field):
     doc = json.loads(map_path.read_text())
+    doc.pop("integrity")  # edited by hand: a seal left in place would be refused first
     edit(doc)
     map_path.write_text(json.dumps(doc))
     msg = load_error(map_path)
@@ -221,6 +279,7 @@ def test_invalid_fields_are_named(map_path, edit, field):
 
 def test_invalid_calibrator_values_are_named(map_path, result):
     doc = json.loads(map_path.read_text())
+    doc.pop("integrity")
     if result.method.value == "fedtemp":
         doc["calibrator"]["temperature"] = -1.0
         field = "calibrator.temperature"
@@ -229,6 +288,13 @@ def test_invalid_calibrator_values_are_named(map_path, result):
         field = "calibrator.values"
     map_path.write_text(json.dumps(doc))
     assert f"field '{field}'" in load_error(map_path)
+
+
+def test_an_edited_sealed_map_is_refused(map_path):
+    doc = json.loads(map_path.read_text())
+    doc["classes"] = doc["classes"] + 1
+    map_path.write_text(json.dumps(doc))
+    assert "integrity check failed" in load_error(map_path)
 
 
 def test_map_dict_is_strict_json(result):

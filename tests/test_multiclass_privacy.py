@@ -1,5 +1,7 @@
 """User-level DP: the noise dp_accounting calibrates is the paper's closed form (Lemma B.7 with
-Lemma B.3), never claims more than the target ε, and the noise actually added has that σ."""
+Lemma B.3), never claims more than the target ε, and the noise actually added has that σ; the
+mechanism states its claim in the binary releases' shape, with a DP event that composes back to
+the stated ε."""
 
 from __future__ import annotations
 
@@ -11,15 +13,18 @@ import pytest
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2
 
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.errors import UsageError
 from fedeval.multiclass.binning import client_cells, fed_binning, sum_round
 from fedeval.multiclass.data import softmax
 from fedeval.multiclass.privacy import (
+    MulticlassMechanism,
     check_budget,
     dp_statement,
     epsilon_of,
 )
 from fedeval.multiclass.temperature import T_MAX, fed_temperature
+from fedeval.privacy.mechanism import NOT_PRIVATE, Mechanism
 
 TAIL = 1e-6
 """Two-sided tail of the χ² variance checks: a correct σ fails one with probability 2e-6."""
@@ -71,17 +76,82 @@ def test_sigma_is_the_papers_closed_form(eps, delta, rounds, classes):
     assert epsilon_of(st.noise_multiplier, k, delta) <= eps
 
 
-def test_statement_names_model_unit_and_parameters():
+BINARY_KEYS = set(
+    Mechanism(PrivacyConfig(PrivacyModel.DISTDP, 4, Shape.FLAT, 1.0, Unit.CLIENT, 3)).section()
+)
+
+
+def temperature_statement(**kw):
+    kw = dict(releases=12, clip={"temperature": 0.5}, rounds=12, participation=0.1) | kw
+    return dp_statement(1.0, 1e-5, **kw)
+
+
+def test_section_has_the_binary_keys_and_states_the_claim():
+    st = temperature_statement()
+    d = MulticlassMechanism(st).section()
+    assert set(d) == BINARY_KEYS
+    assert d["model"] == "multiclass-gaussian" and d["unit"] == "client"
+    assert d["relation"] == "add-remove" and "add or remove one client" in d["neighbouring"]
+    assert d["epsilon"] == 1.0 and d["delta"] == 1e-5 and d["max_examples"] is None
+    assert d["height"] is None and d["shape"] is None and d["levels"] is None
+    m = d["mechanism"]
+    assert m["rounds"] == 12 and m["releases"] == 12 and m["releases_per_round"] == 1
+    assert m["participation"] == 0.1 and m["clip"] == {"temperature": 0.5}
+    assert m["sigma"]["temperature"] == pytest.approx(0.5 * m["noise_multiplier"])
+    assert m["rho"] == pytest.approx(12 / (2 * m["noise_multiplier"] ** 2))
+    assert "no amplification" in m["accounting"]
+    assert d["dp_event"] == {
+        "type": "gaussian",
+        "noise_multiplier": st.noise_multiplier,
+        "count": 12,
+    }
+    assert d["guarantee"].startswith("(1, 1e-05)-DP per client") and "NOT" not in d["guarantee"]
+    assert "secure aggregation" in d["server_learns"] and "noisy sums" in d["server_learns"]
+    assert "post-processing" in d["analyst_learns"]
+    assert d["reproducible_simulation"] is False
+
+
+def test_a_seeded_run_says_it_is_not_private():
+    d = MulticlassMechanism(temperature_statement(), seeded=True).section()
+    assert d["guarantee"].startswith(NOT_PRIVATE) and "NOT private" in d["guarantee"]
+    assert d["reproducible_simulation"] is True
+
+
+def test_without_dp_the_section_says_so():
+    d = MulticlassMechanism(None).section()
+    assert set(d) == BINARY_KEYS
+    assert d["model"] == "federated" and d["dp_event"] == {"type": "none"}
+    assert d["epsilon"] is None and d["delta"] is None and d["relation"] is None
+    assert "no differential privacy" in d["guarantee"]
+    # A seed does not turn "no DP" into anything else.
+    assert MulticlassMechanism(None, seeded=True).guarantee() == d["guarantee"]
+
+
+@pytest.mark.parametrize(
+    ("eps", "delta", "releases"), [(1.0, 1e-5, 12), (0.5, 1e-6, 2 * 10 * 30), (4.0, 1e-5, 3)]
+)
+def test_dp_event_composes_back_to_the_stated_epsilon(eps, delta, releases):
+    from dp_accounting import dp_event
+    from dp_accounting.rdp import rdp_privacy_accountant
+
     st = dp_statement(
-        1.0, 1e-5, releases=12, clip={"temperature": 0.5}, rounds=12, participation=0.1
+        eps, delta, releases=releases, clip={"temperature": 0.5}, rounds=3, participation=0.1
     )
-    d = st.to_dict()
-    assert d["unit"] == "client" and "user-level" in d["model"] and "Gaussian" in d["model"]
-    assert d["epsilon"] == 1.0 and d["delta"] == 1e-5 and d["rounds"] == 12
-    assert d["participation"] == 0.1 and d["clip"] == {"temperature": 0.5}
-    assert d["sigma"]["temperature"] == pytest.approx(0.5 * d["noise_multiplier"])
-    assert d["rho"] == pytest.approx(12 / (2 * d["noise_multiplier"] ** 2))
-    assert "no amplification" in d["accounting"]
+    d = MulticlassMechanism(st).section()
+    event = d["dp_event"]
+    # dp_accounting's RDP accountant on its own dense grid of orders (not the module's).
+    acc = rdp_privacy_accountant.RdpAccountant(list(1 + np.linspace(0.01, 300, 30_000)))
+    acc.compose(
+        dp_event.SelfComposedDpEvent(
+            dp_event.GaussianDpEvent(event["noise_multiplier"]), event["count"]
+        )
+    )
+    assert acc.get_epsilon(delta) == pytest.approx(d["epsilon"], abs=1e-3)
+    # The ledger composes the same event to the same ε.
+    from fedeval.ledger import total_epsilon
+
+    entry = {"dp_event": event, "unit": d["unit"], "relation": d["relation"]}
+    assert total_epsilon([entry], delta) == pytest.approx(d["epsilon"], abs=1e-3)
 
 
 def chi2_bounds(df: int) -> tuple[float, float]:
@@ -163,11 +233,16 @@ def test_temperature_noise_has_the_claimed_sigma():
     assert lo < float(np.sum(x**2)) < hi
 
 
+@pytest.mark.parametrize("eps", [0.0, -1.0, math.inf, math.nan, "1", True, None])
+def test_epsilon_is_checked_by_the_shared_rule(eps):
+    with pytest.raises(UsageError, match="--epsilon must be a positive finite number"):
+        check_budget(eps, 1e-5)
+
+
 def test_budget_is_checked():
-    with pytest.raises(UsageError, match="--epsilon must be a finite number > 0"):
-        check_budget(0.0, 1e-5)
-    with pytest.raises(UsageError, match=r"--delta must be in \(0, 1\)"):
-        check_budget(1.0, 0.0)
+    for delta in (0.0, 1.0, -1e-5, True, None):
+        with pytest.raises(UsageError, match=r"--delta must be in \(0, 1\)"):
+            check_budget(1.0, delta)
     with pytest.warns(UserWarning, match="weak guarantee"):
         check_budget(20.0, 1e-5)
 

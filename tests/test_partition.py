@@ -258,6 +258,7 @@ def strip_clients(doc: dict) -> dict:
         doc["data"].pop(key)
     doc["privacy"].pop("note", None)
     doc.pop("fedeval_version")
+    doc.pop("integrity")  # the seal covers the fields removed above
     return doc
 
 

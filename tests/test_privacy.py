@@ -10,8 +10,10 @@ from scipy import stats
 
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.data import scored_from_arrays
+from fedeval.errors import UsageError
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.privacy import distdp, localdp
+from fedeval.privacy.mechanism import Mechanism
 from fedeval.simulate import fast_release, per_client_release
 
 P_REJECT = 1e-3
@@ -109,7 +111,7 @@ def test_distdp_release_is_epsilon_dp_on_neighbouring_inputs():
     def outputs(leaves):
         out = np.empty((r, 2), np.int64)
         for i in range(r):
-            rel = distdp.draw(leaves, 6, cfg, 6, rng)
+            rel = distdp.draw(leaves, 6, cfg, rng)
             out[i] = rel.counts[affected]
         return out
 
@@ -126,15 +128,15 @@ def test_distdp_check_catches_wrong_sensitivity(monkeypatch):
     # Calibrating the hierarchy's noise to Δ = 1 instead of h = 2 doubles the privacy loss.
     eps = 1.0
     cfg = PrivacyConfig(PrivacyModel.DISTDP, height=2, shape=Shape.HIERARCHY, epsilon=eps)
-    monkeypatch.setattr(distdp, "sensitivity", lambda config: 1)
+    monkeypatch.setattr(distdp, "alpha", lambda config: math.exp(-config.epsilon / 1))
     d = np.array([[2, 1, 0, 1], [0, 2, 1, 1]])
     d_prime = d.copy()
     d_prime[1, 1] -= 1
     affected = [2, 9]
     rng = np.random.default_rng(22)
     r = 60_000
-    x = np.array([distdp.draw(d, 6, cfg, 6, rng).counts[affected] for _ in range(r)])
-    y = np.array([distdp.draw(d_prime, 6, cfg, 6, rng).counts[affected] for _ in range(r)])
+    x = np.array([distdp.draw(d, 6, cfg, rng).counts[affected] for _ in range(r)])
+    y = np.array([distdp.draw(d_prime, 6, cfg, rng).counts[affected] for _ in range(r)])
     _, lo, _ = worst_log_ratio_bounds(x, y)
     _, lo2, _ = worst_log_ratio_bounds(y, x)
     assert max(lo, lo2) > eps
@@ -173,17 +175,60 @@ def test_distdp_unit_client_is_epsilon_dp_for_a_whole_client():
     cfg = PrivacyConfig(
         PrivacyModel.DISTDP, height=1, shape=Shape.FLAT, epsilon=eps, unit="client", max_examples=2
     )
-    assert distdp.sensitivity(cfg) == 2
+    assert Mechanism(cfg).sensitivity == 2
     d = np.array([[3, 1], [2, 4]])
     d_prime = d.copy()
     d_prime[1, 0] -= 2
     rng = np.random.default_rng(24)
     r = 60_000
-    x = np.array([distdp.draw(d, 5, cfg, 5, rng).counts[[2]] for _ in range(r)])
-    y = np.array([distdp.draw(d_prime, 5, cfg, 5, rng).counts[[2]] for _ in range(r)])
+    x = np.array([distdp.draw(d, 5, cfg, rng).counts[[2]] for _ in range(r)])
+    y = np.array([distdp.draw(d_prime, 5, cfg, rng).counts[[2]] for _ in range(r)])
     lo = max(worst_log_ratio_bounds(x, y)[1], worst_log_ratio_bounds(y, x)[1])
     hi = max(worst_log_ratio_bounds(x, y)[2], worst_log_ratio_bounds(y, x)[2])
     assert lo <= eps <= hi
+
+
+def test_distdp_replace_doubles_the_sensitivity():
+    # Replacing one example moves one leaf path down and another up: Δ = 2·levels. Noise for
+    # that Δ keeps the ratio within e^ε on two leaves that trade one count.
+    eps = 1.0
+    cfg = PrivacyConfig(
+        PrivacyModel.DISTDP, height=1, shape=Shape.FLAT, epsilon=eps, relation="replace"
+    )
+    assert Mechanism(cfg).sensitivity == 2
+    d = np.array([[3, 1], [2, 4]])
+    d_prime = d.copy()
+    d_prime[1, 0] -= 1
+    d_prime[0, 1] += 1
+    rng = np.random.default_rng(26)
+    r = 60_000
+    x = np.array([distdp.draw(d, 5, cfg, rng).counts[[1, 2]] for _ in range(r)])
+    y = np.array([distdp.draw(d_prime, 5, cfg, rng).counts[[1, 2]] for _ in range(r)])
+    lo = max(worst_log_ratio_bounds(x, y)[1], worst_log_ratio_bounds(y, x)[1])
+    assert lo <= eps
+
+
+def test_localdp_refuses_add_remove():
+    with pytest.raises(UsageError, match="add-remove is not available"):
+        PrivacyConfig(
+            PrivacyModel.LOCALDP, height=1, shape=Shape.FLAT, epsilon=1.0, relation="add-remove"
+        )
+
+
+def test_localdp_unit_client_sends_exactly_l_reports():
+    # Clients with 0..3 examples under L = 3: every client's reports number exactly 3, so the
+    # report count says nothing of how many examples it holds.
+    cfg = PrivacyConfig(
+        PrivacyModel.LOCALDP, height=2, shape=Shape.HIERARCHY, epsilon=1.0, unit="client",
+        max_examples=3,
+    )  # fmt: skip
+    client = np.array([1, 2, 2, 3, 3, 3])
+    cells = np.array([0, 1, 2, 3, 0, 1])
+    labels = np.array([1, 0, 1, 0, 1, 0])
+    _, per_level = localdp.client_reports(
+        cells, labels, client, 4, cfg, 4, np.random.default_rng(0)
+    )
+    np.testing.assert_array_equal(per_level.sum(axis=1), [3, 3, 3, 3])
 
 
 def test_localdp_unit_client_composes_to_epsilon():

@@ -1,4 +1,4 @@
-"""Saved releases (`fedeval.aggregate/1`) and estimating from them with no raw data."""
+"""Saved releases (`fedeval.aggregate/2`) and estimating from them with no raw data."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from fedeval.calibration import calibrate_run
 from fedeval.cli import app
 from fedeval.curves import curve_result
 from fedeval.data import scored_from_arrays
-from fedeval.errors import FedevalError, InputError
+from fedeval.errors import InputError
 from fedeval.evaluate import evaluate_run
+from fedeval.integrity import seal
 from fedeval.releasefile import SCHEMA, load_release, release_dict, save_release
 from fedeval.simulate import Simulated, simulate
 
@@ -37,7 +38,7 @@ def test_round_trip_gives_the_same_estimates(tmp_path, model):
     y = rng.integers(0, 2, 10_000)
     s = np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1) * 4 - 2  # scores in [-2, 2]
     original = simulate(scored_from_arrays(y, s, score_range=(-2, 2)), model=model, seed=5)
-    save_release(tmp_path / "a.fedeval", original.release, original.score_range, source="x")
+    save_release(tmp_path / "a.fedeval", original.release, original.score_range)
     release, score_range = load_release(tmp_path / "a.fedeval")
     assert score_range == (-2.0, 2.0)
     np.testing.assert_array_equal(release.counts, original.release.counts)
@@ -47,27 +48,39 @@ def test_round_trip_gives_the_same_estimates(tmp_path, model):
     assert a.auc.estimate == b.auc.estimate
     assert [m.recall.estimate for m in a.thresholds] == [m.recall.estimate for m in b.thresholds]
     assert b.auc.exact is None and b.auc.ci95 is not None and not loaded.simulation
-    assert loaded.rows == original.rows and loaded.clients == original.clients
+    if model == "distdp":  # add-remove: no exact size travels with the release
+        assert loaded.rows is None and loaded.clients is None
+        assert loaded.examples_estimate == pytest.approx(original.rows, rel=0.01)
+    else:
+        assert loaded.rows == original.rows and loaded.clients == original.clients
+    assert loaded.release.seeded  # the seeded simulation's release says so when loaded
+    if model != "federated":
+        assert "NOT private" in loaded.mechanism.guarantee()
     assert curve_result(original).roc_auc.estimate == curve_result(loaded).roc_auc.estimate
     ca, cb = calibrate_run(original), calibrate_run(loaded)
     np.testing.assert_array_equal(ca.map.values, cb.map.values)
 
 
 def _broken(doc: dict, **changes) -> dict:
+    """`doc` edited, and sealed again (anyone can recompute a bare digest: the reader's own
+    checks must catch the edit)."""
     out = json.loads(json.dumps(doc))
     for key, value in changes.items():
         if value is None:
             out.pop(key)
         else:
             out[key] = value
-    return out
+    return seal(out)
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"schema": "fedeval.report/1"}, "is a 'fedeval.report/1' document, not an aggregate"),
-        ({"schema": "fedeval.aggregate/2"}, "newer fedeval"),
+        ({"schema": "fedeval.aggregate/3"}, "newer fedeval"),
+        ({"schema": "fedeval.aggregate/1"}, "did not hold"),
+        ({"n_clients": 20_000}, "must not carry exact counts"),
+        ({"cohorts": 0}, "at least one cohort"),
         ({"schema": "fedeval.aggregate/x"}, "unknown schema version"),
         ({"counts": None}, "field 'counts' is missing"),
         ({"counts": [1, 2, 3]}, "entries"),
@@ -91,17 +104,46 @@ def test_other_refusals(tmp_path, run):
         load_release(tmp_path / "x")
     doc = release_dict(run.release, run.score_range)
     doc["privacy"]["model"] = "federated"  # federated with an ε is not a valid configuration
-    (tmp_path / "y").write_text(json.dumps(doc))
+    (tmp_path / "y").write_text(json.dumps(seal(doc)))
     with pytest.raises(InputError, match="epsilon"):
         load_release(tmp_path / "y")
-    # An incomplete distdp sum (clients missing) decodes to less noise than claimed: refused.
-    doc = release_dict(run.release, run.score_range)
-    doc["n_clients"] -= 1
-    (tmp_path / "z").write_text(json.dumps(doc))
-    release, score_range = load_release(tmp_path / "z")
-    with pytest.raises(FedevalError, match="every client has reported"):
-        Simulated.from_release(release, score_range)
     assert release_dict(run.release, run.score_range)["schema"] == SCHEMA
+
+
+def test_an_edited_release_is_refused(tmp_path, run):
+    # The attack from the issue: counts edited to move the AUC. The seal catches it, naming
+    # the file and the check.
+    doc = seal(release_dict(run.release, run.score_range))
+    doc["counts"][0] += 500
+    (tmp_path / "a.fedeval").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"a\.fedeval.*integrity check failed"):
+        load_release(tmp_path / "a.fedeval")
+    # An edited privacy claim (a smaller ε than the noise added, re-sealed) does not match the
+    # mechanism the configuration implies.
+    doc = release_dict(run.release, run.score_range)
+    doc["privacy"]["guarantee"] = "pure 0.01-DP"
+    (tmp_path / "b.fedeval").write_text(json.dumps(seal(doc)))
+    with pytest.raises(InputError, match="privacy section does not match"):
+        load_release(tmp_path / "b.fedeval")
+
+
+def test_federated_counts_are_checked_for_consistency(tmp_path):
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 2000)
+    fed = simulate(scored_from_arrays(y, rng.random(2000)), model="federated", height=3,
+                   shape="hierarchy")  # fmt: skip
+    doc = release_dict(fed.release, fed.score_range)
+    doc["counts"][-1] += 7  # a leaf that no longer sums to its parent
+    (tmp_path / "f.fedeval").write_text(json.dumps(seal(doc)))
+    with pytest.raises(InputError, match=r"f\.fedeval.*consistency check failed"):
+        load_release(tmp_path / "f.fedeval")
+
+
+def test_distdp_release_holds_no_exact_count_or_seed(run):
+    doc = release_dict(run.release, run.score_range)
+    assert not {"n_clients", "reporters", "population", "source", "seed"} & set(doc)
+    assert doc["privacy"]["reproducible_simulation"] is True  # `run` was seeded
+    assert doc["privacy"]["dp_event"]["type"] == "discrete_laplace"
 
 
 def test_cli_save_and_from(tmp_path, monkeypatch):
@@ -114,8 +156,6 @@ def test_cli_save_and_from(tmp_path, monkeypatch):
         [
             "evaluate",
             "s.parquet",
-            "--seed",
-            "1",
             "--save-release",
             "a.fedeval",
             "--format",
@@ -146,8 +186,10 @@ def test_cli_save_and_from(tmp_path, monkeypatch):
     loaded = json.loads(r.stdout)
     assert loaded["simulation"] is False and loaded["metrics"]["auc"]["exact"] is None
     assert loaded["metrics"]["auc"]["estimate"] == simulated["metrics"]["auc"]["estimate"]
+    assert "rows" not in loaded["data"] and "seed" not in loaded["run"]
     assert "nothing charged" in r.stderr
-    assert len(Path("l.jsonl").read_text().splitlines()) == 1  # only the simulated release
+    # The header (budget), then only the simulated release.
+    assert len(Path("l.jsonl").read_text().splitlines()) == 2
     for cmd in ("curves", "calibrate"):
         assert runner.invoke(app, [cmd, "--from", "a.fedeval"]).exit_code == 0
     r = runner.invoke(app, ["evaluate", "--from", "a.fedeval", "--epsilon", "2"])

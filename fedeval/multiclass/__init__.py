@@ -19,12 +19,15 @@ from fedeval.multiclass.maps import (
     apply_multiclass_map_file,
     load_multiclass_map,
     map_kind,
+    shareable_map,
     write_map,
 )
+from fedeval.multiclass.privacy import MulticlassMechanism
 
 __all__ = [
     "Method",
     "MulticlassMap",
+    "MulticlassMechanism",
     "MulticlassResult",
     "apply_multiclass_map_file",
     "calibrate_multiclass",
@@ -34,5 +37,6 @@ __all__ = [
     "map_kind",
     "multiclass_map_dict",
     "render_multiclass_table",
+    "shareable_map",
     "write_map",
 ]

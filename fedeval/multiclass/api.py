@@ -48,6 +48,7 @@ from fedeval.multiclass.maps import (
     apply_multiclass_map_file,
     calibrated_probs,
     calibrator_fields,
+    shareable_map,
 )
 from fedeval.multiclass.metrics import DEFAULT_ECE_BINS, Metrics, measure
 from fedeval.multiclass.privacy import (
@@ -55,8 +56,8 @@ from fedeval.multiclass.privacy import (
     DEFAULT_POSITIVE_CLIP,
     DEFAULT_TEMPERATURE_CLIP,
     DPStatement,
+    MulticlassMechanism,
     dp_statement,
-    no_dp_statement,
 )
 from fedeval.multiclass.temperature import TemperatureCalibrator, TemperatureFit, fed_temperature
 
@@ -70,6 +71,7 @@ __all__ = [
     "calibrate_multiclass_file",
     "multiclass_map_dict",
     "render_multiclass_table",
+    "shareable_map",
 ]
 
 
@@ -111,9 +113,12 @@ class MulticlassResult:
     """A fitted multiclass calibrator with how it was trained and what it does.
 
     `before`/`after` are exact metrics of the held-out rows (in simulation the data are at
-    hand; a deployment would need its own private evaluation), in-sample if `holdout` was 0.
-    `privacy` is None without DP. `seed` is the seed used (drawn if none was given; None when a
-    Generator was passed).
+    hand; a deployment would need its own private evaluation), in-sample if `holdout` was 0: they
+    appear in the printed table and the JSON report, never in a DP map written to share.
+    `privacy` is the calibrated noise, None without DP; `mechanism` states the claim.
+    `seeded`: the noise came from a given seed or Generator (a reproducible simulation, NOT
+    private); `seed` is that seed (None when unseeded — the noise then came from the OS CSPRNG
+    and no seed exists to publish — or when a Generator was passed).
     """
 
     method: Method
@@ -139,9 +144,15 @@ class MulticlassResult:
     eval_rows: int
     in_sample: bool
     seed: int | None
+    seeded: bool
     columns: ColumnSpec
     per_client: bool
     fit: BinningFit | TemperatureFit = field(repr=False, compare=False)
+
+    @property
+    def mechanism(self) -> MulticlassMechanism:
+        """The privacy claim of this run (the section every document carries)."""
+        return MulticlassMechanism(self.privacy, self.seeded)
 
     @property
     def accuracy_change(self) -> float:
@@ -384,6 +395,7 @@ def calibrate_multiclass_data(
         eval_rows=int(eval_rows.sum()),
         in_sample=not held.any(),
         seed=seed_used,
+        seeded=seed is not None,
         columns=columns,
         per_client=per_client,
         fit=fit,
@@ -447,6 +459,8 @@ def calibrate_multiclass_file(
     - `server_lr`: fedtemp's server step (default 1/t, a running mean over rounds).
     - `input_kind`: "probs" or "logits" (default: probs for binning, logits for fedtemp, the
       other if those columns are absent).
+    - `seed`: a reproducible simulation, NOT private (anyone with the seed can regenerate the
+      noise); without it the noise comes from the OS CSPRNG and no seed is published.
     - `per_client`: the per-client reference path (slow; same result).
     """
     spec = ColumnSpec(label_col, prob_prefix, logit_prefix, client_col)
@@ -494,17 +508,28 @@ def _federation(r: MulticlassResult) -> dict[str, Any]:
 
 
 def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) -> dict[str, Any]:
-    """`fedeval.calibration-map/1`, kind "multiclass": the calibrator, what it reads, how it
-    was trained, the privacy statement and the metrics (also the `--format json` output)."""
+    """`fedeval.calibration-map/2`, kind "multiclass": the calibrator, what it reads, how it
+    was trained, the privacy section and the exact metrics of the simulation — the
+    `--format json` report (``"exact_values": true``).
+
+    Under DP this report is not the map to share: `write_map` (and `shareable_map`) keep only
+    the calibrator, the privacy section and the settings, with no exact metric or count.
+    """
     import fedeval
 
     r = result
-    privacy = no_dp_statement() if r.privacy is None else r.privacy.to_dict()
+    run: dict[str, Any] = {
+        "path": "per-client" if r.per_client else "fast",
+        "reproducible_simulation": r.seeded,
+    }
+    if r.seed is not None:
+        run["seed"] = r.seed
     return {
         "schema": SCHEMA,
         "fedeval_version": fedeval.__version__,
         "kind": KIND,
         "simulation": True,
+        "exact_values": True,
         "method": r.method.value,
         "method_name": r.name,
         "weighted": r.weighted,
@@ -517,7 +542,7 @@ def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) 
         },
         "output_prefix": "cal_prob_",
         "calibrator": calibrator_fields(r.calibrator),
-        "privacy": privacy,
+        "privacy": r.mechanism.section(),
         "federation": _federation(r),
         "data": {
             "source": source,
@@ -534,7 +559,7 @@ def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) 
             "after": r.after.to_dict(),
             "accuracy_change": r.accuracy_change,
         },
-        "run": {"seed": r.seed, "path": "per-client" if r.per_client else "fast"},
+        "run": run,
     }
 
 
@@ -554,8 +579,9 @@ def render_multiclass_table(
         f"p = {r.participation:g}",
         soft_wrap=True,
     )
-    claim = "no DP (secure aggregation only)" if r.privacy is None else r.privacy.describe()
-    console.print(f"[dim]{escape(claim)}[/dim]", soft_wrap=True)
+    claim = r.mechanism.guarantee()
+    style = "bold red" if r.seeded and r.privacy is not None else "dim"
+    console.print(f"[{style}]{escape(claim)}[/{style}]", soft_wrap=True)
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for col in ("metric", "before", "after", "change"):
         t.add_column(col, justify="right" if col != "metric" else "left")
@@ -582,6 +608,8 @@ def render_multiclass_table(
     if r.accuracy_change < 0:
         warn = f" · [bold red]accuracy falls by {-100 * r.accuracy_change:.2f} points[/bold red]"
     foot = f"exact metrics {where}{warn}"
+    if r.privacy is not None:
+        foot += " (not in the map file: under DP it holds no exact value)"
     if r.seed is not None:
         foot += f" · seed {r.seed}"
     console.print(f"[dim]{foot}[/dim]", soft_wrap=True)

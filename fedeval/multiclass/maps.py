@@ -1,6 +1,6 @@
 """Multiclass calibration maps: the calibrator as JSON, loaded defensively, applied to tables.
 
-Schema ``fedeval.calibration-map/1`` with ``"kind": "multiclass"`` (the binary reader in
+Schema ``fedeval.calibration-map/2`` with ``"kind": "multiclass"`` (the binary reader in
 `fedeval.mapfile` refuses this kind, and this reader refuses binary maps). Compatibility
 contract: within version 1 fields are never removed, renamed or given a new meaning; new fields
 may appear. The fields a reader needs:
@@ -11,6 +11,11 @@ may appear. The fields a reader needs:
 - ``classes``: c; ``columns``: the label column and the prob/logit prefixes it was fitted with;
 - ``calibrator``: {"temperature": T}, or {"bins": B, "edges": [B + 1 fixed-width edges],
   "values": c lists of B values g_j(m), "alpha": c weights α_j}.
+
+``privacy`` is the section of `fedeval.multiclass.privacy.MulticlassMechanism` (the keys of the
+binary releases' section). A map written under DP is made to be shared: it holds the calibrator,
+the privacy section and the settings, and no exact value of the simulation (metrics, row and
+client counts, the input's name); ``run.seed`` appears only in a seeded (NOT private) run.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from fedeval.multiclass.data import (
 from fedeval.multiclass.temperature import T_MAX, T_MIN, TemperatureCalibrator
 
 SCHEMA_PREFIX = "fedeval.calibration-map/"
-VERSION = 1
+VERSION = 2
 SCHEMA = f"{SCHEMA_PREFIX}{VERSION}"
 KIND = "multiclass"
 OUTPUT_PREFIX = "cal_prob_"
@@ -92,6 +97,7 @@ def map_kind(path: str | os.PathLike) -> str:
         version=VERSION,
         noun="map",
         kind="a calibration map",
+        require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
         hint="Make one with `fedeval calibrate FILE -o map.json`.",
     )
     return str(doc.get("kind", "binary"))
@@ -106,6 +112,7 @@ def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
         version=VERSION,
         noun="map",
         kind="a calibration map",
+        require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
         hint="Make one with `fedeval calibrate FILE --multiclass -o map.json`.",
     )
     kind = doc.get("kind", "binary")
@@ -173,9 +180,58 @@ def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
     return MulticlassMap(calibrator, input_kind, c, spec, doc)
 
 
+SHAREABLE_KEYS = (
+    "schema",
+    "fedeval_version",
+    "kind",
+    "simulation",
+    "exact_values",
+    "method",
+    "method_name",
+    "weighted",
+    "input",
+    "classes",
+    "columns",
+    "output_prefix",
+    "calibrator",
+    "privacy",
+    "federation",
+    "run",
+)
+"""What a DP map keeps: the calibrator, how to read it, the privacy section and the settings."""
+SHAREABLE_FEDERATION = (
+    "partition",
+    "beta",
+    "rounds",
+    "participation",
+    "sampling",
+    "clip",
+    "server_lr",
+)
+"""The protocol's settings; the number of clients K is left out (a count of the data when it
+comes from a client column)."""
+SHAREABLE_RUN = ("path", "reproducible_simulation", "seed")
+
+
+def shareable_map(doc: dict[str, Any]) -> dict[str, Any]:
+    """The map fit to hand on: under DP only the listed fields (no exact metric, no count of
+    rows, clients or classes' examples, no source name), so that what remains is post-processing
+    of the noisy release; ``"exact_values": false``. Without DP, `doc` itself."""
+    privacy = doc.get("privacy")
+    if isinstance(privacy, dict) and privacy.get("model") == "federated":
+        return doc
+    out = {k: doc[k] for k in SHAREABLE_KEYS if k in doc}
+    out["exact_values"] = False
+    for key, keep in (("federation", SHAREABLE_FEDERATION), ("run", SHAREABLE_RUN)):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: v for k, v in out[key].items() if k in keep}
+    return out
+
+
 def write_map(doc: dict[str, Any], path: str | os.PathLike) -> None:
-    """Write a map document atomically (temp file, then rename)."""
-    write_document(doc, path)
+    """Write a map document atomically (temp file, then rename); under DP its shareable form
+    (`shareable_map`: no exact value of the simulation)."""
+    write_document(shareable_map(doc), path)
 
 
 def apply_multiclass_map_file(

@@ -10,6 +10,12 @@ Steinke 2016); k of them compose to ρ = k/(2z²) (Lemma B.6). Scaling releases 
 which is what dp_accounting's RDP accountant does for a composed Gaussian; we use it rather than
 a hand-rolled conversion. Participation p < 1 is not credited (no amplification by
 subsampling): the guarantee holds for any sampling, and is conservative for Bernoulli(p).
+
+`MulticlassMechanism` states the claim — relation, unit, sensitivity, noise, guarantee, what the
+server and the analyst learn, and the DP event `fedeval.ledger` composes — in the shape of the
+binary `fedeval.privacy.mechanism.Mechanism`; every document and the CLI print what it says. The
+noise comes from the run's generator, seeded from the OS CSPRNG unless a seed is given; a seeded
+run is a reproducible simulation and its claim says it is NOT private.
 """
 
 from __future__ import annotations
@@ -17,17 +23,23 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from fedeval.config import PrivacyModel, check_epsilon
 from fedeval.errors import UsageError
+from fedeval.privacy.mechanism import NOT_PRIVATE
 
-MODEL = "user-level DP: clipped client contributions, central Gaussian noise on the secure sum"
+MODEL = "multiclass-gaussian"
+"""The privacy model in every document's section (binary: federated, distdp, localdp)."""
+FEDERATED = "federated"
 UNIT = "client"
+RELATION = "add-remove"
 ACCOUNTING = (
     "zCDP composition of Gaussian releases (Bun & Steinke 2016), converted to (ε, δ) by "
-    "dp_accounting's RDP accountant (Canonne, Kamath & Steinke 2020, seed 004 Lemma B.3); no "
-    "amplification by subsampling is claimed"
+    "dp_accounting's RDP accountant (Canonne, Kamath & Steinke 2020); no amplification by "
+    "subsampling is claimed"
 )
 
 DEFAULT_TEMPERATURE_CLIP = 0.5
@@ -64,10 +76,18 @@ def _accounting():
 
 
 def check_budget(epsilon: float, delta: float) -> tuple[float, float]:
-    """Validate (ε, δ): ε finite > 0, 0 < δ < 1; warns when ε is unusually large."""
-    if not (isinstance(epsilon, int | float) and math.isfinite(epsilon) and epsilon > 0):
-        raise UsageError(f"--epsilon must be a finite number > 0. Found {epsilon!r}.")
-    if not (isinstance(delta, int | float) and 0 < delta < 1):
+    """Validate (ε, δ): ε by the rule every fedeval release shares (`fedeval.config.check_epsilon`:
+    finite and > 0), δ here (0 < δ < 1: the binary releases are pure DP and have none); warns when
+    ε is unusually large."""
+    number = not isinstance(epsilon, bool) and isinstance(epsilon, int | float)
+    try:
+        check_epsilon(PrivacyModel.DISTDP, epsilon if number else math.nan)
+    except UsageError:
+        raise UsageError(
+            f"--epsilon must be a positive finite number for --multiclass user-level DP. "
+            f"Found {epsilon!r}."
+        ) from None
+    if isinstance(delta, bool) or not (isinstance(delta, int | float) and 0 < delta < 1):
         raise UsageError(
             f"--delta must be in (0, 1) for user-level Gaussian DP (try 1e-5). Found {delta!r}."
         )
@@ -109,9 +129,10 @@ def calibrate_noise(epsilon: float, delta: float, releases: int) -> float:
 
 @dataclass(frozen=True)
 class DPStatement:
-    """The full privacy claim of a calibration run, and the noise it needs.
+    """The noise a DP calibration run needs for its (ε, δ): the parameters, not the claim (the
+    claim is `MulticlassMechanism`'s, which reads them).
 
-    `releases` Gaussian releases (T for scaling, 2cT for binning), each with sensitivity its
+    `releases` Gaussian releases (T for scaling, 2cT for binning), each with L2 sensitivity its
     clip norm and noise σ = clip·`noise_multiplier`; `rho` = releases / (2·z²) (zCDP).
     `clip` and `sigma` are keyed by what they bound: "temperature", or "positive"/"negative".
     """
@@ -125,34 +146,10 @@ class DPStatement:
     sigma: dict[str, float] = field(hash=False)
     rounds: int
     participation: float
-    model: str = MODEL
-    unit: str = UNIT
-    accounting: str = ACCOUNTING
 
-    def describe(self) -> str:
-        clip = ", ".join(f"C_{k} = {v:g}" for k, v in self.clip.items())
-        sig = ", ".join(f"σ_{k} = {v:.4g}" for k, v in self.sigma.items())
-        return (
-            f"({self.epsilon:g}, {self.delta:g})-DP per {self.unit} (ρ = {self.rho:.4g}-zCDP) "
-            f"over {self.rounds} rounds at participation {self.participation:g}; {clip}; {sig}"
-        )
-
-    def to_dict(self) -> dict:
-        return {
-            "model": self.model,
-            "unit": self.unit,
-            "epsilon": self.epsilon,
-            "delta": self.delta,
-            "rho": self.rho,
-            "noise_multiplier": self.noise_multiplier,
-            "gaussian_releases": self.releases,
-            "clip": dict(self.clip),
-            "sigma": dict(self.sigma),
-            "rounds": self.rounds,
-            "participation": self.participation,
-            "accounting": self.accounting,
-            "guarantee": self.describe(),
-        }
+    @property
+    def releases_per_round(self) -> int:
+        return self.releases // self.rounds
 
 
 def dp_statement(
@@ -164,7 +161,7 @@ def dp_statement(
     rounds: int,
     participation: float,
 ) -> DPStatement:
-    """Calibrate the noise for `releases` Gaussian releases at (ε, δ) and state the claim."""
+    """Calibrate the noise for `releases` Gaussian releases at (ε, δ)."""
     epsilon, delta = check_budget(epsilon, delta)
     for key, c in clip.items():
         if not (isinstance(c, int | float) and math.isfinite(c) and c > 0):
@@ -183,18 +180,158 @@ def dp_statement(
     )
 
 
-def no_dp_statement() -> dict:
-    """The claim when no noise is added."""
-    return {
-        "model": "federated (secure aggregation, no differential privacy)",
-        "unit": UNIT,
-        "epsilon": None,
-        "delta": None,
-        "guarantee": (
-            "no differential privacy: secure aggregation hides each client's contribution but "
-            "the released sums are exact"
-        ),
-    }
+_WHAT = {
+    "temperature": "each client's temperature update T_k − T",
+    "positive": "each client's histogram of its class-j positives (one per class)",
+    "negative": "each client's histogram of its class-j negatives (one per class)",
+}
+
+
+@dataclass(frozen=True)
+class MulticlassMechanism:
+    """The privacy claim of a multiclass calibration run, in the shape of the binary
+    `fedeval.privacy.mechanism.Mechanism`: its `section()` is the privacy section of every
+    document (the map, the JSON report, the ledger entry) and the CLI prints its `guarantee()`.
+
+    `dp` is the calibrated noise (None: no DP, secure aggregation only). `seeded` marks a
+    reproducible simulation (--seed): the noise can be regenerated from the seed, so the run is
+    not private whatever ε says (the guarantee says so; the ledger refuses it).
+
+    Why add-remove of one client: every client's contribution to one release (one temperature
+    update, or one histogram) is clipped to L2 norm C, and a client with no data sends nothing.
+    Adding or removing all of one client's examples therefore moves each release by at most C in
+    L2 norm, and Gaussian noise σ = z·C on each gives 1/(2z²)-zCDP per release, composed over
+    the k releases of the run (a client takes part in any number of rounds). The number of
+    enrolled clients K, whom the server samples from, is part of the protocol (FedTemp divides
+    by the public p·K), not a statistic of the data.
+    """
+
+    dp: DPStatement | None
+    seeded: bool = False
+
+    @property
+    def model(self) -> str:
+        return FEDERATED if self.dp is None else MODEL
+
+    def neighbouring(self) -> str | None:
+        """The neighbouring relation in words (None without DP)."""
+        if self.dp is None:
+            return None
+        return (
+            "add or remove one client's whole contribution (all its examples, however many: "
+            "every update it sends is clipped), among the public number K of enrolled clients "
+            "the server samples from"
+        )
+
+    def parameters(self) -> dict[str, Any]:
+        """The noise and its parameters, as stored in every document."""
+        dp = self.dp
+        if dp is None:
+            return {
+                "name": "secure aggregation",
+                "noise": "none",
+                "note": "exact sums; no differential privacy: an adversary who knows every "
+                "other client's data can recover the remaining one",
+            }
+        return {
+            "name": "Gaussian noise on the secure sum of clipped client contributions",
+            "clip": dict(dp.clip),
+            "clipped": {k: _WHAT[k] for k in dp.clip},
+            "sensitivity": "L2 norm of one release's change when one client is added or "
+            "removed: its clip norm",
+            "noise_multiplier": dp.noise_multiplier,
+            "sigma": dict(dp.sigma),
+            "rounds": dp.rounds,
+            "releases_per_round": dp.releases_per_round,
+            "releases": dp.releases,
+            "participation": dp.participation,
+            "rho": dp.rho,
+            "accounting": ACCOUNTING,
+        }
+
+    def dp_event(self) -> dict[str, Any]:
+        """The machine-readable DP event `fedeval.ledger` composes: `releases` Gaussian releases
+        of noise multiplier z (σ = z × sensitivity)."""
+        if self.dp is None:
+            return {"type": "none"}
+        return {
+            "type": "gaussian",
+            "noise_multiplier": self.dp.noise_multiplier,
+            "count": self.dp.releases,
+        }
+
+    def _claim(self) -> str:
+        dp = self.dp
+        if dp is None:
+            return (
+                "no differential privacy: secure aggregation hides each client's contribution "
+                "but the released sums are exact"
+            )
+        clip = ", ".join(f"C_{k} = {v:g}" for k, v in dp.clip.items())
+        sig = ", ".join(f"σ_{k} = {v:.4g}" for k, v in dp.sigma.items())
+        return (
+            f"({dp.epsilon:g}, {dp.delta:g})-DP per client (user-level) for the whole run; "
+            f"neighbouring datasets {self.neighbouring()}; {dp.releases} Gaussian releases "
+            f"({dp.releases_per_round} per round over {dp.rounds} rounds), each of L2 "
+            f"sensitivity its clip norm ({clip}) with noise {sig} (z = {dp.noise_multiplier:.4g}), "
+            f"compose to ρ = {dp.rho:.4g}-zCDP; participation p = {dp.participation:g} is not "
+            "credited (no amplification by subsampling); no exact count of examples, clients or "
+            "per-class examples is released; holds if the noise is added to the secure sum "
+            "before anyone sees it"
+        )
+
+    def guarantee(self) -> str:
+        """The privacy claim in words: exactly what the added noise supports."""
+        if self.seeded and self.dp is not None:
+            return f"{NOT_PRIVATE}. Without --seed: {self._claim()}"
+        return self._claim()
+
+    def server_learns(self) -> str:
+        """What the aggregator learns in a deployment (honest-but-curious)."""
+        if self.dp is None:
+            return (
+                "which clients take part in each round, and the exact sums of their "
+                "contributions; a single client's contribution stays hidden by secure "
+                "aggregation"
+            )
+        return (
+            "which clients take part in each round and the noisy sums; clipped per-client "
+            "contributions are hidden by secure aggregation. A server that adds the noise "
+            "itself also sees the exact sums: the guarantee then holds against whoever receives "
+            "the map, not against that server"
+        )
+
+    def analyst_learns(self) -> str:
+        """What whoever receives only the map learns."""
+        if self.dp is None:
+            return "a calibrator fitted on the exact sums (no DP)"
+        return (
+            "the calibrator (a temperature, or binning values and class weights): "
+            f"post-processing of the ({self.dp.epsilon:g}, {self.dp.delta:g})-DP noisy sums"
+        )
+
+    def section(self) -> dict[str, Any]:
+        """The privacy section every document carries (the ledger reads it); the keys of the
+        binary `Mechanism.section()`."""
+        dp = self.dp
+        return {
+            "model": self.model,
+            "epsilon": None if dp is None else dp.epsilon,
+            "delta": None if dp is None else dp.delta,
+            "unit": UNIT,
+            "max_examples": None,
+            "relation": None if dp is None else RELATION,
+            "neighbouring": self.neighbouring(),
+            "mechanism": self.parameters(),
+            "dp_event": self.dp_event(),
+            "height": None,
+            "shape": None,
+            "levels": None,
+            "guarantee": self.guarantee(),
+            "server_learns": self.server_learns(),
+            "analyst_learns": self.analyst_learns(),
+            "reproducible_simulation": self.seeded,
+        }
 
 
 def clip_scalars(x: np.ndarray, bound: float) -> np.ndarray:

@@ -1,11 +1,14 @@
-"""Privacy models: one module each, with the same four functions.
+"""Privacy models: one module each, with the same four functions, and the shared claim.
 
-- ``draw(leaf_counts, n_clients, config, population, rng)``: the fast path, the aggregate drawn
-  directly with the distribution of the sum of all client reports;
-- ``client_reports(cells, labels, client, n_clients, config, population, rng)``: the per-client
-  reference path, every client's report materialised (the deployed encoder);
+- ``draw(leaf_counts, n_clients, config, rng)``: the fast path, the aggregate of one cohort of
+  all clients drawn directly with the distribution of the sum of their reports;
+- ``client_reports(cells, labels, client, n_clients, config, cohort_size, rng)``: the
+  per-client reference path, every client's report materialised (the deployed encoder);
 - ``decode(release)``: unbiased per-level estimates and their per-count noise variance;
-- ``describe(config, population)``: the mechanism and its parameters, for the report.
+- ``measurement_noise(hist, n_draws, rng)``: fresh noise as the release got it (intervals).
+
+What each release claims (relation, unit, sensitivity, noise, guarantee, DP event) is stated by
+`fedeval.privacy.mechanism.Mechanism`, the single source every document and the ledger read.
 """
 
 from __future__ import annotations

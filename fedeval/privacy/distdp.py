@@ -1,10 +1,14 @@
-"""Distributed DP: every client adds Pólya noise shares; their sum is discrete Laplace.
+"""Distributed DP: every client adds Pólya noise shares; each cohort's sum is discrete Laplace.
 
-Sensitivity: one example adds 1 to one node at each released level of its class's tree, so the
-L1 sensitivity of the release under adding or removing one example is Δ = number of released
-levels (h for the hierarchy, 1 for the flat shape); under unit client, with each client's
-examples capped at L, adding or removing a client moves the release by at most Δ = L · levels.
-Noise α = exp(−ε/Δ) on every count gives pure ε-DP (Cormode & Markov, section 2.2 and appendix A).
+The sensitivity, α and the claim come from `fedeval.privacy.mechanism.Mechanism` (Δ = levels·L
+under add/remove, twice that under replace). Noise α = exp(−ε/Δ) on every count gives pure ε-DP
+(Cormode & Markov, section 2.2 and appendix A). Shares are sized to the cohort: each of its m
+clients adds Pólya(1/m, α) − Pólya(1/m, α), so every secure sum the server unmasks on its own
+already carries the whole discrete Laplace (a cohort sized for N > m clients would carry only
+Pólya(m/N) noise: far less private than claimed). A release of c cohorts carries c such noises.
+
+No exact count travels: a client's report holds its noisy node counts only (not its number of
+examples), and totals are estimated from the noisy counts.
 """
 
 from __future__ import annotations
@@ -13,72 +17,52 @@ import numpy as np
 
 from fedeval.config import PrivacyConfig
 from fedeval.privacy import federated
-from fedeval.privacy.noise import (
-    discrete_laplace,
-    discrete_laplace_variance,
-    laplace_alpha,
-    polya_share,
-    polya_sum,
-)
+from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.noise import discrete_laplace, discrete_laplace_variance, polya_share
 from fedeval.release import Release, level_offsets
 
 
-def sensitivity(config: PrivacyConfig) -> int:
-    """L1 sensitivity of the whole release to adding or removing one protected unit: one
-    example touches one node per released level; a client under unit client up to L examples."""
-    return len(config.levels) * config.examples_per_unit
-
-
 def alpha(config: PrivacyConfig) -> float:
-    return laplace_alpha(config.epsilon, sensitivity(config))
+    """α = exp(−ε/Δ) of every count (the mechanism's)."""
+    return mechanism_of(config).alpha
 
 
 def draw(
-    leaf_counts: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    population: int,
-    rng: np.random.Generator,
+    leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> Release:
-    """Exact counts plus the sum of `n_clients` clients' shares, drawn at once."""
-    exact = federated.draw(leaf_counts, n_clients, config, population, rng)
-    noise = polya_sum(n_clients, population, alpha(config), exact.counts.shape, rng)
-    return Release(config, population, exact.counts + noise, exact.reporters, n_clients)
+    """One cohort of all `n_clients` clients, its sum drawn at once: exact counts plus discrete
+    Laplace (the sum of the cohort's Pólya shares, equal in distribution)."""
+    exact = federated.exact_counts(leaf_counts, config)
+    noise = discrete_laplace(alpha(config), exact.shape, rng)
+    public = mechanism_of(config).exact_counts_public
+    return Release(config, exact + noise, None, n_clients if public else None, 1)
 
 
-def client_reports(cells, labels, client, n_clients, config, population, rng):
-    """One-hot counts plus a fresh Pólya share on every node, per client."""
-    reports, reporters = federated.client_reports(
-        cells, labels, client, n_clients, config, population, rng
-    )
+def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+    """One-hot counts plus a fresh Pólya share sized to the cohort on every node, per client.
+
+    Returns (reports (n_clients, D), None): a distdp report carries no exact example count."""
+    reports = federated.onehot_reports(cells, labels, client, n_clients, config)
     d = int(level_offsets(config)[-1])
-    return reports + polya_share(population, alpha(config), (n_clients, d), rng), reporters
+    return reports + polya_share(cohort_size, alpha(config), (n_clients, d), rng), None
 
 
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
-    var = discrete_laplace_variance(alpha(release.config))
+    """Counts as measured; each cohort added one discrete Laplace per count."""
+    var = release.cohorts * discrete_laplace_variance(alpha(release.config))
     return [c.astype(np.float64) for c in release.level_counts()], [var] * len(
         release.config.levels
     )
 
 
-def describe(config: PrivacyConfig, population: int) -> dict:
-    a = alpha(config)
-    return {
-        "name": "discrete Laplace from per-client Pólya shares",
-        "alpha": a,
-        "sensitivity": sensitivity(config),
-        "noise_variance_per_count": discrete_laplace_variance(a),
-        "shares": f"each of {population} clients adds Pólya(1/{population}, α) − "
-        f"Pólya(1/{population}, α) to every count; the secure sum is discrete Laplace "
-        "P(k) ∝ α^|k|",
-    }
-
-
 def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Fresh discrete Laplace noise on every released count: per level, (n_draws, 2, 2^k)."""
+    """Fresh noise on every released count, as the release got it (one discrete Laplace per
+    cohort): per level, (n_draws, 2, 2^k)."""
     a = alpha(hist.config)
-    return [
-        discrete_laplace(a, (n_draws, 2, 1 << k), rng).astype(np.float64)
-        for k in hist.config.levels
-    ]
+    out = []
+    for k in hist.config.levels:
+        x = discrete_laplace(a, (n_draws, 2, 1 << k), rng).astype(np.float64)
+        for _ in range(hist.cohorts - 1):
+            x += discrete_laplace(a, (n_draws, 2, 1 << k), rng)
+        out.append(x)
+    return out

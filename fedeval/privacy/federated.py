@@ -24,48 +24,29 @@ def onehot_reports(
     return np.bincount(flat, minlength=n_clients * d).reshape(n_clients, d)
 
 
-def reporters_per_client(client: np.ndarray, n_clients: int, config: PrivacyConfig) -> np.ndarray:
-    """Every example reports on every level: (n_clients, n_levels) example counts."""
-    per_client = np.bincount(client, minlength=n_clients)
-    return np.repeat(per_client[:, None], len(config.levels), axis=1)
+def reporters_from_counts(counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
+    """Exact examples per released level: the level's counts summed (every example reports on
+    every level, so the count needs no report field of its own)."""
+    off = level_offsets(config)
+    return np.add.reduceat(counts.astype(np.int64), off[:-1]) if len(counts) else off[:-1] * 0
 
 
 def draw(
-    leaf_counts: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    population: int,
-    rng: np.random.Generator,
+    leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> Release:
-    n = int(leaf_counts.sum())
-    return Release(
-        config,
-        population,
-        exact_counts(leaf_counts, config),
-        np.full(len(config.levels), n, np.int64),
-        n_clients,
-    )
+    counts = exact_counts(leaf_counts, config)
+    return Release(config, counts, reporters_from_counts(counts, config), n_clients, 1)
 
 
-def client_reports(cells, labels, client, n_clients, config, population, rng):
-    return onehot_reports(cells, labels, client, n_clients, config), reporters_per_client(
-        client, n_clients, config
-    )
+def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+    """One-hot counts per client, and no separate count (None)."""
+    return onehot_reports(cells, labels, client, n_clients, config), None
 
 
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     return [c.astype(np.float64) for c in release.level_counts()], [0.0] * len(
         release.config.levels
     )
-
-
-def describe(config: PrivacyConfig, population: int) -> dict:
-    return {
-        "name": "secure aggregation",
-        "noise": "none",
-        "note": "exact sums; no differential privacy: an adversary who knows every other "
-        "client's data can recover the remaining one",
-    }
 
 
 def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> None:

@@ -5,14 +5,19 @@ class histograms at the cost of one. Under the hierarchy shape each example repo
 chosen uniformly at random, with the full ε; the aggregator rescales that level's counts by
 n / n_k (Cormode & Markov, appendix A; Wang et al. 2017). Changing an example's input changes
 the distribution of two bits by a factor p(1 − q) / (q(1 − p)) = e^ε, so each report is ε-LDP.
-Under unit client each example reports at ε/L, so a client's (at most L) reports compose to ε.
+Under unit client each example reports at ε/L and every client sends exactly L reports: a client
+with fewer examples pads with empty reports (an all-zero one-hot, randomised like any other), so
+neither the server nor the release learns how many examples a client holds. An empty report
+differs from a real one in one bit, by a factor p/q = (e^ε + 1)/2 ≤ e^ε, so the padding keeps
+every report ε/L-LDP, and the decoding (which counts every report, real or empty) stays unbiased.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig
+from fedeval.config import PrivacyConfig, Unit
+from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen
 from fedeval.privacy.noise import oue_perturb, oue_probabilities, oue_sum
 from fedeval.release import Release, level_offsets
@@ -23,36 +28,82 @@ def report_epsilon(config: PrivacyConfig) -> float:
     return config.epsilon / config.examples_per_unit
 
 
+MAX_REPORTS = 1 << 26
+"""Reports the per-client path materialises at once (padding included)."""
+
+
+def empty_reports(n_examples: int, n_clients: int, config: PrivacyConfig) -> int:
+    """How many empty reports pad the clients' real ones: n_clients·L − examples under unit
+    client (every client sends exactly L), none under unit example."""
+    if config.unit is not Unit.CLIENT:
+        return 0
+    pad = n_clients * config.max_examples - n_examples
+    if pad < 0:
+        raise UsageError(
+            f"{n_examples} examples from {n_clients} clients exceed the cap of "
+            f"{config.max_examples} per client; cap them first (fedeval.data.cap_examples)."
+        )
+    return pad
+
+
 def draw(
-    leaf_counts: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    population: int,
-    rng: np.random.Generator,
+    leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> Release:
-    """Split examples over the levels (multinomial per cell), then Binomial sums of OUE bits."""
+    """Split reports over the levels (multinomial per cell; empty reports too), then Binomial
+    sums of OUE bits."""
     levels = config.levels
     g = len(levels)
+    uniform = np.full(g, 1.0 / g)
     if g == 1:
         split = leaf_counts[..., None]
     else:
-        split = rng.multinomial(leaf_counts, np.full(g, 1.0 / g))  # (2, L, g)
+        split = rng.multinomial(leaf_counts, uniform)  # (2, L, g)
+    pad = empty_reports(int(leaf_counts.sum()), n_clients, config)
+    pad_split = rng.multinomial(pad, uniform) if g > 1 else np.array([pad])
     parts, reporters = [], []
     for i, k in enumerate(levels):
         true_k = coarsen(split[..., i], k)  # (2, 2^k)
-        n_k = int(split[..., i].sum())
+        n_k = int(split[..., i].sum()) + int(pad_split[i])
         parts.append(oue_sum(true_k, n_k, report_epsilon(config), rng).ravel())
         reporters.append(n_k)
-    return Release(
-        config, population, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients
+    return Release(config, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients, 1)
+
+
+def padded(
+    cells: np.ndarray, labels: np.ndarray, client: np.ndarray, n_clients: int, config: PrivacyConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every report clients send: their examples, then empty reports so that each client sends
+    exactly L under unit client. Returns (cells, labels, client, real), `real` False on padding."""
+    pad = empty_reports(len(cells), n_clients, config)
+    if len(cells) + pad > MAX_REPORTS:
+        raise UsageError(
+            f"{n_clients:,} clients sending {config.max_examples:,} reports each is "
+            f"{len(cells) + pad:,} reports in one batch, too many to materialise one by one; "
+            "lower --max-examples, or drop --per-client (the fast path draws their sum)."
+        )
+    real = np.ones(len(cells), bool)
+    if pad == 0:
+        return cells, labels, client, real
+    per_client = np.bincount(client, minlength=n_clients)
+    extra = np.repeat(np.arange(n_clients), config.max_examples - per_client)
+    return (
+        np.concatenate([cells, np.zeros(len(extra), cells.dtype)]),
+        np.concatenate([labels, np.zeros(len(extra), labels.dtype)]),
+        np.concatenate([client, extra.astype(client.dtype)]),
+        np.concatenate([real, np.zeros(len(extra), bool)]),
     )
 
 
 def example_reports(
-    cells: np.ndarray, labels: np.ndarray, config: PrivacyConfig, rng: np.random.Generator
+    cells: np.ndarray,
+    labels: np.ndarray,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+    real: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """What every example sends: the index of its uniformly chosen level, and per level i the
-    OUE bits (m_i, 2·2^k) of the examples that chose it, in their order."""
+    """What every report says: the index of its uniformly chosen level, and per level i the
+    OUE bits (m_i, 2·2^k) of the reports that chose it, in their order. A report that is not
+    `real` (padding) randomises the all-zero vector."""
     levels = config.levels
     h = config.height
     group = rng.integers(len(levels), size=len(cells))
@@ -62,14 +113,19 @@ def example_reports(
         m = int(sel.sum())
         onehot = np.zeros((m, 2 << k), bool)
         onehot[np.arange(m), (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))] = True
+        if real is not None:
+            onehot &= real[sel][:, None]
         bits.append(oue_perturb(onehot, report_epsilon(config), rng))
     return group, bits
 
 
-def client_reports(cells, labels, client, n_clients, config, population, rng):
-    """Per example: pick a level, one-hot its (label, cell), randomise every bit; sum per client."""
+def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+    """Per report: pick a level, one-hot its (label, cell), randomise every bit; sum per client.
+
+    Returns (reports (n_clients, D), reports per client and level (n_clients, levels))."""
     off = level_offsets(config)
-    group, bits = example_reports(cells, labels, config, rng)
+    cells, labels, client, real = padded(cells, labels, client, n_clients, config)
+    group, bits = example_reports(cells, labels, config, rng, real)
     reports = np.zeros((n_clients, int(off[-1])), np.int64)
     reporters = np.zeros((n_clients, len(config.levels)), np.int64)
     for i, b in enumerate(bits):
@@ -109,21 +165,6 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
             measured.append((c - n_k * q) / (p - q) * (n_total / n_k))
         variances.append(level_variance(n_total, int(n_k), k, report_epsilon(release.config)))
     return measured, variances
-
-
-def describe(config: PrivacyConfig, population: int) -> dict:
-    p, q = oue_probabilities(report_epsilon(config))
-    return {
-        "name": "Optimal Unary Encoding",
-        "p": p,
-        "q": q,
-        "epsilon_per_report": report_epsilon(config),
-        "domain": "label × cell of one level",
-        "levels_per_example": 1,
-        "level_assignment": "uniform at random over the released levels"
-        if len(config.levels) > 1
-        else "the leaf level",
-    }
 
 
 def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:

@@ -1,0 +1,414 @@
+"""Empirical privacy audit: try to break each mechanism's claim as an adversary would.
+
+Three checks (method: shared AUDIT.md), each run on neighbouring datasets D and D′ under the
+mechanism's own relation and unit, through the code a deployment runs (the per-client encoder,
+the pairwise masks, the server's unmasking, the release document):
+
+1. **Deterministic leaks** (`deterministic_leaks`): every document a party receives is flattened
+   into path → value; a path equal across repeated runs on D, equal across runs on D′, and
+   different between them is a deterministic function of the data that separates neighbours:
+   ε = ∞ whatever the noise.
+2. **ε lower bound** (`epsilon_lower_bound`): for pure ε-DP, P[M(D) ∈ S] ≤ e^ε P[M(D′) ∈ S] for
+   every event S. With T trials per side, one-sided Clopper–Pearson bounds give
+   ε_lb = ln(p_lo(D) / p_hi(D′)); the events are thresholds τ of the likelihood-ratio statistic
+   (distdp: Λ(x) = Σ_i |x_i − c′_i| − |x_i − c_i|; OUE: the report bits that differ), scanned
+   with a Bonferroni correction. The audit fails if ε_lb exceeds the claim.
+3. **Per-cohort noise** (`variance_interval`): each cohort's unmasked sum minus its exact sum,
+   over many runs, must show the mechanism's stated variance (χ² interval), so no secure sum the
+   server unmasks on its own carries less noise than the claim needs.
+
+The tests in ``tests/audit`` run these on every model × relation × unit and on deliberately
+broken mechanisms (the checks must fail there); ``benchmarks/audit.py`` prints the table.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+
+def clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """One-sided Clopper–Pearson bounds (lower, upper), each at `confidence`, for k of n."""
+    alpha = 1.0 - confidence
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(1 - alpha, k + 1, n - k))
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class EpsilonBound:
+    """The best lower bound on ε found, the event that gave it, and the trials behind it."""
+
+    epsilon_lb: float
+    event: str
+    trials: int
+
+
+def epsilon_lower_bound(
+    stat_d: np.ndarray,
+    stat_dp: np.ndarray,
+    *,
+    confidence: float = 0.999,
+    thresholds: Iterable[float] | None = None,
+) -> EpsilonBound:
+    """ε lower bound from a test statistic of runs on D (`stat_d`) and on D′ (`stat_dp`).
+
+    Events S = {stat ≥ τ} (evidence for D) and {stat ≤ τ} (evidence for D′, with the roles
+    swapped), for every τ in `thresholds` (default: every distinct value seen); the confidence of
+    each bound is Bonferroni-corrected for the number of events tried, so the reported bound
+    holds at `confidence` overall.
+    """
+    stat_d = np.asarray(stat_d, float)
+    stat_dp = np.asarray(stat_dp, float)
+    taus = (
+        sorted(set(np.concatenate([stat_d, stat_dp]).tolist()))
+        if thresholds is None
+        else list(thresholds)
+    )
+    events = 2 * len(taus)
+    per_event = 1.0 - (1.0 - confidence) / (2 * max(events, 1))  # two bounds per event
+    n_d, n_dp = len(stat_d), len(stat_dp)
+    best = EpsilonBound(0.0, "none", n_d + n_dp)
+    for tau in taus:
+        for name, a, n_a, b, n_b in (
+            (f"stat ≥ {tau:g} (D over D′)", int((stat_d >= tau).sum()), n_d,
+             int((stat_dp >= tau).sum()), n_dp),
+            (f"stat ≤ {tau:g} (D′ over D)", int((stat_dp <= tau).sum()), n_dp,
+             int((stat_d <= tau).sum()), n_d),
+        ):  # fmt: skip
+            lo, _ = clopper_pearson(a, n_a, per_event)
+            _, hi = clopper_pearson(b, n_b, per_event)
+            if lo > 0 and hi > 0:
+                eps = math.log(lo / hi)
+                if eps > best.epsilon_lb:
+                    best = EpsilonBound(eps, name, n_d + n_dp)
+    return best
+
+
+def laplace_statistic(x: np.ndarray, c: np.ndarray, c_prime: np.ndarray) -> np.ndarray:
+    """Λ(x) = Σ_i |x_i − c′_i| − |x_i − c_i| per row of `x` (released counts, one run per
+    row): proportional to the log-likelihood ratio of D (exact counts c) over D′ (c′) under
+    discrete Laplace noise, so thresholds of Λ are the optimal events."""
+    x = np.asarray(x, float)
+    return (np.abs(x - c_prime) - np.abs(x - c)).sum(axis=1)
+
+
+def variance_interval(samples: np.ndarray, confidence: float = 0.999) -> tuple[float, float]:
+    """Two-sided χ² interval for the variance of (nearly normal or not) noise samples.
+
+    For heavy-ish tails (discrete Laplace has kurtosis 6 + …) the plain χ² interval is too
+    narrow; the interval uses the sample kurtosis (the large-sample variance of s² is
+    σ⁴(κ − 1)/n), which is what makes it honest for Laplace noise."""
+    x = np.asarray(samples, float).ravel()
+    n = len(x)
+    s2 = float(x.var(ddof=1))
+    kurt = float(stats.kurtosis(x, fisher=False)) if n > 3 else 3.0
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    half = z * s2 * math.sqrt(max(kurt - 1.0, 2.0) / n)
+    return max(s2 - half, 0.0), s2 + half
+
+
+# --------------------------------------------------------------------------------------------
+# Deterministic leak scan
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """A JSON-like value as path → leaf value (lists indexed, dicts by key)."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            out |= flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(obj, list | tuple):
+        out[f"{prefix}#len"] = len(obj)
+        for i, v in enumerate(obj):
+            out |= flatten(v, f"{prefix}[{i}]")
+    else:
+        out[prefix] = obj
+    return out
+
+
+def parquet_fields(name: str, data: bytes) -> dict[str, Any]:
+    """What a Parquet file shows anyone who holds it: its size, schema, row count and every
+    column's values (hashed), as path → value."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(data))
+    out: dict[str, Any] = {
+        f"{name}#bytes": len(data),
+        f"{name}#rows": table.num_rows,
+        f"{name}#schema": str(table.schema),
+    }
+    for col in table.column_names:
+        values = table.column(col).to_pylist()
+        out[f"{name}.{col}"] = hashlib.sha256(repr(values).encode()).hexdigest()
+    return out
+
+
+def directory_fields(directory: str | Path) -> dict[str, Any]:
+    """Every file of a report directory as the server receives it: JSON leaves of manifests,
+    Parquet fields, the file list."""
+    directory = Path(directory)
+    out: dict[str, Any] = {"#files": sorted(p.name for p in directory.iterdir())}
+    for p in sorted(directory.iterdir()):
+        data = p.read_bytes()
+        if p.suffix == ".json":
+            out |= flatten(json.loads(data), p.name)
+        elif p.suffix == ".parquet":
+            out |= parquet_fields(p.name, data)
+        else:
+            out[p.name] = data
+    return out
+
+
+def deterministic_leaks(
+    runs_d: list[dict[str, Any]],
+    runs_dp: list[dict[str, Any]],
+    ignore: Callable[[str], bool] = lambda p: False,
+) -> list[str]:
+    """Paths whose value is the same in every run on D, the same in every run on D′, and
+    differs between D and D′ (or is present on one side only): deterministic functions of the
+    data that tell neighbours apart. `ignore` names paths declared public (e.g. participation,
+    for the server)."""
+    if len(runs_d) < 2 or len(runs_dp) < 2:
+        raise ValueError("the scan needs at least two runs on each side")
+    keys = set().union(*runs_d, *runs_dp)
+    leaks = []
+    for path in sorted(keys):
+        if ignore(path):
+            continue
+        vd = [_canon(r.get(path, _MISSING)) for r in runs_d]
+        vp = [_canon(r.get(path, _MISSING)) for r in runs_dp]
+        if len(set(vd)) == 1 and len(set(vp)) == 1 and vd[0] != vp[0]:
+            leaks.append(f"{path}: {vd[0]!s:.60} vs {vp[0]!s:.60}")
+    return leaks
+
+
+_MISSING = "<absent>"
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=repr)
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios: neighbouring datasets for each model × relation × unit, run through the real path
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One mechanism to audit, on a small domain (h = 2, hierarchy: 12 released counts).
+
+    D: `clients` clients; client 0 holds the example(s) that change; every other client holds
+    `per_client` examples spread over the score range. D′ by the relation and unit:
+    add-remove/example removes one of client 0's two examples (client 0 still takes part);
+    add-remove/client removes client 0 (its L examples); replace/example moves client 0's one
+    example to the other class and end of the range; replace/client moves client 0's L examples
+    there (the tightest pair), or with `short_client` replaces them by a single one (the number
+    of examples is part of a client's data: localdp's padding must hide it).
+    """
+
+    model: str
+    relation: str
+    unit: str = "example"
+    max_examples: int | None = None
+    epsilon: float = 1.0
+    height: int = 2
+    clients: int = 11
+    per_client: int = 2
+    short_client: bool = False
+
+    @property
+    def name(self) -> str:
+        unit = self.unit if self.max_examples is None else f"client (L={self.max_examples})"
+        short = ", one example left" if self.short_client else ""
+        return f"{self.model} · {self.relation} · {unit}{short}"
+
+    def config(self):
+        from fedeval.config import PrivacyConfig, PrivacyModel, Shape
+
+        return PrivacyConfig(
+            model=PrivacyModel(self.model),
+            height=self.height,
+            shape=Shape.HIERARCHY,
+            epsilon=self.epsilon,
+            unit=self.unit,
+            max_examples=self.max_examples,
+            relation=self.relation,
+        )
+
+    @property
+    def changes_participation(self) -> bool:
+        return self.relation == "add-remove" and self.unit == "client"
+
+    def datasets(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """(D, D′) as columns score, label, client."""
+        rest_s, rest_y, rest_c = [], [], []
+        for c in range(1, self.clients):
+            for j in range(self.per_client):
+                rest_s.append(((c * self.per_client + j) * 0.37) % 1.0)
+                rest_y.append((c + j) % 2)
+                rest_c.append(c)
+        if self.relation == "add-remove" and self.unit == "example":
+            zero_d, zero_dp = [(0.1, 0), (0.6, 1)], [(0.6, 1)]
+        elif self.relation == "add-remove":
+            zero_d, zero_dp = [(0.1, 0)] * self.max_examples, []
+        elif self.unit == "example":
+            zero_d, zero_dp = [(0.1, 0)], [(0.9, 1)]
+        else:
+            moved = 1 if self.short_client else self.max_examples
+            zero_d, zero_dp = [(0.1, 0)] * self.max_examples, [(0.9, 1)] * moved
+
+        def table(zero):
+            return {
+                "score": np.array([s for s, _ in zero] + rest_s, float),
+                "label": np.array([y for _, y in zero] + rest_y, np.int64),
+                "client": np.array([0] * len(zero) + rest_c, np.int64),
+            }
+
+        return table(zero_d), table(zero_dp)
+
+
+def all_scenarios(epsilon: float = 1.0) -> list[Scenario]:
+    """Every model × relation × unit fedeval offers under DP (localdp: replace only)."""
+    out = []
+    for relation in ("add-remove", "replace"):
+        out.append(Scenario("distdp", relation, epsilon=epsilon))
+        out.append(Scenario("distdp", relation, "client", 2, epsilon=epsilon))
+    out.append(Scenario("localdp", "replace", epsilon=epsilon))
+    out.append(Scenario("localdp", "replace", "client", 2, epsilon=epsilon))
+    return out
+
+
+def _cells_labels_clients(table: dict[str, np.ndarray], height: int):
+    from fedeval.hierarchy import cell_index
+
+    client = table["client"]
+    # Client ids are 0..n−1 already; client 0 may be absent (removed): re-index densely.
+    ids, client = np.unique(client, return_inverse=True)
+    return cell_index(table["score"], height), table["label"].astype(bool), client, len(ids)
+
+
+def distdp_release_counts(
+    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+) -> np.ndarray:
+    """`trials` released count vectors of one cohort holding every client of `table`, each made
+    by the deployed path: per-client reports with shares sized to the cohort, pairwise masks
+    keyed from the OS CSPRNG, the server's sum mod 2^32 and unmasking, the release document."""
+    from fedeval import secagg
+    from fedeval.aggregate import unmasked
+    from fedeval.encode import masked_reports
+    from fedeval.releasefile import release_dict
+    from fedeval.simulate import release_of_cohort
+
+    cfg = scenario.config()
+    cells, labels, client, n = _cells_labels_clients(table, cfg.height)
+    k = secagg.neighbours_per_side(n)
+    out = []
+    for _ in range(trials):
+        vectors = masked_reports(cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng)
+        counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
+        doc = release_dict(release_of_cohort(cfg, counts, None, n), (0.0, 1.0))
+        out.append(doc["counts"])
+    return np.asarray(out, np.int64)
+
+
+def exact_counts(scenario: Scenario, table: dict[str, np.ndarray]) -> np.ndarray:
+    """The exact node counts of `table` (what the noise hides)."""
+    from fedeval.hierarchy import cell_index
+    from fedeval.privacy.federated import exact_counts as exact
+
+    cfg = scenario.config()
+    cells = cell_index(table["score"], cfg.height)
+    leaves = np.zeros((2, cfg.n_leaves), np.int64)
+    np.add.at(leaves, (table["label"].astype(np.int64), cells), 1)
+    return exact(leaves, cfg)
+
+
+def localdp_statistic(
+    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Client 0's reports as the server receives them (the encoder's Parquet rows), reduced to
+    the likelihood-ratio statistic of D over D′: per report, the bit of D's value minus the bit
+    of D′'s value at the report's level, summed over the client's reports."""
+    from fedeval.encode import local_reports
+
+    cfg = scenario.config()
+    d, dp = scenario.datasets()
+    a = (int(d["label"][0]), float(d["score"][0]))  # D's value for client 0
+    b = (int(dp["label"][0]), float(dp["score"][0]))  # D′'s
+    cells, labels, client, n = _cells_labels_clients(table, cfg.height)
+    h = cfg.height
+
+    def bit_index(value, k):
+        label, score = value
+        cell = min(int(score * (1 << h)), (1 << h) - 1)
+        return (label << k) + (cell >> (h - k))
+
+    out = np.zeros(trials)
+    for t in range(trials):
+        rows = local_reports(cells, labels, client, 0, n, cfg, rng)
+        mine = rows.filter(np.asarray(rows["client"]) == 0)
+        stat = 0
+        for level, bits in zip(mine["level"].to_pylist(), mine["bits"].to_pylist(), strict=True):
+            k = cfg.levels[level]
+            unpacked = np.unpackbits(np.frombuffer(bits, np.uint8), count=2 << k)
+            stat += int(unpacked[bit_index(a, k)]) - int(unpacked[bit_index(b, k)])
+        out[t] = stat
+    return out
+
+
+def audit_epsilon(
+    scenario: Scenario, trials: int, rng: np.random.Generator, confidence: float = 0.999
+) -> EpsilonBound:
+    """The ε lower bound for `scenario` from `trials` runs per side (module docstring, 2)."""
+    d, dp = scenario.datasets()
+    if scenario.model == "distdp":
+        c, c_prime = exact_counts(scenario, d), exact_counts(scenario, dp)
+        x = distdp_release_counts(scenario, d, trials, rng)
+        y = distdp_release_counts(scenario, dp, trials, rng)
+        sd, sp = laplace_statistic(x, c, c_prime), laplace_statistic(y, c, c_prime)
+    else:
+        sd = localdp_statistic(scenario, d, trials, rng)
+        sp = localdp_statistic(scenario, dp, trials, rng)
+    return epsilon_lower_bound(sd, sp, confidence=confidence)
+
+
+def cohort_noise(
+    scenario: Scenario, trials: int, rng: np.random.Generator, cohorts: int = 2
+) -> list[np.ndarray]:
+    """Noise of each cohort's unmasked sum (sum − exact), D split into `cohorts` cohorts, over
+    `trials` runs: one array (trials × counts) per cohort."""
+    from fedeval import secagg
+    from fedeval.aggregate import unmasked
+    from fedeval.encode import masked_reports
+
+    cfg = scenario.config()
+    d, _ = scenario.datasets()
+    cells, labels, client, n = _cells_labels_clients(d, cfg.height)
+    bounds = np.linspace(0, n, cohorts + 1).round().astype(int)
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        sel = (client >= lo) & (client < hi)
+        m = hi - lo
+        part = {key: col[sel] for key, col in d.items()}
+        exact = exact_counts(scenario, part)
+        k = secagg.neighbours_per_side(m)
+        noise = []
+        for _ in range(trials):
+            v = masked_reports(
+                cells[sel], labels[sel], client[sel] - lo, 0, m, m, k, secagg.round_key(), cfg, rng
+            )
+            noise.append(unmasked(v.sum(axis=0, dtype=np.uint32)) - exact)
+        out.append(np.asarray(noise))
+    return out
