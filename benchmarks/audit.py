@@ -82,6 +82,25 @@ def main() -> None:
             ok &= good
             verdict = "PASS" if good else "FAIL"
             print(f"{sc.name:<44} {stated:>8.3f} {i:>7} [{lo:>9.3f}, {hi:>9.3f}] {verdict}")
+    # Control: shares sized for every client of the run rather than the cohort (as before).
+    sc = audit.Scenario("distdp", "add-remove", epsilon=args.epsilon)
+    stated = Mechanism(sc.config()).noise_variance
+    original = distdp.client_reports
+
+    def for_population(cells, labels, client, n_clients, config, cohort_size, rng):
+        return original(cells, labels, client, n_clients, config, sc.clients, rng)
+
+    distdp.client_reports = for_population
+    try:
+        noise = audit.cohort_noise(sc, max(args.trials // 10, 200), rng)
+    finally:
+        distdp.client_reports = original
+    intervals = [audit.variance_interval(x) for x in noise]
+    caught = any(not lo <= stated <= hi for lo, hi in intervals)
+    ok &= caught
+    shown = ", ".join(f"[{lo:.3f}, {hi:.3f}]" for lo, hi in intervals)
+    name = "BROKEN distdp: shares sized for the run"
+    print(f"{name:<44} {stated:>8.3f}   cohorts {shown} {'caught' if caught else 'MISSED'}")
     print()
     print("all checks as expected" if ok else "AUDIT FAILED")
     raise SystemExit(0 if ok else 1)

@@ -258,7 +258,6 @@ def same_release(a, b) -> bool:
 
     return (
         a.config == b.config
-        and a.population == b.population
         and a.n_clients == b.n_clients
         and np.array_equal(a.counts, b.counts)
         and np.array_equal(a.reporters, b.reporters)

@@ -57,6 +57,11 @@ def check_relation(model: PrivacyModel, relation: Relation | str | None) -> Rela
     """The relation for `model`: its default when None; refuses add-remove under localdp."""
     model = PrivacyModel(model)
     if model is PrivacyModel.FEDERATED:
+        if relation is not None:
+            raise UsageError(
+                "--relation does not apply to --model federated (no differential privacy: "
+                "there is no ε to state over a relation); drop it, or choose distdp/localdp."
+            )
         return None
     if relation is None:
         return DEFAULT_RELATION[model.value]
