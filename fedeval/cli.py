@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fedeval import __version__
-from fedeval.config import PrivacyModel, Unit
+from fedeval.config import PrivacyModel, Relation, Unit
 from fedeval.documents import document_text
 from fedeval.errors import FedevalError, UsageError
 
@@ -284,9 +284,10 @@ UnitOpt = Annotated[
     ),
 ]
 RelationOpt = Annotated[
-    str | None,
+    Relation | None,
     typer.Option(
         "--relation",
+        case_sensitive=False,
         help="Neighbouring relation ε is stated over. 'add-remove': neighbours differ by one "
         "unit's presence; the size stays secret, so no exact count is released. 'replace': "
         "one unit's data is replaced; the number of units is public and the distdp noise "

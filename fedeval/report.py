@@ -242,6 +242,8 @@ def _render_header(run: Simulated, console: Console, source: str | None) -> None
         size = f"{run.rows:,} examples" + (
             "" if run.clients is None else f", {run.clients:,} clients"
         )
+        if not run.mechanism.examples_public:
+            size += " (known to the simulation, not in the release)"
     else:
         size = f"≈ {run.examples_estimate:,.0f} examples (noisy estimate)"
     head = (
