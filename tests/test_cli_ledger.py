@@ -150,7 +150,6 @@ def test_ledger_options_are_checked_before_the_run(scores, ledger):
     assert Path(ledger).read_bytes() == before
 
 
-@pytest.mark.xfail(strict=False, reason="needs privacy section v2")
 def test_seeded_runs_are_not_charged(scores, ledger):
     before = Path(ledger).read_bytes()
     r = invoke("evaluate", scores, "--seed", "1", "--ledger", ledger, "-o", "r.json")
@@ -158,7 +157,6 @@ def test_seeded_runs_are_not_charged(scores, ledger):
     assert not Path("r.json").exists() and Path(ledger).read_bytes() == before
 
 
-@pytest.mark.xfail(strict=False, reason="needs privacy section v2")
 def test_evaluate_then_ledger(scores):
     args = ["--ledger", "run.jsonl", "--budget", "2.5"]
     r = invoke("evaluate", scores, *args)
