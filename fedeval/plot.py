@@ -61,11 +61,13 @@ def describe_setting(run: Simulated, *details: str) -> str:
     head = cfg.model.value
     if cfg.model is not PrivacyModel.FEDERATED and cfg.epsilon is not None:
         head += f", ε = {cfg.epsilon:g}"
-    if run.rows is None:
+    if run.rows is None or (run.truth is None and not run.mechanism.examples_public):
+        # Only a simulation that shows exact values may show the exact size (the release and
+        # everything made from it alone hold none under add-remove).
         size = f"≈ {run.examples_estimate:,.0f} examples (noisy estimate)"
     else:
         size = f"{run.rows:,} examples"
-        if run.clients is not None and run.clients != run.rows:
+        if run.clients is not None and run.clients != run.rows and run.truth is not None:
             size += f", {run.clients:,} clients"
     return " · ".join([head, f"{cfg.shape.value} h = {cfg.height}", *details, size])
 
