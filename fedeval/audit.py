@@ -210,7 +210,7 @@ class Scenario:
     """One mechanism to audit, on a small domain (h = 2, hierarchy: 12 released counts).
 
     D: `clients` clients; client 0 holds the example(s) that change; every other client holds
-    `per_client` examples spread over the score range. D′ by the relation and unit:
+    `per_client` examples (L under unit client) spread over the score range. D′ by the relation and unit:
     add-remove/example removes one of client 0's two examples (client 0 still takes part);
     add-remove/client removes client 0 (its L examples); replace/example moves client 0's one
     example to the other class and end of the range; replace/client moves client 0's L examples
@@ -225,7 +225,7 @@ class Scenario:
     epsilon: float = 1.0
     height: int = 2
     clients: int = 11
-    per_client: int = 2
+    per_client: int = 4
     short_client: bool = False
 
     @property
@@ -254,9 +254,11 @@ class Scenario:
     def datasets(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
         """(D, D′) as columns score, label, client."""
         rest_s, rest_y, rest_c = [], [], []
+        # Under unit client nobody holds more than the cap (the cap is not what is audited).
+        per_client = self.per_client if self.unit == "example" else self.max_examples
         for c in range(1, self.clients):
-            for j in range(self.per_client):
-                rest_s.append(((c * self.per_client + j) * 0.37) % 1.0)
+            for j in range(per_client):
+                rest_s.append(((c * per_client + j) * 0.37) % 1.0)
                 rest_y.append((c + j) % 2)
                 rest_c.append(c)
         if self.relation == "add-remove" and self.unit == "example":

@@ -59,15 +59,29 @@ def _run_all(scenario: audit.Scenario, table: dict, tmp: Path, i: int):
     analyst["evaluate.exit"] = est.exit_code
     if est.exit_code == 0:
         analyst |= audit.flatten(json.loads(est.stdout), "evaluate")
+    for cmd in ("curves", "calibrate"):  # every other estimate made from the release
+        out = _invoke(cmd, "--from", release, "--format", "json", "--ci-draws", 20)
+        analyst[f"{cmd}.exit"] = out.exit_code
+        if out.exit_code == 0:
+            analyst |= audit.flatten(json.loads(out.stdout), cmd)
     one_shot = tmp / f"one{i}.fedeval"
+    ledger = tmp / f"ledger{i}.jsonl"
     ev = _invoke(
         "evaluate", src, "--no-exact", "--format", "json", "--ci-draws", 50,
-        "--save-release", one_shot, *common,
+        "--save-release", one_shot, "--ledger", ledger, "--budget", 10, *common,
     )  # fmt: skip
     analyst["oneshot.exit"] = ev.exit_code
     if ev.exit_code == 0:
         analyst |= audit.flatten(json.loads(ev.stdout), "oneshot")
         analyst |= audit.flatten(json.loads(one_shot.read_text()), "oneshot-release")
+        for j, line in enumerate(ledger.read_text().splitlines()):
+            entry = {k: v for k, v in json.loads(line).items() if k not in ("time", "created")}
+            analyst |= audit.flatten(entry, f"ledger[{j}]")
+    cal_map = tmp / f"map{i}.json"
+    cal = _invoke("calibrate", src, "--no-exact", "--ci-draws", 20, "-o", cal_map, *common)
+    analyst["map.exit"] = cal.exit_code
+    if cal.exit_code == 0:
+        analyst |= audit.flatten(json.loads(cal_map.read_text()), "map")
     return server, analyst
 
 
