@@ -210,7 +210,8 @@ class Scenario:
     """One mechanism to audit, on a small domain (h = 2, hierarchy: 12 released counts).
 
     D: `clients` clients; client 0 holds the example(s) that change; every other client holds
-    `per_client` examples (L under unit client) spread over the score range. D′ by the relation and unit:
+    `per_client` examples (L under unit client) spread over the score range. D′ by the relation
+    and unit:
     add-remove/example removes one of client 0's two examples (client 0 still takes part);
     add-remove/client removes client 0 (its L examples); replace/example moves client 0's one
     example to the other class and end of the range; replace/client moves client 0's L examples
