@@ -710,6 +710,14 @@ def curves(
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     quantiles: QuantilesOpt = 100,
+    curve_method: Annotated[
+        str,
+        typer.Option(
+            "--curve-method",
+            help="leaves (every released leaf edge; more accurate, the default) or pchip "
+            "(the papers' Q-quantile PCHIP estimator).",
+        ),
+    ] = "leaves",
     height: Annotated[
         str,
         typer.Option(
@@ -752,7 +760,8 @@ def curves(
     max_examples: MaxExamplesOpt = None,
     relation: RelationOpt = None,
 ) -> None:
-    """ROC and PR curves from one private release: Q quantiles per class, PCHIP-interpolated.
+    """ROC and PR curves from one private release, through every leaf edge (or Q quantiles per
+    class, PCHIP-interpolated: --curve-method pchip).
 
     Prints the area under each estimated curve beside the exact one, and the area between the
     estimated and the exact curve.
@@ -784,7 +793,9 @@ def curves(
         if from_ is not None:
             from fedeval.curves import curve_result
 
-            c = curve_result(_loaded_run(from_, seed, ci_draws, verify_key), quantiles)
+            c = curve_result(
+                _loaded_run(from_, seed, ci_draws, verify_key), quantiles, curve_method
+            )
             name = str(from_)
         else:
             opts = _table_options(
@@ -803,6 +814,7 @@ def curves(
             c = roc_pr_curves_file(
                 file,
                 quantiles=quantiles,
+                method=curve_method,
                 model=model,
                 epsilon=epsilon,
                 height=height,

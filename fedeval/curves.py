@@ -20,6 +20,8 @@ from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.curves import (
+    CURVE_METHODS,
+    DEFAULT_CURVE_METHOD,
     Curves,
     curve_height,
     estimate_curves,
@@ -44,12 +46,14 @@ DEFAULT_QUANTILES = 100
 class CurveResult:
     """Estimated ROC and PR curves, their areas, and (in simulation) the exact curves.
 
-    `points` are the curves at the 2(Q + 1) estimated quantiles; `dense` adds a uniform grid
-    and is what the areas are integrated on. Thresholds are in the scores' own units.
+    `points` are the curves at the 2(Q + 1) estimated quantiles; `dense` is what the areas are
+    integrated on: every leaf edge ('leaves' method) or the knots plus a uniform grid ('pchip').
+    Thresholds are in the scores' own units.
     """
 
     run: Simulated = field(repr=False)
     quantiles: int
+    method: str
     points: Curves = field(repr=False)
     dense: Curves = field(repr=False)
     exact: Curves | None = field(repr=False)
@@ -61,7 +65,7 @@ class CurveResult:
 
 def _in_units(c: Curves, lo: float, hi: float) -> Curves:
     t = np.where(np.isfinite(c.thresholds), lo + (hi - lo) * c.thresholds, c.thresholds)
-    return Curves(t, c.tpr, c.fpr, c.precision)
+    return Curves(t, c.tpr, c.fpr, c.precision, c.ap)
 
 
 def _check_quantiles(q: int) -> int:
@@ -70,15 +74,25 @@ def _check_quantiles(q: int) -> int:
     return int(q)
 
 
-def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveResult:
-    """Curves and areas from a simulated release (Xu & Cormode, section 3)."""
+def _check_method(method: str) -> str:
+    if method not in CURVE_METHODS:
+        raise UsageError(f"`method` must be one of {', '.join(CURVE_METHODS)}. Found {method!r}.")
+    return str(method)
+
+
+def curve_result(
+    run: Simulated, n_quantiles: int = DEFAULT_QUANTILES, method: str = DEFAULT_CURVE_METHOD
+) -> CurveResult:
+    """Curves and areas from a simulated release: from every leaf edge ('leaves') or the
+    papers' Q-quantile PCHIP estimator ('pchip', Xu & Cormode, section 3)."""
     n_quantiles = _check_quantiles(n_quantiles)
+    method = _check_method(method)
     lo, hi = run.score_range
     leaves = run.histogram.leaves
-    dense, points = estimate_curves(leaves, n_quantiles)
+    dense, points = estimate_curves(leaves, n_quantiles, method=method)
     roc_ci = ap_ci = None
     if run.ci_draws:
-        roc_ci, ap_ci = _area_intervals(run, dense, n_quantiles)
+        roc_ci, ap_ci = _area_intervals(run, dense, n_quantiles, method)
     exact = None
     roc_err = pr_err = None
     if run.truth is not None:
@@ -87,6 +101,7 @@ def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveR
     return CurveResult(
         run=run,
         quantiles=n_quantiles,
+        method=method,
         points=_in_units(points, lo, hi),
         dense=_in_units(dense, lo, hi),
         exact=exact,
@@ -99,11 +114,11 @@ def curve_result(run: Simulated, n_quantiles: int = DEFAULT_QUANTILES) -> CurveR
     )
 
 
-def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int):
+def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str):
     """95% intervals of the curve areas, conservative rather than calibrated: the hull of the
     estimate and the areas every order of examples inside the leaves allows
     (`within_leaf_bounds`), widened by z times the noise spread over the run's draws (each curve
-    rebuilt on a coarser grid)."""
+    rebuilt by the same method, PCHIP on a coarser grid)."""
     leaves = run.histogram.leaves
     auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(leaves)
     roc_sd = ap_sd = 0.0
@@ -112,7 +127,7 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int):
             [
                 (c.roc_auc, c.average_precision)
                 for c in (
-                    estimate_curves(leaves + d, n_quantiles, grid=DRAW_GRID)[0]
+                    estimate_curves(leaves + d, n_quantiles, grid=DRAW_GRID, method=method)[0]
                     for d in run.noise_draws[:REFIT_DRAWS]
                 )
             ]
@@ -135,6 +150,7 @@ def curves_data(
     data: ScoredData,
     *,
     quantiles: int = DEFAULT_QUANTILES,
+    method: str = DEFAULT_CURVE_METHOD,
     model: PrivacyModel | str = PrivacyModel.FEDERATED,
     epsilon: float | None = None,
     height: int | str = "auto",
@@ -149,6 +165,7 @@ def curves_data(
 ) -> CurveResult:
     """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2."""
     quantiles = _check_quantiles(quantiles)
+    method = _check_method(method)
     run = simulate(
         data,
         model=model,
@@ -163,7 +180,7 @@ def curves_data(
         max_examples=max_examples,
         relation=relation,
     )
-    return curve_result(run, quantiles)
+    return curve_result(run, quantiles, method)
 
 
 def roc_pr_curves(
@@ -180,8 +197,10 @@ def roc_pr_curves(
 ) -> CurveResult:
     """ROC and PR curves of a scored classifier from one private release.
 
-    Parameters are those of `fedeval.evaluate`, plus `quantiles` (Q per class). The default
-    height is ⌈log₂ Q⌉ + 2 with branching 2 (Xu & Cormode).
+    Parameters are those of `fedeval.evaluate`, plus `quantiles` (Q per class) and `method`:
+    'leaves' (the default: curves through every released leaf edge) or 'pchip' (the papers'
+    Q-quantile PCHIP estimator). The default height is ⌈log₂ Q⌉ + 2 with branching 2
+    (Xu & Cormode).
     """
     data = scored_from_arrays(
         y_true,

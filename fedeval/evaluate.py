@@ -27,12 +27,15 @@ from fedeval.estimate.metrics import (
     clip_unit,
     precision_recall_accuracy,
     threshold_counts,
+    top_region_precision,
 )
 from fedeval.estimate.uncertainty import (
     DEFAULT_DRAWS,
+    count_bounds,
     interval,
+    interval_around,
     noise_sd,
-    threshold_metric_variance,
+    threshold_bounds,
     threshold_metrics,
     within_bucket_auc_variance,
 )
@@ -49,7 +52,10 @@ DEFAULT_THRESHOLDS = tuple(i / 11 for i in range(1, 11))
 
 @dataclass(frozen=True)
 class ThresholdMetrics:
-    """Precision, recall and accuracy of the classifier "positive iff score ≥ threshold"."""
+    """Precision, recall and accuracy of the classifier "positive iff score ≥ threshold".
+
+    Precision where few or no examples are predicted positive carries a note, the full [0, 1]
+    interval and the limit value from the top scores (`sparse_precision`), never nan."""
 
     threshold: float
     precision: Estimate
@@ -105,9 +111,13 @@ def estimate_metrics(
 
 
 def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buckets: int | None):
-    """95% intervals of AUC and of P/R/A at each threshold (`fedeval.estimate.uncertainty`):
-    noise from fresh draws on the release, discretisation from the leaves' within-leaf
-    variance. All None when intervals are switched off (ci_draws = 0)."""
+    """95% intervals of AUC and of P/R/A at each threshold (`fedeval.estimate.uncertainty`).
+
+    AUC: estimate ± z·√(noise variance from fresh draws on the release + the within-leaf
+    Mann-Whitney variance). P/R/A: the worst case over where the examples of the leaf that holds
+    t sit (`threshold_bounds`, none of it to all of it ≥ t; nothing when t is on a leaf edge),
+    widened by z·σ of the noise on each side. All None when intervals are switched off
+    (ci_draws = 0)."""
     if run.ci_draws == 0:
         return None, None, None, None
     leaves = run.histogram.leaves
@@ -126,12 +136,57 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
             )
         p, r, a = threshold_metrics(resampled, unit_thresholds)
         sd_p, sd_r, sd_a = noise_sd(p), noise_sd(r), noise_sd(a)
-    vp, vr, va = threshold_metric_variance(leaves, unit_thresholds)
+    bp, br, ba = threshold_bounds(leaves, unit_thresholds)
     return (
         interval(est.auc, auc_sd, auc_disc),
-        interval(est.precision, sd_p, vp),
-        interval(est.recall, sd_r, vr),
-        interval(est.accuracy, sd_a, va),
+        interval_around(est.precision, sd_p, bp),
+        interval_around(est.recall, sd_r, br),
+        interval_around(est.accuracy, sd_a, ba),
+    )
+
+
+SPARSE_SDS = 2.0
+"""Precision is barely determined where the predicted-positive count TP + FP, at its lowest
+over where the examples of t's leaf sit, is at most this many noise standard deviations of it
+(or ≤ 0 without noise)."""
+
+
+def sparse_precision(
+    run: Simulated, unit_thresholds: np.ndarray
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """(sparse, estimate, predicted): where few or no examples are predicted positive, the
+    precision to report there, and the estimated predicted-positive count at each threshold.
+
+    Precision TP/(TP + FP) is undefined when nothing scores ≥ t, and noise divided by noise when
+    the predicted-positive count is within `SPARSE_SDS` noise standard deviations of 0. That is
+    judged on the worst case of the leaf that holds t (none of its mass ≥ t,
+    `count_bounds`), so a threshold inside a leaf whose examples might all score below it counts
+    too. scikit-learn returns 0 there (with a warning); a 0 reads as a verdict on the model, and
+    nan reaches a reader as a silent null. We answer instead with the limit as t comes down to
+    the top scores: the precision of the smallest top region of leaves holding more examples
+    than `SPARSE_SDS` noise standard deviations of its count (`top_region_precision`), with the
+    full [0, 1] interval and a note, so that a gate on either bound of the interval fails safe
+    while the table still shows a value.
+    """
+    leaves = run.histogram.leaves
+    tp, fp = threshold_counts(leaves, unit_thresholds)
+    low = count_bounds(leaves[1], unit_thresholds)[0] + count_bounds(leaves[0], unit_thresholds)[0]
+    draws = run.noise_draws
+    if draws is None:
+        sd, region_sd = np.zeros_like(low), 0.0
+    else:
+        tp_d, fp_d = threshold_counts(leaves + draws, unit_thresholds)
+        sd = noise_sd(tp_d + fp_d)
+        region_sd = noise_sd(np.cumsum(draws.sum(axis=1)[:, ::-1], axis=-1))
+    sparse = ~(low > SPARSE_SDS * sd)
+    return sparse, top_region_precision(leaves, SPARSE_SDS * region_sd), tp + fp
+
+
+def sparse_note(threshold: float, predicted: float) -> str:
+    """The reason shown with a barely determined precision."""
+    return (
+        f"few or no examples score ≥ {threshold:.4g} (≈ {max(predicted, 0.0):,.0f} predicted "
+        "positive): precision is barely determined"
     )
 
 
@@ -216,6 +271,10 @@ def evaluate_run(
     unit_thr = run.to_unit(thr)
     est = estimate_metrics(run.histogram, unit_thr, n_buckets)
     auc_ci, p_ci, r_ci, a_ci = metric_intervals(run, est, unit_thr, n_buckets)
+    sparse, top_precision, predicted = sparse_precision(run, unit_thr)
+    precision = np.where(sparse, top_precision, est.precision)
+    if p_ci is not None:
+        p_ci = np.where(sparse[:, None], np.array([0.0, 1.0]), p_ci)
 
     exact_auc_value: float | None = None
     exact_p = exact_r = exact_a = [None] * len(thr)
@@ -234,7 +293,12 @@ def evaluate_run(
     rows = tuple(
         ThresholdMetrics(
             float(t),
-            Estimate(float(est.precision[i]), exact_p[i], ci(p_ci, i)),
+            Estimate(
+                float(precision[i]),
+                exact_p[i],
+                ci(p_ci, i),
+                sparse_note(float(t), float(predicted[i])) if sparse[i] else None,
+            ),
             Estimate(float(est.recall[i]), exact_r[i], ci(r_ci, i)),
             Estimate(float(est.accuracy[i]), exact_a[i], ci(a_ci, i)),
         )

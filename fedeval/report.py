@@ -40,13 +40,18 @@ def _num(x: float | None) -> float | None:
 
 
 def _estimate(e: Estimate) -> dict[str, Any]:
+    """estimate, ci95, exact, abs_error; and `note` (why the estimate is barely determined) only
+    when there is one (an additive field of schema 2)."""
     ci = None if e.ci95 is None else [_num(e.ci95[0]), _num(e.ci95[1])]
-    return {
+    out = {
         "estimate": _num(e.estimate),
         "ci95": ci,
         "exact": _num(e.exact),
         "abs_error": _num(e.abs_error),
     }
+    if getattr(e, "note", None):
+        out["note"] = e.note
+    return out
 
 
 def privacy_section(run: Simulated) -> dict[str, Any]:
@@ -136,6 +141,7 @@ def shareable(doc: dict[str, Any]) -> dict[str, Any]:
 def _curve_areas(c: CurveResult) -> dict[str, Any]:
     return {
         "quantiles": c.quantiles,
+        "method": c.method,
         "roc_auc": _estimate(c.roc_auc),
         "average_precision": _estimate(c.average_precision),
         "roc_area_error": _num(c.roc_area_error),
@@ -222,12 +228,32 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+NOTE_MARK = "†"
+"""Marks an estimate that carries a note; the notes are printed under the table."""
+
+
 def _pm(e: Estimate, digits: int = 4) -> str:
-    """estimate ± half the 95% interval (the interval may be asymmetric after clipping)."""
+    """estimate ± the larger side of the 95% interval (it may be asymmetric: clipping, or the
+    worst case inside a leaf); with a note, the interval itself and a mark."""
+    note = getattr(e, "note", None)
     if e.ci95 is None or e.estimate is None or math.isnan(e.estimate):
-        return _fmt(e.estimate, digits)
+        return _fmt(e.estimate, digits) + (f" {NOTE_MARK}" if note else "")
+    if note:
+        lo, hi = e.ci95
+        return f"{e.estimate:.{digits}f} ± [{lo:.2g}, {hi:.2g}] {NOTE_MARK}"
     half = max(e.estimate - e.ci95[0], e.ci95[1] - e.estimate)
     return f"{e.estimate:.{digits}f} ± {half:.1e}"
+
+
+def _notes(rows: list[tuple[str, Estimate | None]]) -> list[str]:
+    """'† label: note' for each estimate that has a note, once per distinct line."""
+    out: list[str] = []
+    for label, e in rows:
+        note = None if e is None else getattr(e, "note", None)
+        line = f"{NOTE_MARK} {label}: {note}"
+        if note and line not in out:
+            out.append(line)
+    return out
 
 
 def _err(x: float | None) -> str:
@@ -271,6 +297,10 @@ def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Ta
         if exact:
             cells += [_fmt(e.exact), _err(e.abs_error)]
         t.add_row(*cells)
+    notes = _notes(rows)
+    if notes:
+        t.caption = escape("\n".join(notes))
+        t.caption_justify = "left"
     return t
 
 
@@ -304,6 +334,7 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
         t.add_column(name, justify="right")
     if exact:
         t.add_column("worst |error|", justify="right", style="dim")
+    notes: list[str] = []
     for m in ev.thresholds:
         trio = (m.precision, m.recall, m.accuracy)
         cells = [f"{m.threshold:.4g}", *(_pm(e) for e in trio)]
@@ -311,7 +342,11 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
             errs = [e.abs_error for e in trio if e.abs_error is not None]
             cells.append(_err(max(errs)) if errs else "—")
         t.add_row(*cells)
+        names = ("precision", "recall", "accuracy")
+        notes += _notes([(f"{n}@{m.threshold:.4g}", e) for n, e in zip(names, trio, strict=True)])
     console.print(t)
+    for line in notes:
+        console.print(escape(line), soft_wrap=True)
     _footer(ev.run, console, exact)
 
 

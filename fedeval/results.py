@@ -9,11 +9,16 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Estimate:
     """A private estimate, its 95% interval (privacy noise and discretisation, from the release
-    alone), and the exact value and absolute error when the truth is known."""
+    alone), and the exact value and absolute error when the truth is known.
+
+    `note` says why an estimate is barely determined (e.g. precision where few or no examples
+    are predicted positive); None when there is nothing to say.
+    """
 
     estimate: float
     exact: float | None = None
     ci95: tuple[float, float] | None = None
+    note: str | None = None
 
     @property
     def covered(self) -> bool | None:

@@ -17,15 +17,19 @@ from sklearn.metrics import (
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.curves import roc_pr_curves
 from fedeval.data import scored_from_arrays
+from fedeval.errors import UsageError
 from fedeval.estimate.curves import (
+    DEFAULT_CURVE_METHOD,
     EVAL_GRID,
     Curves,
     class_ecdf,
     curve_height,
     estimate_curves,
     exact_curves,
+    leaf_tails,
     pr_area_error,
     roc_area_error,
+    within_leaf_bounds,
 )
 from fedeval.estimate.exact import SortedScores
 from fedeval.hierarchy import cell_index, consistent_leaves, quantiles
@@ -133,15 +137,22 @@ def test_area_between_perfect_and_random_roc_is_one_half():
         ("localdp", 1.0, 32),
     ],
 )
-def test_estimated_curves_are_valid(model, epsilon, quantiles):
+@pytest.mark.parametrize("method", ["leaves", "pchip"])
+def test_estimated_curves_are_valid(model, epsilon, quantiles, method):
     for seed in range(4):
         y, s = beta_scores(4000, seed)
-        res = roc_pr_curves(y, s, model=model, epsilon=epsilon, quantiles=quantiles, seed=seed)
+        res = roc_pr_curves(
+            y, s, model=model, epsilon=epsilon, quantiles=quantiles, seed=seed, method=method
+        )
+        assert res.method == method
         for c in (res.dense, res.points):
             assert_valid_curves(c)
         # The knot curves have 2(Q + 1) thresholds at most (the two classes' quantiles) + 2 ends.
         assert len(res.points.thresholds) <= 2 * (quantiles + 1) + 2
-        assert len(res.dense.thresholds) >= EVAL_GRID + 2
+        if method == "pchip":
+            assert len(res.dense.thresholds) >= EVAL_GRID + 2
+        else:  # every leaf edge where a count changes, +inf and −inf
+            assert len(res.dense.thresholds) <= res.run.config.n_leaves + 2
         # Finite thresholds are in the score range (here [0, 1]).
         t = res.points.thresholds[1:-1]
         assert np.all((t >= 0) & (t <= 1))
@@ -189,7 +200,7 @@ def test_federated_areas_converge_to_sklearn(seed):
     auc, ap = roc_auc_score(y, s), average_precision_score(y, s)
     roc_errors, auc_errors, ap_errors = [], [], []
     for q in (16, 64, 256, 1024):
-        res = roc_pr_curves(y, s, model="federated", quantiles=q)
+        res = roc_pr_curves(y, s, model="federated", quantiles=q, method="pchip")
         assert res.run.config.height == curve_height(q)
         roc_errors.append(res.roc_area_error)
         auc_errors.append(abs(res.roc_auc.estimate - auc))
@@ -219,14 +230,15 @@ def test_federated_areas_converge_to_sklearn(seed):
 # --- spikes and heavy noise -----------------------------------------------------------------------
 
 
-def test_spike_in_one_class_is_handled():
+@pytest.mark.parametrize("method", ["leaves", "pchip"])
+def test_spike_in_one_class_is_handled(method):
     # Every negative scores exactly 0.3: one leaf holds the whole class.
     rng = np.random.default_rng(11)
     n = 6000
     y = rng.integers(0, 2, n)
     s = np.where(y == 1, rng.random(n), 0.3)
     q = 64
-    res = roc_pr_curves(y, s, model="federated", quantiles=q)
+    res = roc_pr_curves(y, s, model="federated", quantiles=q, method=method)
     for c in (res.dense, res.points):
         assert_valid_curves(c)
     # Only pairs in the spike's leaf are uncertain (the positives' share there), plus the PCHIP
@@ -261,7 +273,8 @@ def test_area_between_keeps_the_corner_before_a_vertical_jump():
     assert roc_area_error(same, full) == pytest.approx(0.0, abs=1e-15)
 
 
-def test_area_error_of_a_spike_is_within_the_bound():
+@pytest.mark.parametrize("method", ["leaves", "pchip"])
+def test_area_error_of_a_spike_is_within_the_bound(method):
     # As in test_spike_in_one_class_is_handled: the exact ROC curve runs flat at TPR ≈ 0.7 from
     # FPR 0 to 1 and then jumps; the estimate follows it within 2.5/Q + the spike leaf's share
     # (≈ 0.0036 by a direct integration), but the area is reported as ≈ 0.15.
@@ -270,7 +283,7 @@ def test_area_error_of_a_spike_is_within_the_bound():
     y = rng.integers(0, 2, n)
     s = np.where(y == 1, rng.random(n), 0.3)
     q = 64
-    res = roc_pr_curves(y, s, model="federated", quantiles=q)
+    res = roc_pr_curves(y, s, model="federated", quantiles=q, method=method)
     h = curve_height(q)
     share = np.mean(cell_index(s[y == 1], h) == cell_index(np.array([0.3]), h)[0])
     assert res.roc_area_error <= 2.5 / q + share
@@ -351,3 +364,193 @@ def test_quantiles_are_not_dragged_by_empty_leaves(shape):
                 assert tol < 0.025  # informative: far below the 0.15 drag of clamping
                 est = quantiles(run.histogram.leaves[c], np.array([q]))[0]
                 assert abs(est - true) <= tol, (seed, c, q, est, true, tol)
+
+
+# --- the leaves estimator -------------------------------------------------------------------------
+
+
+def rare_scores(n: int, seed: int, rate: float = 0.015) -> tuple[np.ndarray, np.ndarray]:
+    """Rare positives with a realistic shape: positives ~ Beta(5, 2), negatives ~ Beta(1, 6)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n) < rate).astype(np.int64)
+    return y, np.where(y == 1, rng.beta(5, 2, n), rng.beta(1, 6, n))
+
+
+def leaf_counts(y: np.ndarray, s: np.ndarray, h: int) -> np.ndarray:
+    leaves = np.zeros((2, 1 << h))
+    np.add.at(leaves, (y, cell_index(s, h)), 1.0)
+    return leaves
+
+
+def test_default_method_is_leaves():
+    assert DEFAULT_CURVE_METHOD == "leaves"
+    y, s = beta_scores(2000, seed=0)
+    assert roc_pr_curves(y, s, model="federated", quantiles=16).method == "leaves"
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("make", [beta_scores, rare_scores])
+def test_leaves_equal_sklearn_when_scores_sit_on_leaf_edges(seed, make):
+    """Scores on the edges k/2^h: each leaf is one tie group, so the leaf-edge curves are the
+    exact curves. AUC (trapezoid) equals scikit-learn's; AP equals it with the 'step' rule."""
+    h = 8
+    y, s = make(20_000, seed)
+    s = np.floor(s * (1 << h)) / (1 << h)  # on an edge, below 1
+    auc, ap = roc_auc_score(y, s), average_precision_score(y, s)
+    res = roc_pr_curves(y, s, model="federated", quantiles=16, height=h)
+    assert res.run.config.height == h
+    assert res.roc_auc.estimate == pytest.approx(auc, abs=1e-9)
+    dense, _ = estimate_curves(res.run.histogram.leaves, 16, method="leaves", ap_rule="step")
+    assert dense.average_precision == pytest.approx(ap, abs=1e-9)
+    assert dense.roc_auc == pytest.approx(auc, abs=1e-9)
+    # The curve through the edges is the exact curve: no area between them.
+    assert roc_area_error(dense, res.exact) == pytest.approx(0.0, abs=1e-12)
+    # The default (integral) AP stays within the within-leaf bounds.
+    lo, hi = within_leaf_bounds(res.run.histogram.leaves)[2:]
+    assert lo - 1e-12 <= res.average_precision.estimate <= hi + 1e-12
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("make", [beta_scores, rare_scores])
+def test_leaves_ap_inside_leaves_is_within_the_within_leaf_bound(seed, make):
+    y, s = make(50_000, seed)
+    res = roc_pr_curves(y, s, model="federated", quantiles=100)
+    ap_lo, ap_hi = within_leaf_bounds(res.run.histogram.leaves)[2:]
+    auc_lo, auc_hi = within_leaf_bounds(res.run.histogram.leaves)[:2]
+    exact_ap, exact_auc = average_precision_score(y, s), roc_auc_score(y, s)
+    assert ap_lo <= exact_ap <= ap_hi and auc_lo <= exact_auc <= auc_hi
+    assert ap_lo <= res.average_precision.estimate <= ap_hi
+    assert auc_lo <= res.roc_auc.estimate <= auc_hi
+    assert abs(res.average_precision.estimate - exact_ap) <= ap_hi - ap_lo
+    # The interval (federated: the within-leaf hull) holds the truth.
+    lo, hi = res.average_precision.ci95
+    assert lo <= exact_ap <= hi
+
+
+def test_integral_rule_is_the_limit_of_finer_uniform_leaves():
+    """Splitting every leaf into K equal parts with its examples spread evenly, the step AP of
+    the finer leaves tends to the integral AP of the coarse ones."""
+    y, s = rare_scores(20_000, seed=4, rate=0.05)
+    coarse = leaf_counts(y, s, 5)
+    integral = estimate_curves(coarse, 8, ap_rule="integral")[0].average_precision
+    step = estimate_curves(coarse, 8, ap_rule="step")[0].average_precision
+    errors = []
+    for k in (4, 64, 1024):
+        fine = np.repeat(coarse / k, k, axis=1)
+        errors.append(abs(estimate_curves(fine, 8, ap_rule="step")[0].average_precision - integral))
+    assert errors[-1] < 1e-4 < abs(step - integral)
+    assert np.all(np.diff(errors) < 0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_leaves_ap_on_rare_positives_without_noise(seed):
+    """1.5 % positives: AP within 2e-3 of scikit-learn's at the auto height (the papers' PCHIP
+    through Q = 100 quantiles misses the top tail by several 1e-2)."""
+    y, s = rare_scores(200_000, seed)
+    ap = average_precision_score(y, s)
+    leaves = roc_pr_curves(y, s, model="federated", quantiles=100, ci_draws=0)
+    pchip = curve_result_of(leaves, "pchip")
+    assert abs(leaves.average_precision.estimate - ap) <= 2e-3
+    assert abs(leaves.average_precision.estimate - ap) < abs(pchip.average_precision.estimate - ap)
+    assert abs(leaves.roc_auc.estimate - roc_auc_score(y, s)) <= 1e-4
+
+
+def curve_result_of(res, method):
+    from fedeval.curves import curve_result
+
+    return curve_result(res.run, res.quantiles, method)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_leaves_ap_on_rare_positives_under_distdp(seed):
+    y, s = rare_scores(200_000, seed)
+    res = roc_pr_curves(y, s, model="distdp", epsilon=1.0, quantiles=100, seed=seed)
+    assert abs(res.average_precision.abs_error) <= 5e-2
+    lo, hi = res.average_precision.ci95
+    assert lo <= res.average_precision.estimate <= hi and hi - lo < 0.2
+
+
+@pytest.mark.parametrize("model, epsilon", [("federated", None), ("distdp", 1.0), ("localdp", 1.0)])
+def test_pr_curve_starts_at_the_top_leafs_precision(model, epsilon):
+    y, s = rare_scores(20_000, seed=2)
+    s[np.argmax(s)] = 0.999  # make sure the top score is a positive's in the top leaf
+    y[np.argmax(s)] = 1
+    for seed in range(3):
+        res = roc_pr_curves(y, s, model=model, epsilon=epsilon, quantiles=32, seed=seed)
+        for c in (res.dense, res.points):
+            assert_valid_curves(c)
+            assert c.recall[0] == 0.0
+            assert c.precision[0] == res.dense.precision[1]  # the top non-empty leaf's
+        if model == "federated":
+            assert res.dense.precision[0] > 0
+            # Every point predicting nothing carries that same precision: no spike to 0.
+            assert np.all(res.points.precision[res.points.tpr == 0] > 0)
+
+
+def test_leaf_tails_are_monotone_and_not_inflated_by_noise():
+    """Noise on 44 empty leaves of 64: clamping leaf by leaf would add the positive part of each
+    one's noise (≈ 44 · b/2 = 440 for Laplace b = 20); monotone sums after cumulating do not."""
+    rng = np.random.default_rng(0)
+    leaves = np.zeros((2, 64))
+    leaves[:, 20:40] = 50.0  # 1000 per class
+    totals, clamped = [], []
+    for _ in range(300):
+        noisy = leaves + rng.laplace(0, 20, leaves.shape)
+        fp, tp = leaf_tails(noisy)
+        for t in (fp, tp):
+            assert t[0] == 0.0 and np.all(np.diff(t) >= 0)
+        totals.append(tp[-1])
+        clamped.append(np.clip(noisy[1], 0, None).sum())
+    assert abs(np.mean(totals) - 1000) < 100 < 300 < np.mean(clamped) - 1000
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_leaves_roc_is_monotone_under_heavy_noise(seed):
+    y, s = rare_scores(5000, seed)
+    for model, eps in (("distdp", 0.1), ("localdp", 1.0)):
+        res = roc_pr_curves(y, s, model=model, epsilon=eps, quantiles=64, seed=seed)
+        for c in (res.dense, res.points):
+            assert_valid_curves(c)
+        lo, hi = res.roc_auc.ci95
+        assert 0 <= lo <= hi <= 1
+
+
+def test_unknown_method_is_refused():
+    y, s = beta_scores(500, seed=0)
+    with pytest.raises(UsageError, match="leaves, pchip"):
+        roc_pr_curves(y, s, model="federated", method="spline")
+    with pytest.raises(ValueError, match="leaves, pchip"):
+        estimate_curves(np.ones((2, 8)), 4, method="spline")
+    with pytest.raises(ValueError, match="integral, step"):
+        estimate_curves(np.ones((2, 8)), 4, ap_rule="mid")
+
+
+def test_method_is_stated_in_the_report_and_chosen_on_the_command_line(tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from fedeval.cli import app
+    from fedeval.report import curves_dict
+
+    y, s = beta_scores(3000, seed=5)
+    for method in ("leaves", "pchip"):
+        res = roc_pr_curves(y, s, model="federated", quantiles=16, method=method)
+        assert curves_dict(res)["curves"]["method"] == method
+
+    path = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"score": s, "label": y}), path)
+    runner = CliRunner()
+    docs = {}
+    for method in ("leaves", "pchip", None):
+        args = ["curves", str(path), "--model", "federated", "-q", "16", "--format", "json"]
+        r = runner.invoke(app, args + ([] if method is None else ["--curve-method", method]))
+        assert r.exit_code == 0, r.output
+        docs[method] = json.loads(r.stdout)["curves"]
+        assert docs[method]["method"] == (method or "leaves")
+    assert docs[None] == docs["leaves"]
+    assert docs["pchip"]["roc_auc"] != docs["leaves"]["roc_auc"]
+    r = runner.invoke(app, ["curves", str(path), "--model", "federated", "--curve-method", "x"])
+    assert r.exit_code == 2

@@ -149,3 +149,59 @@ def test_usage_errors():
         fedeval.evaluate(y, s, buckets=0)
     with pytest.raises(InputError, match="no positive"):
         fedeval.evaluate(np.zeros(4), s)
+
+
+@pytest.mark.parametrize("model", ["federated", "distdp"])
+def test_precision_with_nothing_predicted_positive_is_defined(model):
+    # No score reaches 0.9: precision is undefined there (nan, or 0 with a warning in
+    # scikit-learn). We report the precision of the top scores, the full [0, 1] interval and
+    # a note, in the JSON and the table; recall and accuracy keep their values, and a gate on
+    # the precision's lower bound fails safe.
+    import json
+
+    from rich.console import Console
+
+    from fedeval.gates import Kind, judge, parse_gates, report_metrics
+    from fedeval.report import render_table, to_dict
+
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 2, 5000)
+    s = np.clip(0.25 * y + 0.5 * rng.random(5000), 0, 0.74)
+    ev = fedeval.evaluate(y, s, model=model, thresholds=[0.5, 0.9], seed=3)
+    ok, empty = ev.thresholds
+    assert ok.precision.note is None and ok.precision.ci95[0] > 0.5
+    p = empty.precision
+    assert 0 <= p.estimate <= 1 and p.ci95 == (0.0, 1.0)
+    assert "few or no examples score ≥ 0.9" in p.note and "predicted positive" in p.note
+    assert math.isnan(p.exact) and p.abs_error is None
+    if model == "federated":
+        assert p.estimate == 1.0  # the top scores are all positives (score 0.74)
+    assert empty.recall.note is None and empty.recall.estimate == pytest.approx(0, abs=0.02)
+    assert empty.accuracy.note is None
+
+    doc = json.loads(json.dumps(to_dict(ev)))
+    j = doc["metrics"]["thresholds"][1]["precision"]
+    assert j["estimate"] == pytest.approx(p.estimate) and j["ci95"] == [0.0, 1.0]
+    assert j["note"] == p.note
+    assert "note" not in doc["metrics"]["thresholds"][0]["precision"]
+    assert "note" not in doc["metrics"]["auc"]
+
+    console = Console(record=True, width=200)
+    render_table(ev, console)
+    text = console.export_text()
+    assert "± [0, 1] †" in text
+    assert f"† precision@0.9: {p.note}" in text
+
+    (v,) = judge(parse_gates(["precision@0.9=0.5"], Kind.FLOOR), report_metrics(doc))
+    assert v.value == 0.0 and not v.passed
+
+
+def test_precision_barely_predicted_positive_under_noise_has_a_note():
+    # A handful of examples above t under localdp noise: the count is within 2 noise sds of 0.
+    rng = np.random.default_rng(8)
+    y = rng.integers(0, 2, 20_000)
+    s = np.clip(0.25 * y + 0.5 * rng.random(20_000), 0, 1)
+    s[:3] = 0.97
+    ev = fedeval.evaluate(y, s, model="localdp", thresholds=[0.9], seed=1)
+    p = ev.thresholds[0].precision
+    assert p.note is not None and p.ci95 == (0.0, 1.0) and 0 <= p.estimate <= 1

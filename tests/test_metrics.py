@@ -5,7 +5,11 @@ import pytest
 from sklearn.metrics import accuracy_score, precision_score, recall_score, roc_auc_score
 
 import fedeval
-from fedeval.estimate.metrics import auc_from_buckets, precision_recall_accuracy
+from fedeval.estimate.metrics import (
+    auc_from_buckets,
+    precision_recall_accuracy,
+    top_region_precision,
+)
 from fedeval.hierarchy import bucket_counts, cell_index, equidepth_edges
 
 
@@ -75,3 +79,17 @@ def test_auc_formula_small_example():
 def test_precision_undefined_when_nothing_predicted_positive():
     p, r, a = precision_recall_accuracy(np.array([0.0]), np.array([0.0]), 10.0, 10.0)
     assert np.isnan(p[0]) and r[0] == 0 and a[0] == 0.5
+
+
+def test_top_region_precision_is_the_limit_from_the_top():
+    # Negatives (5, 3, 0, 0), positives (0, 1, 1, 0): the top non-empty region is leaf 2 (1
+    # positive, precision 1); asking for more than 1 example takes leaves 1–3 (2 of 5).
+    leaves = np.array([[5.0, 3.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
+    assert top_region_precision(leaves) == 1.0
+    assert top_region_precision(leaves, 1.5) == pytest.approx(2 / 5)
+    # Per-region limits (one per top region size); noisy negative counts clamp at 0.
+    assert top_region_precision(leaves, np.array([0.0, 1.5, 1.5, 1.5])) == pytest.approx(2 / 5)
+    assert top_region_precision(np.array([[0.0, -2.0], [0.0, 1.0]])) == 1.0
+    # Nothing large enough: the whole histogram; nothing at all: ½.
+    assert top_region_precision(leaves, 100.0) == pytest.approx(2 / 10)
+    assert top_region_precision(np.zeros((2, 3))) == 0.5

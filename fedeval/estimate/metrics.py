@@ -56,3 +56,21 @@ def precision_recall_accuracy(
 def clip_unit(x: np.ndarray) -> np.ndarray:
     """Clamp an estimated rate into [0, 1]: the last step, after every sum (nan stays nan)."""
     return np.clip(x, 0.0, 1.0)
+
+
+def top_region_precision(leaves: np.ndarray, min_mass: np.ndarray | float = 0.0) -> float:
+    """Precision of the highest-scoring examples: of the smallest top region of leaves (the last
+    k + 1) whose estimated mass exceeds `min_mass[k]` (an array over k, or one value).
+
+    The answer where precision at t is undefined or noise (few or nothing predicted positive):
+    precision as t comes down to where the first examples are, the limit of TP/(TP + FP) from
+    above. Counts are clamped at 0; the whole histogram's precision (the prevalence) if no region
+    is large enough, ½ if nothing is there at all.
+    """
+    leaves = np.asarray(leaves, dtype=np.float64)
+    pos = np.clip(np.cumsum(leaves[1, ::-1]), 0.0, None)  # mass of the top k + 1 leaves
+    neg = np.clip(np.cumsum(leaves[0, ::-1]), 0.0, None)
+    big = np.flatnonzero(pos + neg > np.asarray(min_mass, dtype=np.float64))
+    k = big[0] if len(big) else len(pos) - 1
+    mass = pos[k] + neg[k]
+    return float(pos[k] / mass) if mass > 0 else 0.5

@@ -1,15 +1,22 @@
 """95% intervals for estimates made from a private release, from the release alone.
 
-Two sources of error, added as variances:
+Two sources of error:
 - privacy noise: its distribution is known, so fresh noise is drawn on the release
   (`ScoreHistogram.noise_draws`, a parametric bootstrap through constrained inference) and every
   estimate is recomputed; their spread is the noise's;
 - discretisation: where a threshold falls inside a leaf (or a positive and a negative share a
-  leaf), the estimate takes the examples as spread uniformly over it. That is the expectation
-  when their positions inside the leaf are unknown, and its variance is binomial: c·u(1 − u)
-  examples for a leaf of c examples cut at fraction u; for AUC, the Mann-Whitney variance of the
-  pairs that share a leaf, Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12.
-Intervals are estimate ± z·√(noise variance + discretisation variance), clipped to [0, 1].
+  leaf), the estimate takes the examples as spread uniformly over it. For AUC the pairs that
+  share a leaf add the Mann-Whitney variance Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12, and the interval is
+  estimate ± z·√(noise variance + that variance), clipped to [0, 1].
+  For precision, recall and accuracy at a threshold t the uniform spread is kept for the point
+  estimate, but not for the interval: scores are often tied or discrete, and a point mass next to
+  t makes the binomial variance c·u(1 − u) (a leaf of c examples cut at fraction u) far too
+  small, for the estimate is then biased, not merely noisy. The interval instead takes the worst
+  case of where the mass of the leaf that holds t sits: anything from none to all of its
+  (clamped, non-negative) count may score ≥ t (`threshold_bounds`). That holds for any score
+  distribution, including thresholds asked for later from a saved release; it is zero when t
+  lies on a leaf edge. The noise spread z·σ is added on each side of that range
+  (`interval_around`).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from fedeval.estimate.metrics import precision_recall_accuracy, threshold_counts
+from fedeval.hierarchy import mass_at_or_above
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
@@ -29,9 +37,74 @@ REFIT_DRAWS = 20
 conservative hulls, where a noise spread known to about ±16% is enough."""
 
 
+EDGE_TOLERANCE = 1e-9
+"""A threshold within this many leaf widths of a leaf edge is on the edge (floating point)."""
+
+
+ROUNDING = 1e-12
+"""Slack added to a worst-case range, against floating-point rounding of its ends."""
+
+
+def leaf_cut(n_leaves: int, unit_thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(j, u): the leaf that holds each threshold and where it cuts it (0 on its left edge, the
+    leaf's mass then all ≥ t; 1 only for t = 1, where only scores equal to 1 are ≥ t)."""
+    pos = np.clip(np.asarray(unit_thresholds, dtype=np.float64), 0.0, 1.0) * n_leaves
+    near = np.round(pos)
+    pos = np.where(np.abs(pos - near) <= EDGE_TOLERANCE, near, pos)
+    j = np.minimum(np.floor(pos).astype(np.int64), n_leaves - 1)
+    return j, pos - j
+
+
+def count_bounds(
+    class_leaves: np.ndarray, unit_thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Worst-case (low, high) of one class's count with score ≥ t, for any positions inside the
+    leaf that holds t: the uniform estimate minus the part (1 − u)·c it counts above t, plus the
+    part u·c it counts below (c clamped at 0). Both equal the estimate when t is on a leaf edge."""
+    leaves = np.asarray(class_leaves, dtype=np.float64)
+    est = mass_at_or_above(leaves, unit_thresholds)
+    j, u = leaf_cut(leaves.shape[-1], unit_thresholds)
+    c = np.clip(leaves[..., j], 0.0, None)
+    inside = u > 0  # on the left edge the whole leaf is ≥ t
+    return est - np.where(inside, (1.0 - u) * c, 0.0), est + np.where(inside, u * c, 0.0)
+
+
+def threshold_bounds(
+    leaves: np.ndarray, unit_thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Worst-case (low, high) of precision, recall and accuracy at each threshold over where the
+    examples of the leaf holding t sit (`count_bounds`), each of shape (T, 2).
+
+    Every metric is monotone in TP and FP: recall follows TP; accuracy is lowest with TP low and
+    FP high; precision is lowest at (TP low, FP high) and highest at (TP high, FP low), counts
+    clamped at 0 (0 and 1 where that corner predicts nothing positive). Totals are the
+    release's.
+    """
+    tp_lo, tp_hi = count_bounds(leaves[1], unit_thresholds)
+    fp_lo, fp_hi = count_bounds(leaves[0], unit_thresholds)
+    p_total, n_total = float(leaves[1].sum()), float(leaves[0].sum())
+    lo = precision_recall_accuracy(
+        np.clip(tp_lo, 0.0, None), np.clip(fp_hi, 0.0, None), p_total, n_total
+    )
+    hi = precision_recall_accuracy(
+        np.clip(tp_hi, 0.0, None), np.clip(fp_lo, 0.0, None), p_total, n_total
+    )
+    # A corner with nothing predicted positive leaves precision anywhere in [0, 1].
+    lo, hi = (np.nan_to_num(lo[0], nan=0.0), *lo[1:]), (np.nan_to_num(hi[0], nan=1.0), *hi[1:])
+    _, recall_lo, accuracy_lo = precision_recall_accuracy(tp_lo, fp_hi, p_total, n_total)
+    _, recall_hi, accuracy_hi = precision_recall_accuracy(tp_hi, fp_lo, p_total, n_total)
+    return (
+        np.stack([lo[0], hi[0]], axis=-1),
+        np.stack([recall_lo, recall_hi], axis=-1),
+        np.stack([accuracy_lo, accuracy_hi], axis=-1),
+    )
+
+
 def within_leaf_count_variance(leaves: np.ndarray, unit_thresholds: np.ndarray) -> np.ndarray:
     """Variance of the count above each threshold from the unknown positions inside the leaf
-    that holds it: c·u(1 − u), with c the (clamped) leaf count and u the cut fraction."""
+    that holds it: c·u(1 − u), with c the (clamped) leaf count and u the cut fraction. Exact for
+    scores spread independently inside the leaf; too small next to a point mass (the intervals
+    at thresholds use `threshold_bounds` instead)."""
     n = leaves.shape[-1]
     pos = np.clip(unit_thresholds, 0.0, 1.0) * n
     j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
@@ -53,7 +126,8 @@ def threshold_metric_variance(
     leaves: np.ndarray, unit_thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Discretisation variance of precision, recall and accuracy at each threshold (delta
-    method on the within-leaf variances of TP and FP, which are independent)."""
+    method on the within-leaf variances of TP and FP, which are independent): the binomial
+    model, kept for comparison; intervals use `threshold_bounds`."""
     v_tp = within_leaf_count_variance(leaves[1], unit_thresholds)
     v_fp = within_leaf_count_variance(leaves[0], unit_thresholds)
     tp, fp = threshold_counts(leaves, unit_thresholds)
@@ -82,6 +156,23 @@ def interval(estimate, noise_sd, extra_variance=0.0, extra_width=0.0) -> np.ndar
     half = Z95 * np.sqrt(np.asarray(noise_sd) ** 2 + extra_variance) + extra_width
     lo = np.clip(np.asarray(estimate) - half, 0.0, 1.0)
     hi = np.clip(np.asarray(estimate) + half, 0.0, 1.0)
+    return np.stack([lo, hi], axis=-1)
+
+
+def interval_around(estimate, noise_sd, bounds) -> np.ndarray:
+    """[min(estimate, low) − z·σ, max(estimate, high) + z·σ], clipped to [0, 1]: the noise spread
+    added on each side of a deterministic range (`threshold_bounds`, last axis (low, high)); a
+    nan bound adds nothing. The last axis holds (lo, hi)."""
+    est = np.asarray(estimate, dtype=np.float64)
+    bounds = np.asarray(bounds, dtype=np.float64)
+    below = np.nan_to_num(np.maximum(est - bounds[..., 0], 0.0))
+    above = np.nan_to_num(np.maximum(bounds[..., 1] - est, 0.0))
+    # A truth exactly on the worst case (all of a leaf on one side) must not fall out by rounding.
+    below = np.where(below > 0, below + ROUNDING, 0.0)
+    above = np.where(above > 0, above + ROUNDING, 0.0)
+    half = Z95 * np.asarray(noise_sd, dtype=np.float64)
+    lo = np.clip(est - below - half, 0.0, 1.0)
+    hi = np.clip(est + above + half, 0.0, 1.0)
     return np.stack([lo, hi], axis=-1)
 
 
