@@ -1,0 +1,88 @@
+"""`--height auto` against the best fixed height, per metric: is one release height good for
+every estimate made from it?
+
+For each data family (smooth binormal scores; 1.5% positives) and DP model (distdp ε = 1,
+localdp ε = 5), every height in a range is run on the same data for R noise draws; the table
+gives, per metric (ROC AUC from the leaves, average precision from the leaves, worst P/R/A error
+over the ten default thresholds), the median absolute error at the height `auto` picks, the
+best fixed height and its error, and their ratio (the issue's target: AUC at auto within 1.2×
+of the best fixed height).
+
+    .venv/bin/python benchmarks/height.py            # n = 1M, R = 8 (several minutes)
+    .venv/bin/python benchmarks/height.py --quick    # n = 200k, R = 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from fedeval.data import scored_from_arrays
+from fedeval.evaluate import evaluate_data
+
+MODELS = (("distdp", 1.0, range(6, 15)), ("localdp", 5.0, range(3, 12)))
+
+
+def family(name: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, scores) of a family: 'smooth' binormal (AUC ≈ 0.86), or 'rare' 1.5% positives
+    with positives ~ Beta(5, 2) and negatives ~ Beta(1, 6)."""
+    if name == "smooth":
+        y = rng.random(n) < 0.5
+        z = rng.normal(np.where(y, 0.75, -0.75), 1.0)
+        return y.astype(int), 1.0 / (1.0 + np.exp(-z))
+    y = rng.random(n) < 0.015
+    s = np.where(y, rng.beta(5, 2, n), rng.beta(1, 6, n))
+    return y.astype(int), s
+
+
+def errors(data, model: str, eps: float, height, draws: int) -> tuple[int, np.ndarray]:
+    """(height used, median |error| of AUC, AP, worst P/R/A) over `draws` noise draws."""
+    out, used = [], None
+    for r in range(draws):
+        ev = evaluate_data(data, model=model, epsilon=eps, height=height, seed=1000 + r, ci_draws=0)
+        used = ev.config.height
+        pra = max(
+            abs(e.estimate - e.exact)
+            for m in ev.thresholds
+            for e in (m.precision, m.recall, m.accuracy)
+            if e.exact is not None and e.estimate is not None and np.isfinite(e.exact)
+        )
+        ap = ev.curves.average_precision
+        out.append((abs(ev.auc.estimate - ev.auc.exact), abs(ap.estimate - ap.exact), pra))
+    return used, np.median(np.asarray(out), axis=0)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="n = 200k, R = 4")
+    args = ap.parse_args()
+    n, draws = (200_000, 4) if args.quick else (1_000_000, 8)
+    rng = np.random.default_rng(2026)
+    names = ("ROC AUC", "AP", "worst P/R/A")
+    print(f"n = {n:,}, {draws} noise draws per height; median |error|")
+    print(f"{'data':<7} {'model':<12} {'metric':<12} {'auto h':>6} {'error':>9} "
+          f"{'best h':>6} {'error':>9} {'auto/best':>9}")  # fmt: skip
+    for fam in ("smooth", "rare"):
+        y, s = family(fam, n, rng)
+        data = scored_from_arrays(y, s, keep_scores=True, resolution=14)
+        for model, eps, heights in MODELS:
+            t0 = time.perf_counter()
+            auto_h, auto_err = errors(data, model, eps, "auto", draws)
+            table = {h: errors(data, model, eps, h, draws)[1] for h in heights}
+            for i, metric in enumerate(names):
+                best = min(table, key=lambda h: table[h][i])
+                ratio = auto_err[i] / table[best][i] if table[best][i] > 0 else float("nan")
+                print(
+                    f"{fam:<7} {f'{model} ε={eps:g}':<12} {metric:<12} {auto_h:>6} "
+                    f"{auto_err[i]:>9.2e} {best:>6} {table[best][i]:>9.2e} {ratio:>9.2f}",
+                    flush=True,
+                )
+            print(f"  ({fam}, {model}: {time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
