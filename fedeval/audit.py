@@ -117,6 +117,26 @@ def variance_interval(samples: np.ndarray, confidence: float = 0.999) -> tuple[f
     return max(s2 - half, 0.0), s2 + half
 
 
+def correlation_bound(samples: np.ndarray, confidence: float = 0.999) -> tuple[float, float]:
+    """(largest |correlation| between the noise of two released counts, the bound it must stay
+    under if the noise on different counts is independent), over runs (axis 0).
+
+    Independent noise gives sample correlations ≈ N(0, 1/T); the bound is Bonferroni-corrected
+    over the pairs. Noise reused across counts (one draw added to every level, say) leaves each
+    count's variance right but correlates them, which neither the variance check nor a
+    per-field scan sees.
+    """
+    x = np.asarray(samples, float)
+    t, k = x.shape
+    if k < 2:
+        return 0.0, 1.0
+    r = np.corrcoef(x, rowvar=False)
+    worst = float(np.max(np.abs(r[np.triu_indices(k, 1)])))
+    pairs = k * (k - 1) / 2
+    z = float(stats.norm.ppf(1 - (1 - confidence) / (2 * pairs)))
+    return worst, z / math.sqrt(t)
+
+
 # --------------------------------------------------------------------------------------------
 # Deterministic leak scan
 

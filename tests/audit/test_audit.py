@@ -191,6 +191,35 @@ def test_every_cohort_carries_the_full_noise(scenario, trials):
         )
 
 
+@pytest.mark.parametrize(
+    "scenario", [s for s in SCENARIOS if s.model == "distdp"], ids=lambda s: s.name
+)
+def test_noise_on_different_counts_is_independent(scenario, trials):
+    for noise in audit.cohort_noise(scenario, trials // 4, np.random.default_rng(6)):
+        worst, bound = audit.correlation_bound(noise)
+        assert worst < bound, f"noise correlated across counts: |r| = {worst:.3f} ≥ {bound:.3f}"
+
+
+def test_correlation_audit_catches_noise_reused_across_counts(monkeypatch, trials):
+    """Broken on purpose: one share drawn per client and added to every count (the seeded
+    re-made-generator bug of research code): each count's variance is right, the claim is not."""
+    from fedeval.privacy import federated
+
+    def one_share_for_all(cells, labels, client, n_clients, config, cohort_size, rng):
+        reports = federated.onehot_reports(cells, labels, client, n_clients, config)
+        share = polya_share(cohort_size, distdp.alpha(config), (n_clients, 1), rng)
+        return reports + share, None
+
+    monkeypatch.setattr(distdp, "client_reports", one_share_for_all)
+    scenario = audit.Scenario("distdp", "add-remove")
+    noise = audit.cohort_noise(scenario, trials // 4, np.random.default_rng(7))[0]
+    worst, bound = audit.correlation_bound(noise)
+    assert worst >= bound
+    # Each count on its own has the stated variance: a per-count check alone is fooled.
+    lo, hi = audit.variance_interval(noise[:, 0])
+    assert lo <= Mechanism(scenario.config()).noise_variance <= hi
+
+
 def test_cohort_audit_catches_shares_sized_for_the_population(monkeypatch, trials):
     """Broken on purpose: shares sized for every client of the run (N) rather than the cohort
     (m), as before: each cohort's sum then carries only Pólya(m/N) noise."""
