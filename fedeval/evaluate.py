@@ -182,6 +182,24 @@ def sparse_precision(
     return sparse, top_region_precision(leaves, SPARSE_SDS * region_sd), tp + fp
 
 
+def undetermined(metric: str, run: Simulated) -> str:
+    """The reason shown where a class total the metric divides by is estimated at ≤ 0."""
+    hist = run.histogram
+    return (
+        f"the release estimates ≈ {hist.positives:,.0f} positives and ≈ {hist.negatives:,.0f} "
+        f"negatives: {metric} is undetermined"
+    )
+
+
+def _defined(value: float, exact, interval, note: str) -> Estimate:
+    """An estimate that is never a silent null: where the noisy class totals leave the metric
+    undefined (a total ≤ 0, so the ratio is nan), the uninformative 0.5 with the full [0, 1]
+    interval and the reason."""
+    if np.isfinite(value):
+        return Estimate(float(value), exact, interval)
+    return Estimate(0.5, exact, None if interval is None else (0.0, 1.0), note)
+
+
 def sparse_note(threshold: float, predicted: float) -> str:
     """The reason shown with a barely determined precision."""
     return (
@@ -299,14 +317,17 @@ def evaluate_run(
                 ci(p_ci, i),
                 sparse_note(float(t), float(predicted[i])) if sparse[i] else None,
             ),
-            Estimate(float(est.recall[i]), exact_r[i], ci(r_ci, i)),
-            Estimate(float(est.accuracy[i]), exact_a[i], ci(a_ci, i)),
+            _defined(est.recall[i], exact_r[i], ci(r_ci, i), undetermined("recall", run)),
+            _defined(est.accuracy[i], exact_a[i], ci(a_ci, i), undetermined("accuracy", run)),
         )
         for i, t in enumerate(thr)
     )
+    auc_ci95 = None if auc_ci is None else ci(auc_ci[None], 0)
+    hist = run.histogram
+    auc_value = est.auc if hist.positives > 0 and hist.negatives > 0 else float("nan")
     return Evaluation(
         run=run,
-        auc=Estimate(est.auc, exact_auc_value, None if auc_ci is None else ci(auc_ci[None], 0)),
+        auc=_defined(auc_value, exact_auc_value, auc_ci95, undetermined("AUC", run)),
         thresholds=rows,
         buckets=n_buckets,
         curves=curve_result(run, quantiles),

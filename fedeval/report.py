@@ -321,8 +321,8 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
         _estimates_table(
             [
                 ("ROC AUC", ev.auc),
-                (f"ROC AUC, PCHIP curve (Q = {c.quantiles})", c.roc_auc),
-                (f"average precision (Q = {c.quantiles})", c.average_precision),
+                (f"ROC AUC ({_curve_name(c)})", c.roc_auc),
+                (f"average precision ({_curve_name(c)})", c.average_precision),
                 ("ECE of the scores (15 bins)", ev.ece),
             ],
             exact,
@@ -348,6 +348,11 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
     for line in notes:
         console.print(escape(line), soft_wrap=True)
     _footer(ev.run, console, exact)
+
+
+def _curve_name(c: CurveResult) -> str:
+    """Which curve estimator the areas come from, for the table's labels."""
+    return f"PCHIP curve, Q = {c.quantiles}" if c.method == "pchip" else "curve from the leaves"
 
 
 def render_curves_table(c: CurveResult, console: Console, *, source: str | None = None) -> None:

@@ -205,3 +205,27 @@ def test_precision_barely_predicted_positive_under_noise_has_a_note():
     ev = fedeval.evaluate(y, s, model="localdp", thresholds=[0.9], seed=1)
     p = ev.thresholds[0].precision
     assert p.note is not None and p.ci95 == (0.0, 1.0) and 0 <= p.estimate <= 1
+
+
+def test_no_silent_null_when_the_noisy_class_totals_are_not_positive():
+    # ε/L = 0.005 per OUE report: the release's positive total can come out negative. Recall,
+    # accuracy and AUC are then undetermined: an uninformative 0.5 with [0, 1] and a reason,
+    # never nan.
+    rng = np.random.default_rng(8)
+    y = (rng.random(3000) < 0.1).astype(int)
+    s = rng.random(3000)
+    clients = rng.integers(0, 30, 3000)
+    seen = 0
+    for seed in range(40):
+        r = fedeval.evaluate(
+            y, s, model="localdp", unit="client", max_examples=1000, client_ids=clients,
+            seed=seed, ci_draws=20,
+        )  # fmt: skip
+        estimates = [r.auc] + [e for m in r.thresholds for e in (m.precision, m.recall, m.accuracy)]
+        assert all(np.isfinite(e.estimate) for e in estimates)
+        if r.histogram.positives <= 0:
+            seen += 1
+            assert r.auc.estimate == 0.5 and r.auc.ci95 == (0.0, 1.0)
+            assert "undetermined" in r.auc.note
+            assert all(m.recall.note and m.recall.ci95 == (0.0, 1.0) for m in r.thresholds)
+    assert seen > 0  # the case was exercised

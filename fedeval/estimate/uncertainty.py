@@ -177,5 +177,11 @@ def interval_around(estimate, noise_sd, bounds) -> np.ndarray:
 
 
 def noise_sd(values: np.ndarray) -> np.ndarray:
-    """Spread of an estimate over the noise draws (axis 0), ignoring undefined draws."""
-    return np.nanstd(values, axis=0, ddof=1)
+    """Spread of an estimate over the noise draws (axis 0), ignoring undefined draws (nan where
+    fewer than two draws are defined: the estimate then gets no interval from the noise)."""
+    values = np.asarray(values, dtype=np.float64)
+    defined = np.sum(np.isfinite(values), axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nanmean(np.where(defined >= 1, values, 0.0), axis=0)
+        sq = np.nansum((values - mean) ** 2, axis=0)
+        return np.where(defined >= 2, np.sqrt(sq / np.maximum(defined - 1, 1)), np.nan)
