@@ -185,7 +185,12 @@ ShapeOpt = Annotated[
 ]
 SeedOpt = Annotated[
     int | None,
-    typer.Option(help="Seed for the simulated noise; the one used is always reported."),
+    typer.Option(
+        help="Seed for a reproducible simulation: its noise is NOT private (documents say so "
+        "and the ledger refuses them). Without it, noise comes from the OS CSPRNG and no seed "
+        "is published.",
+        show_default=False,
+    ),
 ]
 ScoreColOpt = Annotated[str, typer.Option(help="Column holding the scores.")]
 LabelColOpt = Annotated[str, typer.Option(help="Column holding the labels.")]
@@ -1630,8 +1635,9 @@ def encode(
         int | None,
         typer.Option(
             min=1,
-            help="N, the clients the protocol is set up for (distdp noise shares are "
-            "calibrated to it) \\[default: the clients in FILE].",
+            help="N, the clients of the whole run over all its cohorts; the server checks the "
+            "cohorts do not exceed it (noise shares are sized to this cohort, not to N) "
+            "\\[default: the clients in FILE].",
             show_default=False,
         ),
     ] = None,
@@ -1674,10 +1680,13 @@ def encode(
     """Encode every client's report as the deployed client would: the staged protocol's step 1.
 
     Each client makes its report with the per-client encoder (one-hot level counts; a Pólya
-    noise share under distdp; OUE bits under localdp) and, under federated and distdp, masks it
-    for secure aggregation (pairwise masks mod 2^32 that cancel in the sum, so no single report
-    reveals anything). The directory appears only when complete. Then run [bold]fedeval
-    aggregate[/bold].
+    noise share sized to this cohort under distdp, so the cohort's sum is private on its own;
+    OUE bits under localdp, exactly L reports per client under --unit client) and, under
+    federated and distdp, masks it for secure aggregation (pairwise masks mod 2^32 from keys
+    drawn from the OS CSPRNG and expanded with AES-CTR; they cancel in the sum, so no single
+    report reveals anything). Cohorts below --min-cohort clients are refused. The directory
+    appears only when complete, with a sealed manifest (--sign-key also signs it). Then run
+    [bold]fedeval aggregate[/bold].
 
     Example: [bold]fedeval encode clients.parquet -m distdp -o reports/ && fedeval aggregate
     reports/ -o run.fedeval && fedeval evaluate --from run.fedeval[/bold]
