@@ -187,8 +187,13 @@ class Mechanism:
                         "; no exact count of examples, positives, clients or reports is "
                         "released (totals are estimated from the noisy counts)"
                     )
-                else:
+                elif self.examples_public:
                     text += "; the number of examples and of clients is public"
+                else:
+                    text += (
+                        "; the number of clients is public (each client's number of examples "
+                        "is part of its data and is not released)"
+                    )
                 return text + "; holds if every client of each cohort adds its noise share"
             case PrivacyModel.LOCALDP:
                 if cfg.unit is Unit.CLIENT:
