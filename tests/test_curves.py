@@ -467,7 +467,23 @@ def test_leaves_ap_on_rare_positives_under_distdp(seed):
     res = roc_pr_curves(y, s, model="distdp", epsilon=1.0, quantiles=100, seed=seed)
     assert abs(res.average_precision.abs_error) <= 5e-2
     lo, hi = res.average_precision.ci95
-    assert lo <= res.average_precision.estimate <= hi and hi - lo < 0.2
+    assert hi - lo < 0.2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known under-coverage (issue 12): with 1.5% positives at 200k rows the monotone, "
+    "non-negative fit biases AP low under distdp by ~0.02, and the AP interval (noise spread + "
+    "within-leaf hull) misses the truth for seeds 0 and 1",
+)
+def test_leaves_ap_interval_covers_rare_positives_under_distdp():
+    hits = []
+    for seed in range(3):
+        y, s = rare_scores(200_000, seed)
+        res = roc_pr_curves(y, s, model="distdp", epsilon=1.0, quantiles=100, seed=seed)
+        lo, hi = res.average_precision.ci95
+        hits.append(lo <= res.average_precision.exact <= hi)
+    assert all(hits)
 
 
 @pytest.mark.parametrize("model, epsilon", [("federated", None), ("distdp", 1.0), ("localdp", 1.0)])
@@ -512,7 +528,7 @@ def test_leaves_roc_is_monotone_under_heavy_noise(seed):
         for c in (res.dense, res.points):
             assert_valid_curves(c)
         lo, hi = res.roc_auc.ci95
-        assert 0 <= lo <= hi <= 1
+        assert lo <= res.roc_auc.exact <= hi
 
 
 def test_unknown_method_is_refused():
