@@ -25,13 +25,12 @@ import pyarrow.parquet as pq
 
 from fedeval import reports as rf
 from fedeval import secagg
-from fedeval.config import PrivacyConfig, PrivacyModel, Unit, config_from_dict
+from fedeval.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.documents import load_document
 from fedeval.encode import MIN_COHORT, check_min_cohort
 from fedeval.errors import FedevalError, InputError, UsageError
-from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.mechanism import mechanism_from_section
 from fedeval.release import Release, level_offsets
-from fedeval.simulate import release_of_cohort
 
 
 @dataclass(frozen=True)
@@ -84,13 +83,8 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
             "non-cryptographic masks; re-encode with this version",
         )
     try:
-        config = config_from_dict(doc["privacy"])
-        seeded = doc["privacy"]["reproducible_simulation"]
-        if not isinstance(seeded, bool):
-            raise ValueError("privacy.reproducible_simulation must be true or false")
-        claim = mechanism_of(config, seeded=seeded).section()
-        if {k: doc["privacy"].get(k) for k in claim} != claim:
-            raise ValueError("its privacy section does not match its configuration (edited?)")
+        mech = mechanism_from_section(doc["privacy"])
+        config, seeded = mech.config, mech.seeded
         lo, hi = (float(x) for x in doc["score_range"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")
@@ -240,7 +234,7 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
                     f"'{d}': under unit client every client sends exactly {cfg.max_examples} "
                     "reports; some sent another number. Nothing was aggregated."
                 )
-    release = release_of_cohort(cfg, counts, reporters, int(seen.sum()))
+    release = Release.of_cohort(cfg, counts, reporters, int(seen.sum()))
     if cohort.seeded:
         release = replace(release, seeded=True)
     return release, int(seen.sum()), recovered, bytes_read

@@ -156,6 +156,16 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def all_keys(obj: Any) -> set[str]:
+    """Every key of every object nested in a JSON-like value (e.g. to assert that no field
+    named `seed` appears anywhere in a private document)."""
+    if isinstance(obj, Mapping):
+        return set(obj) | {k for v in obj.values() for k in all_keys(v)}
+    if isinstance(obj, list | tuple):
+        return {k for v in obj for k in all_keys(v)}
+    return set()
+
+
 def parquet_fields(name: str, data: bytes) -> dict[str, Any]:
     """What a Parquet file shows anyone who holds it: its size, schema, row count and every
     column's values (hashed), as path → value."""
@@ -331,8 +341,8 @@ def distdp_release_counts(
     from fedeval import secagg
     from fedeval.aggregate import unmasked
     from fedeval.encode import masked_reports
+    from fedeval.release import Release
     from fedeval.releasefile import release_dict
-    from fedeval.simulate import release_of_cohort
 
     cfg = scenario.config()
     cells, labels, client, n = _cells_labels_clients(table, cfg.height)
@@ -341,7 +351,7 @@ def distdp_release_counts(
     for _ in range(trials):
         vectors = masked_reports(cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng)
         counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
-        doc = release_dict(release_of_cohort(cfg, counts, None, n), (0.0, 1.0))
+        doc = release_dict(Release.of_cohort(cfg, counts, None, n), (0.0, 1.0))
         out.append(doc["counts"])
     return np.asarray(out, np.int64)
 

@@ -41,6 +41,12 @@ def example_nodes(cells: np.ndarray, labels: np.ndarray, config: PrivacyConfig) 
     return np.stack(cols, axis=1)
 
 
+def level_totals(counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
+    """Each released level's counts summed: without noise, the examples per level (every
+    example reports on every level, so the count needs no report field of its own)."""
+    return np.add.reduceat(counts.astype(np.int64), level_offsets(config)[:-1])
+
+
 @dataclass(frozen=True, eq=False)
 class Release:
     """Summed client reports of one protocol run: one or more cohorts' unmasked sums.
@@ -76,6 +82,28 @@ class Release:
             raise ReleaseError("release reporters must hold one count per released level.")
         if isinstance(self.cohorts, bool) or not isinstance(self.cohorts, int) or self.cohorts < 1:
             raise ReleaseError(f"a release sums at least one cohort. Found {self.cohorts!r}.")
+
+    @classmethod
+    def of_cohort(
+        cls,
+        config: PrivacyConfig,
+        counts: np.ndarray,
+        reporters: np.ndarray | None,
+        n_clients: int,
+    ) -> Release:
+        """The release of one cohort's summed reports, keeping only the exact counts the
+        mechanism may publish: the reports per level under localdp (public under replace),
+        every total without DP (taken from the counts themselves), nothing exact under distdp;
+        the number of clients only where it is public."""
+        from fedeval.privacy.mechanism import mechanism_of
+
+        match config.model:
+            case PrivacyModel.FEDERATED:
+                reporters = level_totals(counts, config)
+            case PrivacyModel.DISTDP:
+                reporters = None
+        public = mechanism_of(config).clients_public
+        return cls(config, counts, reporters, n_clients if public else None, 1)
 
     def __add__(self, other: Release) -> Release:
         """Merge the releases of disjoint cohorts of one protocol run."""

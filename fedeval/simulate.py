@@ -109,24 +109,7 @@ def per_client_release(
             reporters += per_level.sum(axis=0)
         if progress is not None:
             progress(c1, n)
-    return release_of_cohort(config, counts, reporters, n)
-
-
-def release_of_cohort(
-    config: PrivacyConfig, counts: np.ndarray, reporters: np.ndarray | None, n_clients: int
-) -> Release:
-    """The release of one cohort's unmasked sum, keeping only the counts the mechanism may
-    publish: reports per level under localdp (public), exact totals without DP, nothing exact
-    under distdp."""
-    from fedeval.privacy.federated import reporters_from_counts
-
-    public = mechanism_of(config).exact_counts_public
-    match config.model:
-        case PrivacyModel.FEDERATED:
-            reporters = reporters_from_counts(counts, config)
-        case PrivacyModel.DISTDP:
-            reporters = None
-    return Release(config, counts, reporters, n_clients if public else None, 1)
+    return Release.of_cohort(config, counts, reporters, n)
 
 
 def simulate_release(

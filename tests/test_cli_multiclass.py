@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from fedeval.audit import all_keys
 from fedeval.cli import app
 
 runner = CliRunner()
@@ -48,14 +49,6 @@ def test_calibrate_then_apply(work, method):
     if method == "fedtemp":  # order-preserving: the top class never changes
         logits = out[[f"logit_{j}" for j in range(4)]].to_numpy()
         assert np.array_equal(cal.argmax(1), logits.argmax(1))
-
-
-def all_keys(x) -> set[str]:
-    if isinstance(x, dict):
-        return set(x) | {k for v in x.values() for k in all_keys(v)}
-    if isinstance(x, list):
-        return {k for v in x for k in all_keys(v)}
-    return set()
 
 
 def test_dp_run_states_its_guarantee(work):

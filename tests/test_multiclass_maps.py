@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from fedeval.audit import all_keys
 from fedeval.errors import InputError, UsageError
 from fedeval.mapfile import load_map
 from fedeval.multiclass import (
@@ -81,15 +82,6 @@ def test_round_trip_gives_the_same_probabilities(map_path, result):
     assert doc["input"] == "logits" and doc["classes"] == C
     assert doc["privacy"]["epsilon"] is None
     assert "no differential privacy" in doc["privacy"]["guarantee"]
-
-
-def all_keys(x) -> set[str]:
-    """Every key of every object nested in a JSON document."""
-    if isinstance(x, dict):
-        return set(x) | {k for v in x.values() for k in all_keys(v)}
-    if isinstance(x, list):
-        return {k for v in x for k in all_keys(v)}
-    return set()
 
 
 EXACT_KEYS = {"metrics", "before", "after", "accuracy_change", "cw_ece", "accuracy", "data"}

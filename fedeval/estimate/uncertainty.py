@@ -21,6 +21,8 @@ Two sources of error:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from fedeval.estimate.metrics import precision_recall_accuracy, threshold_counts
@@ -100,19 +102,6 @@ def threshold_bounds(
     )
 
 
-def within_leaf_count_variance(leaves: np.ndarray, unit_thresholds: np.ndarray) -> np.ndarray:
-    """Variance of the count above each threshold from the unknown positions inside the leaf
-    that holds it: c·u(1 − u), with c the (clamped) leaf count and u the cut fraction. Exact for
-    scores spread independently inside the leaf; too small next to a point mass (the intervals
-    at thresholds use `threshold_bounds` instead)."""
-    n = leaves.shape[-1]
-    pos = np.clip(unit_thresholds, 0.0, 1.0) * n
-    j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
-    u = pos - j
-    c = np.clip(leaves[..., j], 0.0, None)
-    return c * u * (1.0 - u)
-
-
 def within_bucket_auc_variance(negatives: np.ndarray, positives: np.ndarray) -> float:
     """Variance of AUC from the order of pairs that share a bucket: Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12 over
     (P·N)² (the Mann-Whitney variance of each bucket under an unknown order)."""
@@ -120,24 +109,6 @@ def within_bucket_auc_variance(negatives: np.ndarray, positives: np.ndarray) -> 
     n = np.clip(negatives, 0.0, None)
     total = p.sum() * n.sum()
     return float(np.sum(p * n * (p + n + 1)) / 12 / total**2) if total > 0 else 0.0
-
-
-def threshold_metric_variance(
-    leaves: np.ndarray, unit_thresholds: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Discretisation variance of precision, recall and accuracy at each threshold (delta
-    method on the within-leaf variances of TP and FP, which are independent): the binomial
-    model, kept for comparison; intervals use `threshold_bounds`."""
-    v_tp = within_leaf_count_variance(leaves[1], unit_thresholds)
-    v_fp = within_leaf_count_variance(leaves[0], unit_thresholds)
-    tp, fp = threshold_counts(leaves, unit_thresholds)
-    p_total = max(float(leaves[1].sum()), 1e-12)
-    n_total = max(float(leaves[0].sum()), 1e-12)
-    predicted = np.maximum(tp + fp, 1e-12)
-    v_precision = (fp**2 * v_tp + tp**2 * v_fp) / predicted**4
-    v_recall = v_tp / p_total**2
-    v_accuracy = (v_tp + v_fp) / (p_total + n_total) ** 2
-    return v_precision, v_recall, v_accuracy
 
 
 def threshold_metrics(
@@ -179,9 +150,6 @@ def interval_around(estimate, noise_sd, bounds) -> np.ndarray:
 def noise_sd(values: np.ndarray) -> np.ndarray:
     """Spread of an estimate over the noise draws (axis 0), ignoring undefined draws (nan where
     fewer than two draws are defined: the estimate then gets no interval from the noise)."""
-    values = np.asarray(values, dtype=np.float64)
-    defined = np.sum(np.isfinite(values), axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.nanmean(np.where(defined >= 1, values, 0.0), axis=0)
-        sq = np.nansum((values - mean) ** 2, axis=0)
-        return np.where(defined >= 2, np.sqrt(sq / np.maximum(defined - 1, 1)), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-nan slices are expected here
+        return np.nanstd(values, axis=0, ddof=1)

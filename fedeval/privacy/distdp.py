@@ -34,8 +34,7 @@ def draw(
     Laplace (the sum of the cohort's Pólya shares, equal in distribution)."""
     exact = federated.exact_counts(leaf_counts, config)
     noise = discrete_laplace(alpha(config), exact.shape, rng)
-    public = mechanism_of(config).exact_counts_public
-    return Release(config, exact + noise, None, n_clients if public else None, 1)
+    return Release.of_cohort(config, exact + noise, None, n_clients)
 
 
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):

@@ -24,18 +24,10 @@ def onehot_reports(
     return np.bincount(flat, minlength=n_clients * d).reshape(n_clients, d)
 
 
-def reporters_from_counts(counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
-    """Exact examples per released level: the level's counts summed (every example reports on
-    every level, so the count needs no report field of its own)."""
-    off = level_offsets(config)
-    return np.add.reduceat(counts.astype(np.int64), off[:-1]) if len(counts) else off[:-1] * 0
-
-
 def draw(
     leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> Release:
-    counts = exact_counts(leaf_counts, config)
-    return Release(config, counts, reporters_from_counts(counts, config), n_clients, 1)
+    return Release.of_cohort(config, exact_counts(leaf_counts, config), None, n_clients)
 
 
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):

@@ -19,13 +19,15 @@ import numpy as np
 from fedeval.config import PrivacyConfig, Unit
 from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen
+from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import oue_perturb, oue_probabilities, oue_sum
 from fedeval.release import Release, level_offsets
 
 
 def report_epsilon(config: PrivacyConfig) -> float:
-    """ε of one example's report: the whole ε, or ε/L when a client's L reports share it."""
-    return config.epsilon / config.examples_per_unit
+    """ε of one example's report: the whole ε, or ε/L when a client's L reports share it (the
+    mechanism's)."""
+    return mechanism_of(config).report_epsilon
 
 
 MAX_REPORTS = 1 << 26
@@ -66,7 +68,9 @@ def draw(
         n_k = int(split[..., i].sum()) + int(pad_split[i])
         parts.append(oue_sum(true_k, n_k, report_epsilon(config), rng).ravel())
         reporters.append(n_k)
-    return Release(config, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients, 1)
+    return Release.of_cohort(
+        config, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients
+    )
 
 
 def padded(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Relation, Unit
+from fedeval.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
 
 NOT_PRIVATE = (
@@ -282,3 +282,22 @@ class Mechanism:
 def mechanism_of(config: PrivacyConfig, *, seeded: bool = False) -> Mechanism:
     """The mechanism of releases made under `config` (`seeded`: a --seed simulation)."""
     return Mechanism(config, seeded)
+
+
+def mechanism_from_section(privacy: dict[str, Any]) -> Mechanism:
+    """The mechanism a stored privacy section states, if the section is exactly what its
+    configuration implies: an edited ε, Δ, guarantee or DP event (even re-sealed) is refused.
+
+    Raises KeyError, ValueError or UsageError (the readers turn them into one line naming the
+    file). Fields added later are ignored, so the comparison survives additive versions."""
+    config = config_from_dict(privacy)
+    seeded = privacy["reproducible_simulation"]
+    if not isinstance(seeded, bool):
+        raise ValueError("privacy.reproducible_simulation must be true or false")
+    mech = Mechanism(config, seeded)
+    claim = mech.section()
+    if {k: privacy.get(k) for k in claim} != claim:
+        raise ValueError(
+            "its privacy section does not match what its configuration implies (edited?)"
+        )
+    return mech
