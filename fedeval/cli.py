@@ -23,11 +23,14 @@ from rich.table import Table
 from rich.text import Text
 
 from fedeval import __version__
+from fedeval.cli_support import FedevalGroup, error_console, set_debug
 from fedeval.config import PrivacyModel, Relation, Unit
 from fedeval.documents import document_text
-from fedeval.errors import FedevalError, UsageError
+from fedeval.errors import UsageError
 
-EXIT_CODES = """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage."""
+EXIT_CODES = (
+    """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage · 70 internal error."""
+)
 
 app = typer.Typer(
     name="fedeval",
@@ -40,7 +43,8 @@ app = typer.Typer(
         "Start with: [bold]fedeval evaluate scores.parquet --model distdp[/bold]\n\n" + EXIT_CODES
     ),
     no_args_is_help=True,
-    add_completion=False,
+    cls=FedevalGroup,
+    add_completion=True,
     rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -55,19 +59,20 @@ class OutputFormat(StrEnum):
 
 @contextlib.contextmanager
 def _errors_to_exit() -> Iterator[None]:
-    """The one place library errors become messages and exit codes."""
+    """Library warnings become one `warning:` line each on stderr; errors pass on to the command
+    group (`fedeval.cli_support.FedevalGroup`), the one place they become messages and exit
+    codes."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             yield
-        except FedevalError as e:
-            err.print(Text.assemble(("Error:", "bold red"), " ", str(e)), highlight=False)
-            raise typer.Exit(e.exit_code) from None
         finally:
+            shown = set()
             for w in caught:
-                err.print(
-                    Text.assemble(("Warning:", "yellow"), " ", str(w.message)), highlight=False
-                )
+                text = " ".join(str(w.message).split())
+                if text not in shown:
+                    shown.add(text)
+                    error_console().print(Text.assemble(("fedeval: warning:", "yellow"), " ", text))
 
 
 @contextlib.contextmanager
@@ -114,12 +119,28 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-Q",
+            help="No progress or summary lines on stderr (errors and warnings still show).",
+        ),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show the Python traceback of an internal error (exit 70)."),
     ] = False,
 ) -> None:
-    pass
+    set_debug(ctx, debug)
+    err.quiet = quiet
 
 
 FileArg = Annotated[

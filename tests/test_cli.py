@@ -85,7 +85,10 @@ def test_help_mentions_exit_codes_and_command():
     result = invoke("--help")
     assert result.exit_code == 0
     text = flat(result.stdout)
-    assert "Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage." in text
+    assert (
+        "Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage · 70 internal error."
+        in text
+    )
     assert "evaluate" in text
     assert "--version" in text
 
@@ -215,7 +218,7 @@ def test_epsilon_option_is_reported(scores):
 def test_large_epsilon_warns_on_stderr_only(scores):
     result = invoke("evaluate", scores, "-e", "20", "--format", "json", "--seed", "1")
     assert result.exit_code == 0
-    assert flat(result.stderr).startswith("Warning: epsilon=20.0 is unusually large")
+    assert flat(result.stderr).startswith("fedeval: warning: epsilon=20.0 is unusually large")
     assert json.loads(result.stdout)["privacy"]["epsilon"] == 20.0
 
 
@@ -224,7 +227,7 @@ def test_epsilon_with_federated_is_a_usage_error(scores):
     assert result.exit_code == 2
     assert result.stdout == ""
     msg = flat(result.stderr)
-    assert msg.startswith("Error:")
+    assert msg.startswith("fedeval: error:")
     assert "`epsilon` does not apply to --model federated" in msg
     assert not Path("r.json").exists()
 
@@ -534,10 +537,12 @@ def test_bad_input(workdir, case):
     setup()
     result = invoke("evaluate", *args, "--format", "json", "--seed", "1", "-o", "report.json")
     assert result.exit_code == 2, (result.stdout, result.stderr, result.exception)
-    assert result.stdout == ""
+    # under --format json the error is also a JSON document on stdout, and nothing else is
+    error = json.loads(result.stdout)["error"]
+    assert error["message"] in " ".join(result.stderr.split())
     msg = flat(result.stderr)
-    assert msg.startswith("Error: ")
-    assert msg.count("Error:") == 1
+    assert msg.startswith("fedeval: error: ")
+    assert msg.count("error:") == 1
     assert "Traceback" not in msg
     for part in expected:
         assert part in msg, (part, msg)
@@ -550,7 +555,7 @@ def test_bad_csv_on_stdin_names_stdin_and_row(workdir):
     assert result.exit_code == 2
     assert result.stdout == ""
     msg = flat(result.stderr)
-    assert msg.startswith("Error: '<stdin>', column 'score', row 2: score")
+    assert msg.startswith("fedeval: error: '<stdin>', column 'score', row 2: score")
     assert "-3" in msg
     assert not Path("report.json").exists()
 
@@ -578,7 +583,7 @@ def test_output_path_that_is_a_directory(scores):
     Path("outdir").mkdir()
     result = invoke("evaluate", scores, "--seed", "1", "-o", "outdir")
     assert result.exit_code == 2
-    assert flat(result.stderr).startswith("Error:")
+    assert flat(result.stderr).startswith("fedeval: error:")
 
 
 def test_error_message_is_one_line(scores):

@@ -166,7 +166,9 @@ def test_evaluate_then_ledger(scores):
     r = invoke("curves", scores, "--ledger", "run.jsonl", "--format", "json", "-o", "c.json")
     assert r.exit_code == 2
     assert "over its budget of 2.5; nothing was released" in flat(r.stderr)
-    assert r.stdout == "" and not Path("c.json").exists()
+    # under --format json the refusal is the one document on stdout; no file is written
+    assert json.loads(r.stdout)["error"]["type"] == "BudgetExceeded"
+    assert not Path("c.json").exists()
     header, entries = read_ledger("run.jsonl")
     assert header["budget"] == {"epsilon": 2.5, "delta": 0.0}
     assert [e["command"] for e in entries] == ["evaluate", "calibrate"]

@@ -1,0 +1,204 @@
+"""What every `fedeval` command shares around its body: the one place errors become messages
+and exit codes, JSON errors under ``--format json``, ``--debug`` tracebacks, and a reader that
+goes away (SIGPIPE).
+
+Exit codes: 0 ok, 1 a quality gate failed, 2 bad input or usage, 70 an internal error (a bug in
+fedeval; ``--debug`` shows its traceback). A message is one line on stderr, ``fedeval: error:
+…`` (plus one ``hint:`` line where useful), never a box or a traceback, so CI logs stay
+greppable; colour only on a terminal and never with ``NO_COLOR``.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+from typer._click import exceptions as click_exceptions
+from typer.core import TyperGroup
+
+from fedeval.errors import FedevalError
+
+EXIT_INTERNAL = 70
+"""sysexits' EX_SOFTWARE: fedeval itself failed."""
+DEBUG_ENV = "FEDEVAL_DEBUG"
+_META_JSON = "fedeval.json_errors"
+_META_DEBUG = "fedeval.debug"
+
+
+def error_console() -> Console:
+    """Stderr for errors and warnings (never silenced by --quiet); made on each use, so it writes
+    to the stderr of the moment (a test runner swaps it)."""
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether a command line asks for ``--format json`` (its errors are then JSON too)."""
+    for i, a in enumerate(args):
+        if a in ("--format", "-f") and i + 1 < len(args) and args[i + 1] == "json":
+            return True
+        if a in ("--format=json", "-fjson", "-f=json"):
+            return True
+    return False
+
+
+def print_error(
+    message: str, *, hint: str | None = None, doc: dict[str, Any] | None = None
+) -> None:
+    """One line `fedeval: error: …` (and a hint line) on stderr; `doc` also as JSON on stdout."""
+    out = error_console()
+    out.print(Text.assemble(("fedeval: error:", "bold red"), " ", " ".join(message.split())))
+    if hint:
+        out.print(Text.assemble(("hint:", "dim"), " ", hint))
+    if doc is not None:
+        try:
+            sys.stdout.write(json.dumps({"error": doc}, allow_nan=False) + "\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+
+def _internal(e: BaseException) -> str:
+    where = ""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" at {os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}"
+    text = " ".join(str(e).split())
+    if len(text) > 300:
+        text = text[:300] + "…"
+    return (
+        f"internal error{where}: {type(e).__name__}: {text}"
+        if text
+        else (f"internal error{where}: {type(e).__name__}")
+    )
+
+
+def _silence_stdout() -> None:
+    """The reader of stdout went away (`| head`): send what is left to /dev/null, so the
+    interpreter's final flush raises no BrokenPipeError either."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file descriptor (a test runner): nothing will flush to a pipe
+
+
+def _is_broken_pipe(e: BaseException) -> bool:
+    return isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and e.errno == errno.EPIPE)
+
+
+class FedevalGroup(TyperGroup):
+    """The `fedeval` command group: every exception of every command ends here."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        argv = sys.argv[1:] if args is None else list(args)
+        try:
+            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+        except click_exceptions.NoArgsIsHelpError as e:  # the help is already printed
+            code = e.exit_code
+        except click_exceptions.ClickException as e:  # options the parser refused
+            code = self._report_click(e, wants_json(argv))
+        except typer.Abort:
+            error_console().print("fedeval: aborted")
+            code = 130
+        except KeyboardInterrupt:
+            code = 130
+        except SystemExit as e:  # rich, on a broken pipe while printing help
+            if e.__context__ is None or not _is_broken_pipe(e.__context__):
+                raise
+            code = 0
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+    @staticmethod
+    def _report_click(e: click_exceptions.ClickException, as_json: bool) -> int:
+        hint = None
+        ctx = getattr(e, "ctx", None)
+        if ctx is not None:
+            hint = f"see '{ctx.command_path} --help'."
+        message = e.format_message()
+        doc = (
+            {
+                "message": message,
+                "type": "UsageError",
+                "file": None,
+                "column": None,
+                "row": None,
+                "hint": hint,
+            }
+            if as_json
+            else None
+        )
+        print_error(message, hint=hint, doc=doc)
+        return e.exit_code
+
+    def parse_args(self, ctx, args):
+        ctx.meta[_META_JSON] = wants_json(list(args))
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except SystemExit as e:
+            # rich answers a broken pipe with SystemExit(1) after pointing stdout at /dev/null
+            if _is_broken_pipe(e.__context__) if e.__context__ else False:
+                raise typer.Exit(0) from None
+            raise
+        except click_exceptions.ClickException as e:
+            raise typer.Exit(self._report_click(e, ctx.meta.get(_META_JSON, False))) from None
+        except FedevalError as e:
+            print_error(
+                e.message,
+                hint=e.hint,
+                doc=e.to_dict() if ctx.meta.get(_META_JSON) else None,
+            )
+            raise typer.Exit(e.exit_code) from None
+        except Exception as e:
+            if _is_broken_pipe(e):
+                _silence_stdout()
+                raise typer.Exit(0) from None
+            if ctx.meta.get(_META_DEBUG) or os.environ.get(DEBUG_ENV):
+                raise
+            message = _internal(e)
+            hint = "this is a bug in fedeval; run again with --debug for the traceback."
+            doc = None
+            if ctx.meta.get(_META_JSON):
+                doc = {
+                    "message": message,
+                    "type": "InternalError",
+                    "file": None,
+                    "column": None,
+                    "row": None,
+                    "hint": hint,
+                }
+            print_error(message, hint=hint, doc=doc)
+            raise typer.Exit(EXIT_INTERNAL) from None
+
+
+def set_debug(ctx: typer.Context, value: bool) -> None:
+    ctx.meta[_META_DEBUG] = bool(value)
+
+
+def print_failure(e: FedevalError) -> None:
+    """For code that reports an error itself (inside a command) the same way the group does."""
+    ctx = click_context()
+    print_error(
+        e.message, hint=e.hint, doc=e.to_dict() if ctx and ctx.meta.get(_META_JSON) else None
+    )
+
+
+def click_context():
+    from typer._click.globals import get_current_context
+
+    return get_current_context(silent=True)
