@@ -447,7 +447,7 @@ def _save(path: Path | None, run, sign_key: Path | None = None) -> None:
     if path is not None:
         from fedeval.releasefile import save_release
 
-        save_release(path, run.release, run.score_range, sign_key=_private_key(sign_key))
+        save_release(path, run.release, run.axis, sign_key=_private_key(sign_key))
 
 
 def _charge_if_new(ledger, budget, doc, command, covered, source, run) -> None:

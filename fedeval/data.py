@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fedeval.axis import ScoreAxis
 from fedeval.errors import UsageError
 from fedeval.estimate.exact import SortedScores
 from fedeval.hierarchy import cell_index, coarsen
@@ -32,18 +33,23 @@ class ScoredData:
     """Sufficient statistics of a scored, labelled table.
 
     `fine_counts` has shape (2, 2^resolution): [negatives, positives] per cell of the scores
-    mapped to [0, 1] by `score_range`.
+    mapped to [0, 1] by `axis` (linear on the score range, or warped so declared thresholds fall
+    on cell edges).
     """
 
     fine_counts: np.ndarray
     resolution: int
     rows: int
     n_clients: int
-    score_range: tuple[float, float]
+    axis: ScoreAxis
     sorted_scores: SortedScores | None = None
     examples: Examples | None = None
     client_ids: pa.Array | None = None  # the id of each client code, when examples are kept
     dropped: int = 0  # examples left out by a per-client cap (see `cap_examples`)
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        return self.axis.score_range
 
     @property
     def positives(self) -> int:
@@ -64,14 +70,13 @@ class ScoredData:
 
     def to_unit(self, x: np.ndarray | float) -> np.ndarray:
         """Map scores (or thresholds) from the score range onto [0, 1]."""
-        lo, hi = self.score_range
-        return (np.asarray(x, dtype=np.float64) - lo) / (hi - lo)
+        return self.axis.to_unit(x)
 
 
 class _Accumulator:
-    def __init__(self, resolution: int, score_range, keep_scores: bool, keep_examples: bool):
+    def __init__(self, resolution: int, axis: ScoreAxis, keep_scores: bool, keep_examples: bool):
         self.resolution = resolution
-        self.score_range = score_range
+        self.axis = axis
         self.keep_scores = keep_scores
         self.keep_examples = keep_examples
         self.counts = np.zeros(2 << resolution, np.int64)
@@ -83,11 +88,11 @@ class _Accumulator:
         self.clients: list[pa.Array] = []
 
     def add(self, b: Batch) -> None:
-        lo, hi = self.score_range
+        hi = self.axis.hi
         n_leaves = 1 << self.resolution
         unit = b.scores
-        if (lo, hi) != (0.0, 1.0):
-            unit = (b.scores.astype(np.float64) - lo) / (hi - lo)
+        if self.axis != ScoreAxis.linear():
+            unit = self.axis.to_unit(b.scores)
         # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in any
         # float width; the clamp is needed only when a score sits on the top of the range; the
         # class goes into the index by an in-place masked add.
@@ -133,7 +138,7 @@ class _Accumulator:
             self.resolution,
             self.rows,
             n_clients,
-            self.score_range,
+            self.axis,
             sorted_scores,
             examples,
             None if uniques is None else pa.array(uniques),
@@ -144,10 +149,21 @@ DEFAULT_RESOLUTION = 16
 """Enough for every height `--height auto` picks."""
 
 
+def _axis(score_range: tuple[float, float], axis: ScoreAxis | None) -> ScoreAxis:
+    lo, hi = (float(x) for x in score_range)
+    if axis is None:
+        return ScoreAxis.linear(lo, hi)
+    if axis.score_range != (lo, hi) and (lo, hi) != (0.0, 1.0):
+        raise UsageError(
+            f"the axis spans [{axis.lo:g}, {axis.hi:g}] but the score range is [{lo:g}, {hi:g}]."
+        )
+    return axis
+
+
 def _accumulate(
-    batches: Iterable[Batch], resolution: int, score_range, keep_scores, keep_examples
+    batches: Iterable[Batch], resolution: int, axis: ScoreAxis, keep_scores, keep_examples
 ) -> ScoredData:
-    acc = _Accumulator(resolution, tuple(map(float, score_range)), keep_scores, keep_examples)
+    acc = _Accumulator(resolution, axis, keep_scores, keep_examples)
     for b in batches:
         acc.add(b)
     return acc.finish()
@@ -162,11 +178,14 @@ def read_scored(
     keep_scores: bool = True,
     keep_examples: bool = False,
     resolution: int = DEFAULT_RESOLUTION,
+    axis: ScoreAxis | None = None,
 ) -> ScoredData:
     """Stream a Parquet/CSV file (or '-') into `ScoredData` with 2^resolution cells per class,
-    in bounded memory unless scores or examples are kept."""
-    batches = read_batches(source, columns, score_range=score_range, pos_label=pos_label)
-    return _accumulate(batches, resolution, score_range, keep_scores, keep_examples)
+    in bounded memory unless scores or examples are kept. `axis` (default: linear on
+    `score_range`) maps scores onto the cells."""
+    axis = _axis(score_range, axis)
+    batches = read_batches(source, columns, score_range=axis.score_range, pos_label=pos_label)
+    return _accumulate(batches, resolution, axis, keep_scores, keep_examples)
 
 
 def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) -> ScoredData:
@@ -198,7 +217,7 @@ def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) 
         data.resolution,
         len(keep),
         data.n_clients,
-        data.score_range,
+        data.axis,
         data.sorted_scores,
         Examples(unit, positive, ex.client[keep]),
         data.client_ids,
@@ -216,8 +235,10 @@ def scored_from_arrays(
     keep_scores: bool = True,
     keep_examples: bool = False,
     resolution: int = DEFAULT_RESOLUTION,
+    axis: ScoreAxis | None = None,
 ) -> ScoredData:
     """Validate in-memory arrays exactly as a file would be, and reduce them."""
+    axis = _axis(score_range, axis)
     from fedeval.errors import InputError
 
     y_score, y_true = np.asarray(y_score), np.asarray(y_true)
@@ -242,7 +263,7 @@ def scored_from_arrays(
         "score",
         "label",
         "client" if client_ids is not None else None,
-        score_range=score_range,
+        score_range=axis.score_range,
         pos_label=pos_label,
     )
-    return _accumulate([batch], resolution, score_range, keep_scores, keep_examples)
+    return _accumulate([batch], resolution, axis, keep_scores, keep_examples)

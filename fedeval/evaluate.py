@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedeval.axis import ScoreAxis
 from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
@@ -335,6 +336,43 @@ def evaluate_run(
     )
 
 
+def threshold_axis(
+    score_range: tuple[float, float],
+    thresholds: Sequence[float] | None,
+    height: int | str = "auto",
+) -> ScoreAxis:
+    """The axis a run reads its data on: declared thresholds (default 1/11 … 10/11 of the range)
+    become cell edges (`fedeval.axis`), at the given height or, under 'auto', at the coarsest
+    height with room for them. Linear when a given height is too coarse to hold them all."""
+    lo, hi = (float(x) for x in score_range)
+    if thresholds is None:
+        thresholds = [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
+    t = np.asarray(thresholds, dtype=np.float64)
+    if t.ndim != 1 or not np.all(np.isfinite(t)):
+        return ScoreAxis.linear(lo, hi)  # evaluate_run reports the bad thresholds
+    inside = np.unique(t[(t > lo) & (t < hi)])
+    if height == "auto":
+        return ScoreAxis.aligned(lo, hi, inside)
+    try:
+        h = int(height)
+    except (TypeError, ValueError):
+        return ScoreAxis.linear(lo, hi)  # resolve_config reports the bad height
+    if len(inside) == 0 or h < 1 or (1 << min(h, 30)) <= len(inside):
+        return ScoreAxis.linear(lo, hi)
+    return ScoreAxis.aligned(lo, hi, inside, height=h)
+
+
+def leaf_edges(run: Simulated, n_leaves: int) -> np.ndarray:
+    """The n_leaves + 1 leaf edges in the scores' units."""
+    return np.asarray(run.from_unit(np.arange(n_leaves + 1) / n_leaves))
+
+
+def leaf_midpoints(run: Simulated, n_leaves: int) -> np.ndarray:
+    """Each leaf's midpoint score (where a leaf's mass is taken to sit)."""
+    e = leaf_edges(run, n_leaves)
+    return (e[:-1] + e[1:]) / 2
+
+
 def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
     """ECE of the scores themselves (M = 15 equal-width bins) from the release, with its
     interval (noise spread over the run's draws, widened by half a leaf width); None unless the
@@ -342,14 +380,18 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
     if run.score_range != (0.0, 1.0):
         return None
     leaves = run.histogram.leaves
-    value = ece_from_histogram(leaves, n_bins)
+    mids = leaf_midpoints(run, leaves.shape[-1])
+    value = ece_from_histogram(leaves, n_bins, scores=mids)
     exact = None if run.truth is None else exact_ece(run.truth, n_bins)
     if run.ci_draws == 0:
         return Estimate(value, exact)
     sd = 0.0
     if run.noise_draws is not None:
-        sd = noise_sd(np.array([ece_from_histogram(leaves + d, n_bins) for d in run.noise_draws]))
-    lo, hi = interval(value, sd, 0.0, 0.5 / leaves.shape[-1])
+        sd = noise_sd(
+            np.array([ece_from_histogram(leaves + d, n_bins, scores=mids) for d in run.noise_draws])
+        )
+    half_leaf = 0.5 * float(np.max(np.diff(leaf_edges(run, leaves.shape[-1]))))
+    lo, hi = interval(value, sd, 0.0, half_leaf)
     return Estimate(value, exact, (float(lo), float(hi)))
 
 
@@ -401,7 +443,7 @@ def evaluate(
         y_score,
         client_ids=client_ids,
         pos_label=pos_label,
-        score_range=score_range,
+        axis=threshold_axis(score_range, thresholds, height),
         **reading_options(
             exact=exact, path=path, resolution=data_resolution(model, height), unit=unit
         ),
@@ -441,7 +483,7 @@ def evaluate_file(
     data = read_scored(
         source,
         columns,
-        score_range=score_range,
+        axis=threshold_axis(score_range, options.get("thresholds"), height),
         pos_label=pos_label,
         **reading_options(
             exact=exact, path=path, resolution=data_resolution(model, height), unit=unit

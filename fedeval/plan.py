@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from fedeval.axis import ScoreAxis
 from fedeval.config import PrivacyConfig, PrivacyModel
 from fedeval.data import ScoredData
 from fedeval.errors import UsageError
@@ -70,7 +71,7 @@ def reference_population(
     counts = np.stack(
         [rng.multinomial(rows - n_pos, dens[0]), rng.multinomial(n_pos, dens[1])]
     ).astype(np.int64)
-    return ScoredData(counts, RESOLUTION, rows, rows, (0.0, 1.0))
+    return ScoredData(counts, RESOLUTION, rows, rows, ScoreAxis.linear())
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 import fedeval
+from fedeval.axis import ScoreAxis
 from fedeval.documents import load_document, write_document
 from fedeval.errors import FedevalError, InputError
 from fedeval.privacy.mechanism import mechanism_from_section, mechanism_of
@@ -33,14 +34,17 @@ VERSION = 2
 SCHEMA = f"{SCHEMA_PREFIX}{VERSION}"
 
 
-def release_dict(release: Release, score_range: tuple[float, float]) -> dict[str, Any]:
-    """The document of `release`: what the analyst receives, and nothing more."""
+def release_dict(release: Release, score_range: tuple[float, float] | ScoreAxis) -> dict[str, Any]:
+    """The document of `release`: what the analyst receives, and nothing more. The axis (the
+    score range, and the cell edges declared thresholds were aligned to) is public: it depends on
+    the options alone, never on the data."""
     mech = mechanism_of(release.config, seeded=release.seeded)
+    axis = score_range if isinstance(score_range, ScoreAxis) else ScoreAxis.linear(*score_range)
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "fedeval_version": fedeval.__version__,
         "privacy": mech.section(),
-        "score_range": [float(score_range[0]), float(score_range[1])],
+        **axis.to_dict(),
         "cohorts": release.cohorts,
         "counts": release.counts.tolist(),
     }
@@ -54,7 +58,7 @@ def release_dict(release: Release, score_range: tuple[float, float]) -> dict[str
 def save_release(
     path: str | os.PathLike,
     release: Release,
-    score_range: tuple[float, float],
+    score_range: tuple[float, float] | ScoreAxis,
     *,
     sign_key: Any = None,
 ) -> None:
@@ -63,10 +67,9 @@ def save_release(
     write_document(release_dict(release, score_range), path, sign_key=sign_key)
 
 
-def load_release(
-    path: str | os.PathLike, *, verify_key: Any = None
-) -> tuple[Release, tuple[float, float]]:
-    """Read, verify and check a saved aggregate; `InputError` names the file and what is wrong.
+def load_release(path: str | os.PathLike, *, verify_key: Any = None) -> tuple[Release, ScoreAxis]:
+    """Read, verify and check a saved aggregate, and the axis its leaves cut; `InputError` names
+    the file and what is wrong.
 
     `verify_key` (an Ed25519 public key) requires a valid signature by that key."""
     from fedeval.consistency import check_release_consistency
@@ -94,6 +97,7 @@ def load_release(
         lo, hi = (float(x) for x in doc["score_range"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")
+        axis = ScoreAxis.from_dict(doc)
         counts = _integers(doc["counts"], "counts")
         reporters = _integers(doc["reporters"], "reporters") if "reporters" in doc else None
         n_clients = doc.get("n_clients")
@@ -112,7 +116,7 @@ def load_release(
     except (FedevalError, TypeError, ValueError) as e:
         raise InputError(f"'{name}' is not a valid aggregate: {e}") from None
     check_release_consistency(release, (lo, hi), name)
-    return release, (lo, hi)
+    return release, axis
 
 
 def _integers(values: object, field: str) -> np.ndarray:

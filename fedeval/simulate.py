@@ -13,6 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
+from fedeval.axis import ScoreAxis
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.data import ScoredData, cap_examples
 from fedeval.errors import InputError, UsageError
@@ -159,7 +160,7 @@ class Simulated:
     mechanism: Mechanism
     release: Release = field(repr=False)
     histogram: ScoreHistogram = field(repr=False)
-    score_range: tuple[float, float] = (0.0, 1.0)
+    axis: ScoreAxis = field(default_factory=ScoreAxis.linear)
     rows: int | None = 0
     clients: int | None = 0
     truth: SortedScores | None = field(default=None, repr=False)
@@ -199,16 +200,23 @@ class Simulated:
     def simulation(self) -> bool:
         return self.path is not None
 
+    @property
+    def score_range(self) -> tuple[float, float]:
+        return self.axis.score_range
+
     def to_unit(self, x: np.ndarray | float) -> np.ndarray:
         """Map scores (or thresholds) from the score range onto [0, 1]."""
-        lo, hi = self.score_range
-        return (np.asarray(x, dtype=np.float64) - lo) / (hi - lo)
+        return self.axis.to_unit(x)
+
+    def from_unit(self, u: np.ndarray | float) -> np.ndarray | float:
+        """Map unit positions (cell edges, midpoints) back to scores."""
+        return self.axis.from_unit(u)
 
     @classmethod
     def from_release(
         cls,
         release: Release,
-        score_range: tuple[float, float],
+        score_range: tuple[float, float] | ScoreAxis,
         *,
         seed: int | np.random.Generator | None = None,
         ci_draws: int = DEFAULT_DRAWS,
@@ -225,7 +233,9 @@ class Simulated:
             mechanism,
             release,
             hist,
-            tuple(map(float, score_range)),
+            score_range
+            if isinstance(score_range, ScoreAxis)
+            else ScoreAxis.linear(*map(float, score_range)),
             release.examples,
             release.n_clients,
             None,
@@ -277,6 +287,20 @@ def simulate(
         max_examples=max_examples,
         relation=relation,
     )
+    aligned = data.axis.align_height()
+    if height == "auto" and config.height < aligned <= data.resolution:
+        # Declared thresholds sit on cell edges of the alignment height and every finer one:
+        # a coarser tree would cut through them, so auto stops there.
+        config = resolve_config(
+            model,
+            n=data.rows,
+            epsilon=epsilon,
+            height=aligned,
+            shape=shape,
+            unit=unit,
+            max_examples=max_examples,
+            relation=relation,
+        )
     path = SimulationPath(path)
     _check_ci_draws(ci_draws)
     rng, seed_used = rng_and_seed(seed)
@@ -290,7 +314,7 @@ def simulate(
         mechanism,
         release,
         release.histogram(),
-        data.score_range,
+        data.axis,
         data.rows,
         data.n_clients,
         data.sorted_scores,

@@ -40,7 +40,7 @@ def test_round_trip_gives_the_same_estimates(tmp_path, model):
     original = simulate(scored_from_arrays(y, s, score_range=(-2, 2)), model=model, seed=5)
     save_release(tmp_path / "a.fedeval", original.release, original.score_range)
     release, score_range = load_release(tmp_path / "a.fedeval")
-    assert score_range == (-2.0, 2.0)
+    assert score_range.score_range == (-2.0, 2.0) and score_range.is_linear
     np.testing.assert_array_equal(release.counts, original.release.counts)
     loaded = Simulated.from_release(release, score_range, seed=7)
     a, b = evaluate_run(original), evaluate_run(loaded)

@@ -294,8 +294,9 @@ def test_intervals_can_be_switched_off_and_are_reproducible():
     b = fedeval.evaluate(y, s, model="distdp", seed=5)
     assert a.auc.ci95 == b.auc.ci95 and a.auc.ci95 is not None
     from fedeval.data import scored_from_arrays as sfa
+    from fedeval.evaluate import threshold_axis
 
-    off = evaluate_data(sfa(y, s), model="distdp", seed=5)
+    off = evaluate_data(sfa(y, s, axis=threshold_axis((0, 1), None)), model="distdp", seed=5)
     assert off.auc.ci95 == a.auc.ci95
     from fedeval.simulate import simulate
 

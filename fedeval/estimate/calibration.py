@@ -123,13 +123,20 @@ def bbq(leaves: np.ndarray, buckets: np.ndarray | None = None) -> CalibrationMap
 
 
 def ece_from_histogram(
-    leaves: np.ndarray, n_bins: int = 15, calibration: CalibrationMap | None = None
+    leaves: np.ndarray,
+    n_bins: int = 15,
+    calibration: CalibrationMap | None = None,
+    scores: np.ndarray | None = None,
 ) -> float:
     """ECE over M equal-width bins from the release: each leaf's mass sits at its midpoint score
-    (mapped through `calibration` if given). ECE = Σ_b |pos_b − Σ score|_b / N."""
+    (`scores`, when the axis is warped; else the unit midpoint), or at what `calibration` maps
+    that unit midpoint to. ECE = Σ_b |pos_b − Σ score|_b / N."""
     n_leaves = leaves.shape[-1]
     mid = (np.arange(n_leaves) + 0.5) / n_leaves
-    score = mid if calibration is None else calibration(mid)
+    if calibration is not None:
+        score = calibration(mid)
+    else:
+        score = mid if scores is None else np.asarray(scores, dtype=np.float64)
     mass = leaves[0] + leaves[1]
     b = np.minimum((score * n_bins).astype(np.int64), n_bins - 1)
     pos = np.bincount(b, leaves[1], minlength=n_bins)

@@ -1,0 +1,156 @@
+"""The score axis: how scores map onto the unit interval that the leaves of a release cut.
+
+By default the map is linear on the score range. When thresholds are declared before the data
+are read, the map is a monotone piecewise-linear warp whose knots send each threshold onto a cell
+edge of height `align_height` (and so of every finer height): precision, recall and accuracy at
+those thresholds are then sums of whole leaves, with no interpolation and no within-leaf
+uncertainty, whatever the scores' distribution (point masses included). Inside a segment the map
+is linear, so a leaf that does not straddle a knot is still a leaf of uniform width in scores.
+
+The warp depends only on the declared thresholds, never on the data: it is a public parameter of
+the release, stated in every document that carries one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+MIN_ALIGN_HEIGHT = 4
+"""The coarsest height thresholds are aligned to (more when there are more thresholds): a warp
+at height 4 moves a threshold at most 1/32 of the range from where the linear map puts it."""
+
+
+@dataclass(frozen=True)
+class ScoreAxis:
+    """A monotone map of the score range [lo, hi] onto [0, 1], linear between knots.
+
+    `knots` are interior (score, unit) pairs, both strictly increasing inside (lo, hi) and
+    (0, 1); no knots is the linear map.
+
+    >>> axis = ScoreAxis.aligned(0.0, 1.0, [0.3], height=2)
+    >>> axis.to_unit(np.array([0.3])).tolist(), axis.from_unit(0.25)
+    ([0.25], 0.3)
+    """
+
+    lo: float
+    hi: float
+    knots: tuple[tuple[float, float], ...] = ()
+    _xs: np.ndarray = field(init=False, repr=False, compare=False)
+    _us: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        lo, hi = float(self.lo), float(self.hi)
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise ValueError(f"the score range must be finite numbers lo < hi. Found {lo}, {hi}.")
+        xs = np.array([lo] + [float(s) for s, _ in self.knots] + [hi])
+        us = np.array([0.0] + [float(u) for _, u in self.knots] + [1.0])
+        if not (np.all(np.diff(xs) > 0) and np.all(np.diff(us) > 0)):
+            raise ValueError("the axis knots must increase strictly, inside the score range.")
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+        object.__setattr__(self, "_xs", xs)
+        object.__setattr__(self, "_us", us)
+
+    @classmethod
+    def linear(cls, lo: float = 0.0, hi: float = 1.0) -> ScoreAxis:
+        return cls(float(lo), float(hi))
+
+    @classmethod
+    def aligned(
+        cls, lo: float, hi: float, thresholds: Sequence[float], height: int | None = None
+    ) -> ScoreAxis:
+        """The warp that puts every threshold strictly inside (lo, hi) on a cell edge of
+        `height` (default: the coarsest height ≥ MIN_ALIGN_HEIGHT with room for them all), each
+        on the edge nearest its linear position that keeps them distinct and in order."""
+        lo, hi = float(lo), float(hi)
+        t = np.unique(np.asarray(thresholds, dtype=np.float64))
+        t = t[(t > lo) & (t < hi)]
+        k = len(t)
+        if k == 0:
+            return cls(lo, hi)
+        need = math.ceil(math.log2(k + 1))
+        h = max(need, MIN_ALIGN_HEIGHT) if height is None else int(height)
+        if h < need:
+            raise ValueError(f"{k} thresholds need cells of height ≥ {need} to fall on edges.")
+        n = 1 << h
+        target = np.rint((t - lo) / (hi - lo) * n).astype(np.int64)
+        # Forward then backward pass: strictly increasing edges in [1, n - 1], each as close to
+        # its target as order allows.
+        e = np.clip(target, np.arange(1, k + 1), n - k + np.arange(k))
+        e = np.maximum.accumulate(e - np.arange(k)) + np.arange(k)
+        return cls(lo, hi, tuple(zip(t.tolist(), (e / n).tolist(), strict=True)))
+
+    @property
+    def score_range(self) -> tuple[float, float]:
+        return (self.lo, self.hi)
+
+    @property
+    def is_linear(self) -> bool:
+        return not self.knots
+
+    def align_height(self) -> int:
+        """The coarsest height whose cell edges hold every knot (0 for the linear map)."""
+        h = 0
+        for _, u in self.knots:
+            while (u * (1 << h)) % 1:
+                h += 1
+        return h
+
+    def to_unit(self, x: np.ndarray | float) -> np.ndarray:
+        """Scores (or thresholds) onto [0, 1]. A score at or above a knot lands at or above its
+        edge and one below it strictly below, so flooring at any height ≥ the alignment height
+        puts it on the right side."""
+        x = np.asarray(x, dtype=np.float64)
+        if self.is_linear:
+            return (x - self.lo) / (self.hi - self.lo)
+        unit = np.interp(x, self._xs, self._us)
+        seg = np.searchsorted(self._xs[1:-1], x, side="right")
+        lower = self._us[:-1].copy()
+        lower[0] = -np.inf  # the ends are not clamped: out-of-range values stay out of range
+        upper = np.nextafter(self._us[1:], -np.inf)
+        upper[-1] = np.inf
+        return np.clip(unit, lower[seg], upper[seg])
+
+    def from_unit(self, u: np.ndarray | float) -> np.ndarray | float:
+        """Unit positions (cell edges, midpoints, curve thresholds) back to scores."""
+        arr = np.asarray(u, dtype=np.float64)
+        if self.is_linear:
+            out = self.lo + (self.hi - self.lo) * arr
+        else:
+            out = np.interp(arr, self._us, self._xs)
+        return out if np.ndim(u) else float(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The keys a document stores: `score_range`, and `cell_edges` when thresholds were
+        aligned."""
+        d: dict[str, Any] = {"score_range": [self.lo, self.hi]}
+        if self.knots:
+            d["cell_edges"] = {
+                "scores": [s for s, _ in self.knots],
+                "units": [u for _, u in self.knots],
+            }
+        return d
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ScoreAxis:
+        """Inverse of `to_dict`; raises ValueError naming what is wrong."""
+        try:
+            lo, hi = (float(x) for x in doc["score_range"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError("score_range must be two finite numbers lo < hi") from e
+        edges = doc.get("cell_edges")
+        if edges is None:
+            return cls(lo, hi)
+        try:
+            scores = [float(x) for x in edges["scores"]]
+            units = [float(x) for x in edges["units"]]
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError("cell_edges must hold two lists of numbers, scores and units") from e
+        if len(scores) != len(units) or not all(map(math.isfinite, scores + units)):
+            raise ValueError("cell_edges must hold two finite lists of equal length")
+        return cls(lo, hi, tuple(zip(scores, units, strict=True)))

@@ -1,0 +1,77 @@
+"""The score axis: declared thresholds land on cell edges, exactly, for any scores."""
+
+import numpy as np
+import pytest
+
+from fedeval.axis import MIN_ALIGN_HEIGHT, ScoreAxis
+from fedeval.hierarchy import cell_index
+
+
+def _near(t: np.ndarray) -> np.ndarray:
+    """Scores on, just below and just above each threshold (the cases rounding could flip)."""
+    return np.concatenate([t, np.nextafter(t, -np.inf), np.nextafter(t, np.inf)])
+
+
+@pytest.mark.parametrize("lo,hi", [(0.0, 1.0), (-3.0, 7.5)])
+@pytest.mark.parametrize("k", [1, 3, 10, 40])
+def test_every_score_is_on_the_right_side_of_every_threshold(lo, hi, k):
+    rng = np.random.default_rng(k)
+    t = np.sort(rng.uniform(lo, hi, k))
+    axis = ScoreAxis.aligned(lo, hi, t)
+    h = axis.align_height()
+    assert (1 << h) > k and h <= max(MIN_ALIGN_HEIGHT, int(np.ceil(np.log2(k + 1))))
+    x = np.concatenate([rng.uniform(lo, hi, 100_000), _near(t), [lo, hi]])
+    unit = axis.to_unit(x)
+    for res in (h, h + 3, 16):
+        cells = cell_index(unit, res)
+        for (score, edge), tt in zip(axis.knots, t, strict=True):
+            assert score == tt
+            assert np.array_equal(x >= tt, cells >= edge * (1 << res))
+
+
+def test_thresholds_map_to_their_edges_and_back():
+    axis = ScoreAxis.aligned(0.0, 1.0, np.arange(1, 11) / 11)
+    units = np.array([u for _, u in axis.knots])
+    assert np.array_equal(axis.to_unit(np.arange(1, 11) / 11), units)
+    np.testing.assert_allclose(axis.from_unit(units), np.arange(1, 11) / 11, rtol=0, atol=1e-15)
+    # Each lands on the edge nearest its linear position: within half a cell.
+    assert np.max(np.abs(units - np.arange(1, 11) / 11)) <= 0.5 / (1 << axis.align_height())
+
+
+def test_crowded_thresholds_stay_distinct_and_ordered():
+    axis = ScoreAxis.aligned(0.0, 1.0, [0.5, 0.5001, 0.5002, 0.9])
+    units = [u for _, u in axis.knots]
+    assert units == sorted(set(units)) and len(units) == 4
+
+
+def test_explicit_height_and_too_many_thresholds():
+    axis = ScoreAxis.aligned(0.0, 1.0, [0.3, 0.6], height=8)
+    assert axis.align_height() <= 8 and axis.knots[0][1] == round(0.3 * 256) / 256
+    with pytest.raises(ValueError, match="height"):
+        ScoreAxis.aligned(0.0, 1.0, np.linspace(0.1, 0.9, 9), height=3)
+
+
+def test_ends_and_duplicates_add_no_knots():
+    assert ScoreAxis.aligned(0.0, 1.0, [0.0, 1.0]).is_linear
+    assert len(ScoreAxis.aligned(0.0, 1.0, [0.4, 0.4, 0.0]).knots) == 1
+
+
+def test_linear_axis_is_the_old_map():
+    axis = ScoreAxis.linear(-2.0, 2.0)
+    x = np.linspace(-2, 2, 101)
+    assert np.array_equal(axis.to_unit(x), (x + 2.0) / 4.0)
+    assert axis.to_dict() == {"score_range": [-2.0, 2.0]}
+
+
+def test_round_trip_and_bad_documents():
+    axis = ScoreAxis.aligned(-1.0, 1.0, [-0.5, 0.0, 0.25])
+    assert ScoreAxis.from_dict(axis.to_dict()) == axis
+    for doc in (
+        {"score_range": [1, 0]},
+        {"score_range": [0, 1], "cell_edges": {"scores": [0.5], "units": [0.5, 0.6]}},
+        {"score_range": [0, 1], "cell_edges": {"scores": [0.6, 0.5], "units": [0.5, 0.6]}},
+        {"score_range": [0, 1], "cell_edges": {"scores": ["x"], "units": [0.5]}},
+        {"score_range": [0, 1], "cell_edges": {"scores": [1.5], "units": [0.5]}},
+    ):
+        with pytest.raises(ValueError):
+            ScoreAxis.from_dict(doc)
