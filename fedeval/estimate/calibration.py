@@ -16,7 +16,7 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.special import gammaln, logsumexp
 
-from fedeval.estimate.exact import SortedScores
+from fedeval.estimate.exact import SortedScores, exact_ece_of
 from fedeval.hierarchy import bucket_counts, cumulative, equidepth_edges
 
 BBQ_PRIOR_STRENGTH = 2.0
@@ -146,18 +146,6 @@ def ece_from_histogram(
 
 
 def exact_ece(s: SortedScores, n_bins: int = 15, transform=None) -> float:
-    """ECE of the raw scores (already on [0, 1]) or of `transform(scores)`, from the data."""
-    neg, pos = s.negatives, s.positives
-    if transform is not None:
-        neg, pos = transform(neg), transform(pos)
-    neg = np.asarray(neg, dtype=np.float64)
-    pos = np.asarray(pos, dtype=np.float64)
-
-    def bins(x):
-        return np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
-
-    positives = np.bincount(bins(pos), minlength=n_bins)
-    score_sum = np.bincount(bins(pos), pos, minlength=n_bins) + np.bincount(
-        bins(neg), neg, minlength=n_bins
-    )
-    return float(np.sum(np.abs(positives - score_sum)) / (len(pos) + len(neg)))
+    """ECE of the raw scores (already on [0, 1]) or of `transform(scores)`, from the data:
+    summed over the distinct scores with their counts (`fedeval.estimate.exact.exact_ece_of`)."""
+    return exact_ece_of(s, n_bins, transform)

@@ -1,11 +1,63 @@
 """Exact metrics from the raw scores, computed centrally: the truth a simulation reports beside
-every estimate. Same semantics as scikit-learn's ``roc_auc_score`` and ``precision_score``."""
+every estimate. Same semantics as scikit-learn's ``roc_auc_score`` and ``precision_score``.
+
+Every exact value is computed from one table, `DistinctScores`: the distinct scores ascending
+with each class's count at each. It is made in one linear pass over the two sorted classes (their
+runs of equal scores, then a merge of two sorted runs), so after the one sort of the scores
+nothing else sorts or binary-searches the n scores: AUC, the threshold counts, the curves and
+ECE are cumulative sums over it. Scores with few distinct values make it small.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class DistinctScores:
+    """Each distinct score once, ascending, with the number of negatives and positives at it
+    (int64: counts are summed exactly)."""
+
+    values: np.ndarray
+    negatives: np.ndarray
+    positives: np.ndarray
+
+    @classmethod
+    def of_sorted(cls, negatives: np.ndarray, positives: np.ndarray) -> DistinctScores:
+        """From each class's scores sorted ascending, in linear time."""
+        vn, cn = _runs(negatives)
+        vp, cp = _runs(positives)
+        if not len(vp) or not len(vn):
+            dtype = np.result_type(negatives.dtype, positives.dtype)
+            values = (vn if len(vn) else vp).astype(dtype, copy=False)
+            zero = np.zeros(len(values), np.int64)
+            return cls(values, cn if len(vn) else zero, cp if len(vp) else zero)
+        both = np.concatenate([vn, vp])
+        # Two sorted runs: the stable sort (timsort) merges them in linear time.
+        order = np.argsort(both, kind="stable")
+        merged = both[order]
+        new = np.empty(len(merged), bool)
+        new[0] = True
+        np.not_equal(merged[1:], merged[:-1], out=new[1:])
+        slot = np.cumsum(new) - 1  # the distinct value each merged entry belongs to
+        size = int(slot[-1]) + 1
+        is_neg = order < len(vn)
+        neg = np.zeros(size, np.int64)
+        pos = np.zeros(size, np.int64)
+        neg[slot[is_neg]] = cn[order[is_neg]]
+        pos[slot[~is_neg]] = cp[order[~is_neg] - len(vn)]
+        return cls(merged[new], neg, pos)
+
+
+def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, count of each) of a sorted array."""
+    if not len(a):
+        return a, np.zeros(0, np.int64)
+    starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
+    return a[starts], np.diff(np.r_[starts, len(a)]).astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -19,15 +71,21 @@ class SortedScores:
     def from_arrays(cls, y_score: np.ndarray, y_positive: np.ndarray) -> SortedScores:
         return cls(np.sort(y_score[~y_positive]), np.sort(y_score[y_positive]))
 
+    @cached_property
+    def distinct(self) -> DistinctScores:
+        """The distinct scores with each class's count: what every exact value is summed from."""
+        return DistinctScores.of_sorted(self.negatives, self.positives)
+
 
 def exact_auc(s: SortedScores) -> float:
     """Mann-Whitney AUC with ties counted ½: for each positive, negatives below plus ½ equal.
 
-    Counts are summed as int64 (exact) before one float division.
+    Counts are summed as int64 (exact: 2PN < 2^63 up to 3·10^9 examples) before one float
+    division.
     """
-    below = np.searchsorted(s.negatives, s.positives, side="left")
-    at_or_below = np.searchsorted(s.negatives, s.positives, side="right")
-    twice = int(below.sum(dtype=np.int64)) + int(at_or_below.sum(dtype=np.int64))
+    d = s.distinct
+    below = np.cumsum(d.negatives) - d.negatives  # negatives strictly below each score
+    twice = int(np.dot(d.positives, 2 * below + d.negatives))
     denom = 2 * len(s.positives) * len(s.negatives)
     return twice / denom if denom else float("nan")
 
@@ -35,7 +93,67 @@ def exact_auc(s: SortedScores) -> float:
 def exact_threshold_counts(
     s: SortedScores, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(TP, FP) at each threshold: examples of each class with score ≥ t."""
-    tp = len(s.positives) - np.searchsorted(s.positives, thresholds, side="left")
-    fp = len(s.negatives) - np.searchsorted(s.negatives, thresholds, side="left")
-    return tp.astype(np.float64), fp.astype(np.float64)
+    """(TP, FP) at each threshold: examples of each class with score ≥ t (a binary search per
+    threshold in each sorted class)."""
+    t = np.asarray(thresholds, dtype=np.float64)
+    tp = [len(s.positives) - _count_below(s.positives, x) for x in t.ravel()]
+    fp = [len(s.negatives) - _count_below(s.negatives, x) for x in t.ravel()]
+    return np.reshape(tp, t.shape).astype(np.float64), np.reshape(fp, t.shape).astype(np.float64)
+
+
+def _count_below(a: np.ndarray, x: float, below=None) -> int:
+    """How many of the sorted `a` are below x (compared in float64), or satisfy `below`, a
+    predicate true on a prefix of `a` that changes near x.
+
+    The binary search runs in the array's own dtype (a float64 key would make numpy convert
+    the whole float32 array first, a copy of n per search), then a step or two corrects for
+    the key's rounding to that dtype, a run of equal scores at a time."""
+    if not len(a):
+        return 0
+    i = int(np.searchsorted(a, np.asarray(x).astype(a.dtype), side="left"))
+    if below is None:
+        below = lambda v: float(v) < x  # noqa: E731
+    while i > 0 and not below(a[i - 1]):
+        i = int(np.searchsorted(a, a[i - 1], side="left"))
+    while i < len(a) and below(a[i]):
+        i = int(np.searchsorted(a, a[i], side="right"))
+    return i
+
+
+def _bin_of(v, n_bins: int) -> int:
+    return min(int(float(v) * n_bins), n_bins - 1)
+
+
+def _bin_starts(a: np.ndarray, n_bins: int) -> list[int]:
+    """Where each of `n_bins` equal-width bins starts in a sorted array, and its end: bins are
+    taken as ECE takes them (min(⌊x·M⌋, M − 1) in float64), so a binary search near k/M is
+    corrected by a step or two to the exact boundary."""
+    starts = [0]
+    for k in range(1, n_bins):
+        i = _count_below(a, k / n_bins, lambda v, k=k: _bin_of(v, n_bins) < k)
+        starts.append(max(i, starts[-1]))
+    return [*starts, len(a)]
+
+
+def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
+    """ECE over `n_bins` equal-width bins of the scores (on [0, 1]) or of `transform(score)`,
+    a function applied score by score: Σ_b |positives_b − Σ score|_b / N (sums in float64).
+
+    Raw scores are summed bin by bin along the sorted classes (a binary search per bin edge);
+    a transform is applied once per distinct score, weighted by its counts."""
+    total = len(s.positives) + len(s.negatives)
+    if transform is None:
+        ece = 0.0
+        e_pos, e_neg = _bin_starts(s.positives, n_bins), _bin_starts(s.negatives, n_bins)
+        for b in range(n_bins):
+            pos = s.positives[e_pos[b] : e_pos[b + 1]]
+            neg = s.negatives[e_neg[b] : e_neg[b + 1]]
+            score_sum = np.sum(pos, dtype=np.float64) + np.sum(neg, dtype=np.float64)
+            ece += abs(len(pos) - score_sum)
+        return float(ece / total)
+    d = s.distinct
+    x = np.asarray(transform(d.values), dtype=np.float64)
+    b = np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
+    positives = np.bincount(b, d.positives, minlength=n_bins)
+    score_sum = np.bincount(b, x * (d.positives + d.negatives), minlength=n_bins)
+    return float(np.sum(np.abs(positives - score_sum)) / total)
