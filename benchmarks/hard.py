@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.data import scored_from_arrays
-from fedeval.evaluate import evaluate_data
+from fedeval.evaluate import evaluate_data, threshold_axis
 from fedeval.partition import assign_clients
 
 FAMILIES = ("smooth", "pointmass", "rare", "unequal")
@@ -134,6 +134,8 @@ def hash_family(family: str) -> int:
 
 
 def build(family: str, n: int, seed: int):
+    """The family's data read as `evaluate --thresholds` reads it: the thresholds are declared
+    up front, so they are cell edges (`fedeval.axis`)."""
     y, s, clients = generate(family, n, seed)
     return scored_from_arrays(
         y,
@@ -142,6 +144,7 @@ def build(family: str, n: int, seed: int):
         keep_scores=True,
         keep_examples=clients is not None,
         resolution=RESOLUTION,
+        axis=threshold_axis((0.0, 1.0), THRESHOLDS[family]),
     )
 
 

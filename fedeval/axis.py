@@ -125,6 +125,15 @@ class ScoreAxis:
             out = np.interp(arr, self._us, self._xs)
         return out if np.ndim(u) else float(out)
 
+    def leaf_edges(self, n_leaves: int) -> np.ndarray:
+        """The n_leaves + 1 leaf edges in the scores' units."""
+        return np.asarray(self.from_unit(np.arange(n_leaves + 1) / n_leaves))
+
+    def leaf_midpoints(self, n_leaves: int) -> np.ndarray:
+        """Each leaf's midpoint score: where its mass is taken to sit (linear inside a leaf)."""
+        e = self.leaf_edges(n_leaves)
+        return (e[:-1] + e[1:]) / 2
+
     def to_dict(self) -> dict[str, Any]:
         """The keys a document stores: `score_range`, and `cell_edges` when thresholds were
         aligned."""

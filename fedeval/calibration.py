@@ -155,7 +155,8 @@ def calibrate_run(
     if run.truth is not None:
         exact_raw = exact_ece(run.truth, n_bins) if is_probability else None
         exact_cal = exact_ece(run.truth, n_bins, transform=lambda x: cmap(run.to_unit(x)))
-    raw_value = ece_from_histogram(leaves, n_bins)
+    mids = None if run.axis.is_linear else run.axis.leaf_midpoints(leaves.shape[-1])
+    raw_value = ece_from_histogram(leaves, n_bins, scores=mids)
     cal_value = ece_from_histogram(leaves, n_bins, cmap)
     raw_ci, cal_ci = _ece_intervals(run, raw_value, cal_value, n_bins, fit)
     return CalibrationResult(
@@ -175,6 +176,7 @@ def _ece_intervals(run: Simulated, raw: float, calibrated: float, n_bins: int, f
     if run.ci_draws == 0:
         return None, None
     leaves = run.histogram.leaves
+    mids = None if run.axis.is_linear else run.axis.leaf_midpoints(leaves.shape[-1])
     sd_raw = sd_cal = 0.0
     if run.noise_draws is not None:
         values = []
@@ -182,12 +184,12 @@ def _ece_intervals(run: Simulated, raw: float, calibrated: float, n_bins: int, f
             resampled = leaves + d
             values.append(
                 (
-                    ece_from_histogram(resampled, n_bins),
+                    ece_from_histogram(resampled, n_bins, scores=mids),
                     ece_from_histogram(resampled, n_bins, fit(resampled)),
                 )
             )
         sd_raw, sd_cal = noise_sd(np.array(values))
-    half_leaf = 0.5 / leaves.shape[-1]
+    half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
     raw_ci = interval(raw, sd_raw, 0.0, half_leaf)
     cal_ci = interval(calibrated, sd_cal, 0.0, half_leaf)
     return (float(raw_ci[0]), float(raw_ci[1])), (float(cal_ci[0]), float(cal_ci[1]))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fedeval.axis import ScoreAxis
 from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
@@ -63,8 +64,9 @@ class CurveResult:
     pr_area_error: float | None
 
 
-def _in_units(c: Curves, lo: float, hi: float) -> Curves:
-    t = np.where(np.isfinite(c.thresholds), lo + (hi - lo) * c.thresholds, c.thresholds)
+def _in_units(c: Curves, axis: ScoreAxis) -> Curves:
+    finite = np.isfinite(c.thresholds)
+    t = np.where(finite, axis.from_unit(np.where(finite, c.thresholds, 0.0)), c.thresholds)
     return Curves(t, c.tpr, c.fpr, c.precision, c.ap)
 
 
@@ -87,7 +89,6 @@ def curve_result(
     papers' Q-quantile PCHIP estimator ('pchip', Xu & Cormode, section 3)."""
     n_quantiles = _check_quantiles(n_quantiles)
     method = _check_method(method)
-    lo, hi = run.score_range
     leaves = run.histogram.leaves
     dense, points = estimate_curves(leaves, n_quantiles, method=method)
     roc_ci = ap_ci = None
@@ -102,8 +103,8 @@ def curve_result(
         run=run,
         quantiles=n_quantiles,
         method=method,
-        points=_in_units(points, lo, hi),
-        dense=_in_units(dense, lo, hi),
+        points=_in_units(points, run.axis),
+        dense=_in_units(dense, run.axis),
         exact=exact,
         roc_auc=Estimate(dense.roc_auc, None if exact is None else exact.roc_auc, roc_ci),
         average_precision=Estimate(

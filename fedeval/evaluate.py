@@ -362,17 +362,6 @@ def threshold_axis(
     return ScoreAxis.aligned(lo, hi, inside, height=h)
 
 
-def leaf_edges(run: Simulated, n_leaves: int) -> np.ndarray:
-    """The n_leaves + 1 leaf edges in the scores' units."""
-    return np.asarray(run.from_unit(np.arange(n_leaves + 1) / n_leaves))
-
-
-def leaf_midpoints(run: Simulated, n_leaves: int) -> np.ndarray:
-    """Each leaf's midpoint score (where a leaf's mass is taken to sit)."""
-    e = leaf_edges(run, n_leaves)
-    return (e[:-1] + e[1:]) / 2
-
-
 def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
     """ECE of the scores themselves (M = 15 equal-width bins) from the release, with its
     interval (noise spread over the run's draws, widened by half a leaf width); None unless the
@@ -380,7 +369,7 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
     if run.score_range != (0.0, 1.0):
         return None
     leaves = run.histogram.leaves
-    mids = leaf_midpoints(run, leaves.shape[-1])
+    mids = run.axis.leaf_midpoints(leaves.shape[-1])
     value = ece_from_histogram(leaves, n_bins, scores=mids)
     exact = None if run.truth is None else exact_ece(run.truth, n_bins)
     if run.ci_draws == 0:
@@ -390,7 +379,7 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
         sd = noise_sd(
             np.array([ece_from_histogram(leaves + d, n_bins, scores=mids) for d in run.noise_draws])
         )
-    half_leaf = 0.5 * float(np.max(np.diff(leaf_edges(run, leaves.shape[-1]))))
+    half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
     lo, hi = interval(value, sd, 0.0, half_leaf)
     return Estimate(value, exact, (float(lo), float(hi)))
 

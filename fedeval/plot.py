@@ -216,7 +216,7 @@ def reliability_figure(result: CalibrationResult) -> Figure:
     main.plot([0, 1], [0, 1], color=GUIDE, lw=1, ls=":", label="perfectly calibrated", zorder=1)
     main.stairs(
         cmap.values,
-        cmap.edges,
+        np.asarray(result.run.from_unit(cmap.edges)) if probability else cmap.edges,
         baseline=None,
         color="0.55",
         lw=1,
@@ -225,7 +225,7 @@ def reliability_figure(result: CalibrationResult) -> Figure:
         zorder=2,
     )
     if result.ece_raw is not None:
-        x, y = reliability_points(leaves, mid, m)
+        x, y = reliability_points(leaves, result.run.axis.leaf_midpoints(n_leaves), m)
         main.plot(
             x,
             y,

@@ -113,6 +113,9 @@ def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
         "privacy": privacy_section(run),
         "data": data,
         "run": run_section,
+        # Public parameters of the release: the score range, and the cell edges that declared
+        # thresholds were aligned to (they depend on the options alone).
+        "score_axis": run.axis.to_dict(),
     }
 
 
@@ -212,7 +215,7 @@ def map_dict(
         "interpolation": "step",
         "score_column": score_col,
         "score_range": [lo, hi],
-        "edges": (lo + (hi - lo) * m.edges).tolist(),
+        "edges": np.asarray(cal.run.from_unit(m.edges)).tolist(),
         "values": m.values.tolist(),
         "mass": m.mass.tolist(),
         "ece": {
@@ -401,8 +404,7 @@ def render_calibration_table(
         )
     )
     m = cal.map
-    lo, hi = cal.run.score_range
-    edges = lo + (hi - lo) * m.edges
+    edges = np.asarray(cal.run.from_unit(m.edges))
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for name in ("from", "to", "calibrated", "examples"):
         t.add_column(name, justify="right")
