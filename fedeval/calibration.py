@@ -237,9 +237,13 @@ def calibrate_file(
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
     path: SimulationPath | str = SimulationPath.FAST,
+    threads: int | None = None,
+    read_progress=None,
     **options,
 ) -> CalibrationResult:
-    """`calibrate` on a Parquet/CSV file (or '-' for CSV on stdin)."""
+    """`calibrate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob, read by
+    `threads` threads (default: every core; same result for any number); `read_progress(rows)`
+    after each batch."""
     data = read_scored(
         source,
         columns,
@@ -253,6 +257,8 @@ def calibrate_file(
             ),
             unit=options.get("unit", Unit.EXAMPLE),
         ),
+        threads=threads,
+        progress=read_progress,
     )
     return calibrate_data(data, path=path, **options)
 

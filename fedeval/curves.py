@@ -228,9 +228,13 @@ def roc_pr_curves_file(
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
     path: SimulationPath | str = SimulationPath.FAST,
+    threads: int | None = None,
+    read_progress=None,
     **options,
 ) -> CurveResult:
-    """`roc_pr_curves` on a Parquet/CSV file (or '-' for CSV on stdin)."""
+    """`roc_pr_curves` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
+    read by `threads` threads (default: every core; same result for any number);
+    `read_progress(rows)` after each batch."""
     data = read_scored(
         source,
         columns,
@@ -242,6 +246,8 @@ def roc_pr_curves_file(
             resolution=_resolution(quantiles, options.get("height", "auto")),
             unit=options.get("unit", Unit.EXAMPLE),
         ),
+        threads=threads,
+        progress=read_progress,
     )
     return curves_data(data, quantiles=quantiles, path=path, **options)
 

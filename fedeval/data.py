@@ -5,7 +5,9 @@ the exact metrics) and per-example records (for the per-client reference path)."
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,10 +15,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from fedeval.axis import ScoreAxis
-from fedeval.errors import UsageError
+from fedeval.errors import InputError, UsageError
 from fedeval.estimate.exact import SortedScores
 from fedeval.hierarchy import cell_index, coarsen
-from fedeval.io import DEFAULT_COLUMNS, Batch, Columns, read_batches, validate_batch
+from fedeval.io import (
+    DEFAULT_COLUMNS,
+    Batch,
+    Columns,
+    Piece,
+    scan,
+    source_name,
+    validate_batch,
+    validate_piece,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,7 +84,24 @@ class ScoredData:
         return self.axis.to_unit(x)
 
 
+@dataclass(frozen=True, eq=False)
+class _Part:
+    """One batch reduced: its leaf counts and what else the run keeps of it."""
+
+    counts: np.ndarray
+    rows: int
+    neg: np.ndarray | None
+    pos: np.ndarray | None
+    unit: np.ndarray | None
+    labels: np.ndarray | None
+    clients: pa.Array | None
+
+
 class _Accumulator:
+    """Batches are reduced one by one (`reduce`, safe to run in threads: numpy releases the
+    GIL) and merged in their order (`merge`): leaf counts are integer sums and kept arrays are
+    concatenated in file order, so the result is the same bit for bit whatever the threads."""
+
     def __init__(self, resolution: int, axis: ScoreAxis, keep_scores: bool, keep_examples: bool):
         self.resolution = resolution
         self.axis = axis
@@ -87,7 +115,7 @@ class _Accumulator:
         self.labels: list[np.ndarray] = []
         self.clients: list[pa.Array] = []
 
-    def add(self, b: Batch) -> None:
+    def reduce(self, b: Batch) -> _Part:
         hi = self.axis.hi
         n_leaves = 1 << self.resolution
         unit = b.scores
@@ -100,23 +128,36 @@ class _Accumulator:
         if b.score_max >= hi:
             np.minimum(idx, n_leaves - 1, out=idx)
         np.add(idx, n_leaves, out=idx, where=b.positive)
-        self.counts += np.bincount(idx, minlength=2 * n_leaves)
-        self.rows += len(idx)
+        keep, ex = self.keep_scores, self.keep_examples
+        return _Part(
+            np.bincount(idx, minlength=2 * n_leaves),
+            len(idx),
+            b.scores[~b.positive] if keep else None,
+            b.scores[b.positive] if keep else None,
+            unit if ex else None,
+            b.positive if ex else None,
+            b.clients,
+        )
+
+    def merge(self, part: _Part) -> None:
+        self.counts += part.counts
+        self.rows += part.rows
         if self.keep_scores:
-            self.neg.append(b.scores[~b.positive])
-            self.pos.append(b.scores[b.positive])
+            self.neg.append(part.neg)
+            self.pos.append(part.pos)
         if self.keep_examples:
-            self.unit.append(unit)
-            self.labels.append(b.positive)
-        if b.clients is not None:
-            self.clients.append(b.clients)
+            self.unit.append(part.unit)
+            self.labels.append(part.labels)
+        if part.clients is not None:
+            self.clients.append(part.clients)
+
+    def add(self, b: Batch) -> None:
+        self.merge(self.reduce(b))
 
     def finish(self) -> ScoredData:
         sorted_scores = None
         if self.keep_scores:
-            sorted_scores = SortedScores(
-                np.sort(np.concatenate(self.neg)), np.sort(np.concatenate(self.pos))
-            )
+            sorted_scores = SortedScores(_sorted(self.neg), _sorted(self.pos))
         codes = uniques = None
         if self.clients:
             ids = pa.chunked_array(self.clients)
@@ -145,6 +186,15 @@ class _Accumulator:
         )
 
 
+def _sorted(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts joined and sorted in place, the parts released first: one copy of the scores
+    at the peak, not three."""
+    out = np.concatenate(parts) if parts else np.zeros(0)
+    parts.clear()
+    out.sort()
+    return out
+
+
 DEFAULT_RESOLUTION = 16
 """Enough for every height `--height auto` picks."""
 
@@ -169,6 +219,22 @@ def _accumulate(
     return acc.finish()
 
 
+def default_threads() -> int:
+    """Every core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _check_threads(threads: int | None) -> int:
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1:
+        raise UsageError(f"`threads` must be a positive integer. Found {threads!r}.")
+    return int(threads)
+
+
 def read_scored(
     source: str | os.PathLike,
     columns: Columns = DEFAULT_COLUMNS,
@@ -179,13 +245,59 @@ def read_scored(
     keep_examples: bool = False,
     resolution: int = DEFAULT_RESOLUTION,
     axis: ScoreAxis | None = None,
+    threads: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> ScoredData:
-    """Stream a Parquet/CSV file (or '-') into `ScoredData` with 2^resolution cells per class,
-    in bounded memory unless scores or examples are kept. `axis` (default: linear on
-    `score_range`) maps scores onto the cells."""
+    """Stream a Parquet/CSV file, '-', a directory of files (hive partitions included) or a
+    glob into `ScoredData` with 2^resolution cells per class, in bounded memory unless scores or
+    examples are kept. `axis` (default: linear on `score_range`) maps scores onto the cells.
+
+    Batches are validated and histogrammed by `threads` threads (default: every core); the
+    result is the same bit for bit for any number. `progress(rows)` is called with the rows
+    read so far after each batch.
+    """
     axis = _axis(score_range, axis)
-    batches = read_batches(source, columns, score_range=axis.score_range, pos_label=pos_label)
-    return _accumulate(batches, resolution, axis, keep_scores, keep_examples)
+    threads = _check_threads(threads)
+    acc = _Accumulator(resolution, axis, keep_scores, keep_examples)
+    pieces = scan(source, columns)
+    lo_hi = axis.score_range
+    labels_seen: dict = {}
+
+    def validate(piece: Piece, seen: dict | None) -> Batch:
+        return validate_piece(
+            piece, columns, score_range=lo_hi, pos_label=pos_label, labels_seen=seen
+        )
+
+    def merge(part: _Part) -> None:
+        acc.merge(part)
+        if progress is not None:
+            progress(acc.rows)
+
+    if threads == 1:
+        for piece in pieces:
+            merge(acc.reduce(validate(piece, labels_seen)))
+    else:
+        # With --pos-label the labels seen so far decide what is a third value, so validation
+        # stays in file order on this thread; otherwise each batch is validated in its task.
+        # Results are merged in submission order, so the first bad row in file order is the
+        # one reported, and at most 2 × threads batches are in flight (bounded memory).
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="fedeval-read")
+        pending: deque = deque()
+        try:
+            for piece in pieces:
+                if pos_label is None:
+                    pending.append(pool.submit(lambda p: acc.reduce(validate(p, None)), piece))
+                else:
+                    pending.append(pool.submit(acc.reduce, validate(piece, labels_seen)))
+                while len(pending) >= 2 * threads:
+                    merge(pending.popleft().result())
+            while pending:
+                merge(pending.popleft().result())
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    if acc.rows == 0:
+        raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
+    return acc.finish()
 
 
 def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) -> ScoredData:
@@ -239,8 +351,6 @@ def scored_from_arrays(
 ) -> ScoredData:
     """Validate in-memory arrays exactly as a file would be, and reduce them."""
     axis = _axis(score_range, axis)
-    from fedeval.errors import InputError
-
     y_score, y_true = np.asarray(y_score), np.asarray(y_true)
     if y_score.ndim != 1 or y_true.shape != y_score.shape:
         raise InputError(

@@ -466,9 +466,13 @@ def evaluate_file(
     model: PrivacyModel | str = PrivacyModel.FEDERATED,
     height: int | str = "auto",
     unit: Unit | str = Unit.EXAMPLE,
+    threads: int | None = None,
+    read_progress=None,
     **options,
 ) -> Evaluation:
-    """`evaluate` on a Parquet/CSV file (or '-' for CSV on stdin), streamed in record batches."""
+    """`evaluate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
+    streamed in record batches by `threads` threads (default: every core; same result for any
+    number); `read_progress(rows)` after each batch."""
     data = read_scored(
         source,
         columns,
@@ -477,5 +481,7 @@ def evaluate_file(
         **reading_options(
             exact=exact, path=path, resolution=data_resolution(model, height), unit=unit
         ),
+        threads=threads,
+        progress=read_progress,
     )
     return evaluate_data(data, path=path, model=model, height=height, unit=unit, **options)

@@ -133,25 +133,119 @@ def _guard(batches, name: str) -> Iterator[pa.RecordBatch]:
         raise InputError(f"cannot read '{name}': {e}") from e
 
 
-def read_batches(
+GLOB_CHARS = "*?["
+"""A source holding one of these (and naming no existing file) is a glob pattern."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file of a source, with the hive partition values its directories give (key=value)."""
+
+    path: Path
+    partition: dict[str, object]
+
+
+def source_files(source: str | os.PathLike) -> list[SourceFile] | None:
+    """The files a source names, in a fixed order (sorted paths): every data file under a
+    directory (a Parquet or CSV dataset, hive-partitioned or not; as `pyarrow.dataset` does,
+    names starting with '.' or '_' are skipped) or every file a glob matches; None for one file
+    or '-'.
+
+    Raises `InputError` when a glob matches nothing or a directory holds no data file.
+    """
+    if str(source) == STDIN:
+        return None
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and not any(part.startswith((".", "_")) for part in p.relative_to(path).parts)
+        )
+        if not files:
+            raise InputError(f"cannot read '{source}': it is a directory with no data files in it.")
+        return [SourceFile(f, _hive_keys(f.relative_to(path))) for f in files]
+    if not path.exists() and any(c in str(source) for c in GLOB_CHARS):
+        import glob
+
+        files = sorted(Path(f) for f in glob.glob(str(source), recursive=True))
+        files = [f for f in files if f.is_file()]
+        if not files:
+            raise InputError(f"cannot read '{source}': no file matches the pattern.")
+        return [SourceFile(f, {}) for f in files]
+    return None
+
+
+def _hive_keys(relative: Path) -> dict[str, object]:
+    """The key=value pairs of a file's directories (hive partitioning), as text; typed across
+    all files by `_partition_types`."""
+    out: dict[str, object] = {}
+    for part in relative.parts[:-1]:
+        key, eq, value = part.partition("=")
+        if eq and key:
+            from urllib.parse import unquote
+
+            out[key] = unquote(value)
+    return out
+
+
+def _partition_types(files: list[SourceFile]) -> dict[str, pa.DataType]:
+    """Per partition key: int64 when every file's value is an integer, else string."""
+    types: dict[str, pa.DataType] = {}
+    for f in files:
+        for key, value in f.partition.items():
+            is_int = isinstance(value, str) and value.lstrip("-").isdigit()
+            if key not in types:
+                types[key] = pa.int64() if is_int else pa.string()
+            elif not is_int:
+                types[key] = pa.string()
+    return types
+
+
+@dataclass(frozen=True, eq=False)
+class Piece:
+    """One raw record batch of a source, before validation: the file it came from (for
+    messages), the rows of that file before it, and whether its scores arrive as text."""
+
+    name: str
+    offset: int
+    batch: pa.RecordBatch
+    is_csv: bool
+    client_col: str | None
+
+
+def scan(
     source: str | os.PathLike,
     columns: Columns = DEFAULT_COLUMNS,
     *,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    pos_label: object = None,
     batch_rows: int = BATCH_ROWS,
-) -> Iterator[Batch]:
-    """Stream validated batches of (score, label[, client]) from Parquet, CSV or '-' (CSV stdin).
+) -> Iterator[Piece]:
+    """Raw record batches of (score, label[, client]) from a file, '-', a directory (a
+    Parquet or CSV dataset, hive partitions included) or a glob, file by file in sorted order,
+    only the needed columns read. Each file must hold the score and label columns.
 
-    Raises `InputError` for an unreadable file, a missing column, a null or NaN score, a score
-    outside `score_range`, a label that is not binary, or a table with no rows.
+    Validation is left to `validate_piece`, so that it can run beside the reading (threads).
+    Raises `InputError` for an unreadable file or a missing column.
     """
+    files = source_files(source)
+    if files is None:
+        yield from _scan_file(source, {}, {}, columns, batch_rows)
+        return
+    types = _partition_types(files)
+    for f in files:
+        yield from _scan_file(f.path, f.partition, types, columns, batch_rows)
+
+
+def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_rows: int):
     name = source_name(source)
     client_col = columns.client or "client"
     wanted = [columns.score, columns.label, client_col]
     names, batches, is_csv = _record_batches(
         source, wanted, [columns.score, client_col], name, batch_rows
     )
+    from_dirs = [c for c in wanted if c in partition and c not in names]
+    names = [*names, *from_dirs]
     for col, option in ((columns.score, "--score-col"), (columns.label, "--label-col")):
         if col not in names:
             raise InputError(
@@ -164,27 +258,65 @@ def read_batches(
             "drop --client-col to treat every row as its own client."
         )
     has_client = client_col in names
-
-    labels_seen: dict = {}
     offset = 0
     for rb in batches:
         if rb.num_rows == 0:
             continue
-        yield validate_batch(
-            rb,
-            name,
-            columns.score,
-            columns.label,
-            client_col if has_client else None,
-            offset=offset,
-            score_range=score_range,
-            pos_label=pos_label,
-            labels_seen=labels_seen,
-            text_scores=is_csv,
-        )
+        for col in from_dirs:  # a hive partition key: one value for the whole file
+            value = partition[col]
+            typ = types.get(col, pa.string())
+            value = int(value) if typ == pa.int64() else value
+            rb = rb.append_column(col, pa.repeat(pa.scalar(value, typ), rb.num_rows))
+        yield Piece(name, offset, rb, is_csv, client_col if has_client else None)
         offset += rb.num_rows
-    if offset == 0:
-        raise InputError(f"'{name}' has no rows: nothing to evaluate.")
+
+
+def validate_piece(
+    piece: Piece,
+    columns: Columns = DEFAULT_COLUMNS,
+    *,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    pos_label: object = None,
+    labels_seen: dict | None = None,
+) -> Batch:
+    """`validate_batch` on one piece of `scan`."""
+    return validate_batch(
+        piece.batch,
+        piece.name,
+        columns.score,
+        columns.label,
+        piece.client_col,
+        offset=piece.offset,
+        score_range=score_range,
+        pos_label=pos_label,
+        labels_seen=labels_seen,
+        text_scores=piece.is_csv,
+    )
+
+
+def read_batches(
+    source: str | os.PathLike,
+    columns: Columns = DEFAULT_COLUMNS,
+    *,
+    score_range: tuple[float, float] = (0.0, 1.0),
+    pos_label: object = None,
+    batch_rows: int = BATCH_ROWS,
+) -> Iterator[Batch]:
+    """Stream validated batches of (score, label[, client]) from Parquet, CSV or '-' (CSV
+    stdin), or from every file of a directory or glob (see `scan`).
+
+    Raises `InputError` for an unreadable file, a missing column, a null or NaN score, a score
+    outside `score_range`, a label that is not binary, or a source with no rows.
+    """
+    labels_seen: dict = {}
+    rows = 0
+    for piece in scan(source, columns, batch_rows=batch_rows):
+        yield validate_piece(
+            piece, columns, score_range=score_range, pos_label=pos_label, labels_seen=labels_seen
+        )
+        rows += piece.batch.num_rows
+    if rows == 0:
+        raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
 
 
 def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Iterator]:

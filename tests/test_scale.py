@@ -1,0 +1,117 @@
+"""Many-file sources and threaded reading give exactly what one file read serially gives."""
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+import fedeval
+from fedeval.data import read_scored
+from fedeval.errors import InputError, UsageError
+
+
+def _table(n: int = 6000, seed: int = 0, clients: int = 40) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.35
+    s = np.clip(0.3 * y + 0.7 * rng.random(n), 0, 1).astype(np.float32)
+    c = np.array([f"c{i:03d}" for i in rng.integers(0, clients, n)])
+    return pa.table({"score": s, "label": y.astype(np.int8), "client": c})
+
+
+def _split(table: pa.Table, directory, parts: int = 20, fmt: str = "parquet") -> None:
+    directory.mkdir()
+    bounds = np.linspace(0, table.num_rows, parts + 1).astype(int)
+    for i in range(parts):
+        piece = table.slice(bounds[i], bounds[i + 1] - bounds[i])
+        if fmt == "parquet":
+            pq.write_table(piece, directory / f"part-{i:02d}.parquet")
+        else:
+            pacsv.write_csv(piece, directory / f"part-{i:02d}.csv")
+
+
+def _same(a, b) -> None:
+    np.testing.assert_array_equal(a.fine_counts, b.fine_counts)
+    assert (a.rows, a.n_clients) == (b.rows, b.n_clients)
+    np.testing.assert_array_equal(a.sorted_scores.negatives, b.sorted_scores.negatives)
+    np.testing.assert_array_equal(a.sorted_scores.positives, b.sorted_scores.positives)
+
+
+def _release(source, model="distdp", **options):
+    ev = fedeval.evaluate_file(source, model=model, seed=7, ci_draws=0, **options)
+    return ev.run.release
+
+
+@pytest.mark.parametrize("model", ["federated", "distdp", "localdp"])
+def test_a_directory_of_20_parquet_files_gives_the_release_of_one_file(tmp_path, model):
+    table = _table()
+    pq.write_table(table, tmp_path / "one.parquet")
+    _split(table, tmp_path / "many")
+    one, many = _release(tmp_path / "one.parquet", model), _release(tmp_path / "many", model)
+    np.testing.assert_array_equal(one.counts, many.counts)
+    assert one.n_clients == many.n_clients
+    _same(read_scored(tmp_path / "one.parquet"), read_scored(tmp_path / "many"))
+
+
+def test_a_glob_and_a_directory_of_csv_files_read_as_one_file(tmp_path):
+    table = _table(seed=1)
+    pq.write_table(table, tmp_path / "one.parquet")
+    _split(table, tmp_path / "csv", parts=5, fmt="csv")
+    _split(table, tmp_path / "pq", parts=7)
+    pacsv.write_csv(table, tmp_path / "one.csv")  # CSV scores are read back as float64
+    _same(read_scored(tmp_path / "one.csv"), read_scored(tmp_path / "csv"))
+    _same(read_scored(tmp_path / "one.parquet"), read_scored(str(tmp_path / "pq" / "*.parquet")))
+
+
+def test_a_hive_partitioned_dataset_takes_its_columns_from_the_directories(tmp_path):
+    table = _table(seed=2, clients=6)
+    pq.write_table(table, tmp_path / "one.parquet")
+    clients = table.column("client").to_numpy()
+    for c in np.unique(clients):
+        d = tmp_path / "hive" / f"client={c}"
+        d.mkdir(parents=True)
+        pq.write_table(table.filter(pa.array(clients == c)).drop(["client"]), d / "0.parquet")
+    one, hive = read_scored(tmp_path / "one.parquet"), read_scored(tmp_path / "hive")
+    _same(one, hive)
+    assert hive.n_clients == 6
+    ev = fedeval.evaluate_file(tmp_path / "hive", seed=1, ci_draws=0, path="per-client")
+    assert ev.run.clients == 6
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_threads_change_nothing(tmp_path, threads):
+    table = _table(seed=3)
+    _split(table, tmp_path / "many", parts=13)
+    serial = read_scored(tmp_path / "many", threads=1, keep_examples=True)
+    threaded = read_scored(tmp_path / "many", threads=threads, keep_examples=True)
+    _same(serial, threaded)
+    np.testing.assert_array_equal(serial.examples.unit_scores, threaded.examples.unit_scores)
+    np.testing.assert_array_equal(serial.examples.client, threaded.examples.client)
+    a = fedeval.evaluate_file(tmp_path / "many", model="distdp", seed=3, threads=1)
+    b = fedeval.evaluate_file(tmp_path / "many", model="distdp", seed=3, threads=threads)
+    np.testing.assert_array_equal(a.run.release.counts, b.run.release.counts)
+    assert a.auc == b.auc and a.curves.roc_area_error == b.curves.roc_area_error
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_the_first_bad_row_in_file_order_is_reported(tmp_path, threads):
+    table = _table(seed=4)
+    _split(table, tmp_path / "many", parts=6)
+    for i, row in ((4, 10), (2, 5)):  # two bad files: the earlier one is named
+        path = tmp_path / "many" / f"part-{i:02d}.parquet"
+        t = pq.read_table(path)
+        score = t.column("score").to_numpy().copy()
+        score[row] = 1.5
+        pq.write_table(t.set_column(0, "score", pa.array(score)), path)
+    with pytest.raises(InputError, match=r"part-02\.parquet', column 'score', row 6: score 1\.5"):
+        read_scored(tmp_path / "many", threads=threads)
+
+
+def test_sources_that_name_no_file(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="is a directory with no data files"):
+        read_scored(tmp_path / "empty")
+    with pytest.raises(InputError, match="no file matches"):
+        read_scored(str(tmp_path / "*.parquet"))
+    with pytest.raises(UsageError, match="`threads` must be a positive integer"):
+        read_scored(tmp_path / "empty", threads=0)
