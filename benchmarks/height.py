@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from fedeval.data import scored_from_arrays
-from fedeval.evaluate import evaluate_data
+from fedeval.evaluate import evaluate_data, threshold_axis
 
 MODELS = (("distdp", 1.0, range(6, 15)), ("localdp", 5.0, range(3, 12)))
 
@@ -58,8 +58,11 @@ def errors(data, model: str, eps: float, height, draws: int) -> tuple[int, np.nd
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n = 200k, R = 4")
+    ap.add_argument("--draws", type=int, help="noise draws per height (default 8; quick 4)")
+    ap.add_argument("--verbose", action="store_true", help="print every height's errors")
     args = ap.parse_args()
     n, draws = (200_000, 4) if args.quick else (1_000_000, 8)
+    draws = args.draws or draws
     rng = np.random.default_rng(2026)
     names = ("ROC AUC", "AP", "worst P/R/A")
     print(f"n = {n:,}, {draws} noise draws per height; median |error|")
@@ -67,11 +70,17 @@ def main() -> int:
           f"{'best h':>6} {'error':>9} {'auto/best':>9}")  # fmt: skip
     for fam in ("smooth", "rare"):
         y, s = family(fam, n, rng)
-        data = scored_from_arrays(y, s, keep_scores=True, resolution=14)
+        # Read as evaluate reads it: the default thresholds declared, so they are cell edges.
+        data = scored_from_arrays(
+            y, s, keep_scores=True, resolution=14, axis=threshold_axis((0.0, 1.0), None)
+        )
         for model, eps, heights in MODELS:
             t0 = time.perf_counter()
             auto_h, auto_err = errors(data, model, eps, "auto", draws)
             table = {h: errors(data, model, eps, h, draws)[1] for h in heights}
+            if args.verbose:
+                for h, e in table.items():
+                    print(f"  {fam} {model} h={h}: " + " ".join(f"{x:.2e}" for x in e))
             for i, metric in enumerate(names):
                 best = min(table, key=lambda h: table[h][i])
                 ratio = auto_err[i] / table[best][i] if table[best][i] > 0 else float("nan")
