@@ -20,6 +20,7 @@ from fedeval.multiclass.binning import (
     sum_round,
 )
 from fedeval.multiclass.data import softmax
+from fedeval.multiclass.federation import schedule
 
 
 def data(n=600, c=4, seed=0, clients=7):
@@ -119,10 +120,13 @@ def test_one_client_no_dp_equals_central(bbq, weighted):
 
 
 def test_fedbin_with_full_participation_is_central_for_any_rounds():
-    # Every round adds the same histograms again: ratios, hence FedBin, do not change.
+    # Every client is sampled in every round but its histograms are summed once.
     p, y, client = data()
     fit = fed(p, y, client, 7, rounds=5)
     np.testing.assert_allclose(fit.calibrator.values, binning_reference(p, y, 32), rtol=1e-12)
+    pos, neg = central_histograms(p, y, 32)
+    np.testing.assert_allclose(fit.histograms[:, 1], pos)
+    np.testing.assert_allclose(fit.histograms[:, 0], neg)
 
 
 @pytest.mark.parametrize("clip", [None, (2.0, 5.0)])
@@ -146,12 +150,12 @@ def test_clipping_bounds_each_clients_histograms():
         pos_norm = np.linalg.norm(clipped[:, 1], axis=1)
         neg_norm = np.linalg.norm(clipped[:, 0], axis=1)
         assert np.all(pos_norm <= c_pos * (1 + 1e-12)) and np.all(neg_norm <= c_neg * (1 + 1e-12))
-        # clipping only scales: the direction is kept, and short histograms are untouched
+        # clipping only scales, by one factor per class for both signs (the ratio P/(P+N) of
+        # every bin is kept), and histograms inside both bounds are untouched
         for j in range(4):
-            for s, bound in ((1, c_pos), (0, c_neg)):
-                r = np.linalg.norm(raw[j, s])
-                expect = raw[j, s] * min(1.0, bound / r) if r else raw[j, s]
-                np.testing.assert_allclose(clipped[j, s], expect, rtol=1e-12)
+            r_pos, r_neg = np.linalg.norm(raw[j, 1]), np.linalg.norm(raw[j, 0])
+            factor = min(1.0, c_pos / r_pos if r_pos else 1.0, c_neg / r_neg if r_neg else 1.0)
+            np.testing.assert_allclose(clipped[j], raw[j] * factor, rtol=1e-12)
 
 
 @pytest.mark.parametrize("bbq", [False, True])
@@ -218,7 +222,8 @@ def test_partial_participation_counts_and_weights():
     # With p < 1 and one round, Ñ_j counts only the sampled clients' class-j examples.
     p, y, client = data()
     fit = fed(p, y, client, 7, participation=0.5, participation_rng=np.random.default_rng(5))
-    part = np.random.default_rng(5).random(7) < 0.5
+    part = schedule(7, 1, 0.5, np.random.default_rng(5))[0]
+    assert part.sum() == 4  # m = round(p·K)
     rows = part[client]
     seen = np.bincount(y[rows], minlength=4)
     np.testing.assert_array_equal(fit.seen, seen)

@@ -17,13 +17,14 @@ from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.errors import UsageError
 from fedeval.multiclass.binning import client_cells, fed_binning, sum_round
 from fedeval.multiclass.data import softmax
+from fedeval.multiclass.federation import schedule
 from fedeval.multiclass.privacy import (
     MulticlassMechanism,
     check_budget,
     dp_statement,
     epsilon_of,
 )
-from fedeval.multiclass.temperature import T_MAX, fed_temperature
+from fedeval.multiclass.temperature import T_MAX, fed_temperature, local_information
 from fedeval.privacy.mechanism import NOT_PRIVATE, Mechanism
 
 TAIL = 1e-6
@@ -187,29 +188,32 @@ def test_histogram_noise_has_the_claimed_sigma(rounds, participation):
         noise_rng=np.random.default_rng(2),
         dp=st,
     )
-    # The same participants again, without noise: what is left is the noise.
-    cells = client_cells(p, y, client, 20, bins)
-    part_rng = np.random.default_rng(1)
-    clean = np.zeros((c, 2, bins))
-    for _ in range(rounds):
-        part = np.ones(20, bool) if participation >= 1 else part_rng.random(20) < participation
-        clean += sum_round(cells, part, (2.0, 5.0))
+    # The same participants again, without noise: what is left is the noise, added once to the
+    # sum over every sampled client (each counted once, bin 0 not sent under DP).
+    cells = client_cells(p, y, client, 20, bins, skip_first=True)
+    plan = schedule(20, rounds, participation, np.random.default_rng(1))
+    np.testing.assert_array_equal(plan, fit.schedule)
+    clean = sum_round(cells, plan.any(axis=0), (2.0, 5.0))
     noise = fit.histograms - clean
     for sign, key in ((1, "positive"), (0, "negative")):
         x = noise[:, sign].ravel()
-        stat = float(np.sum(x**2) / (rounds * st.sigma[key] ** 2))
+        stat = float(np.sum(x**2) / st.sigma[key] ** 2)
         lo, hi = chi2_bounds(x.size)
         assert lo < stat < hi, (key, stat / x.size)
 
 
 def test_temperature_noise_has_the_claimed_sigma():
     # Every client's examples are all wrong and confident, so its optimum is T_MAX and its
-    # clipped update is +C every round: each step is then C + σ·N(0, 1)/K exactly.
+    # clipped update is +C every round; every client has the same information H, so with
+    # τ² = 1/H its weight is w = 1/2: each step in log T is then C/2 + σ·N(0, 1)/K exactly
+    # (well inside the ±C trust region).
     rng = np.random.default_rng(0)
-    k, rows, c, rounds, clip = 50, 4, 3, 150, 0.05
+    k, rows, c, rounds, clip = 50, 4, 3, 60, 0.05
     y = rng.integers(0, c, k * rows)
     z = 5.0 * np.eye(c)[(y + 1) % c]
     client = np.repeat(np.arange(k), rows)
+    h = local_information(z, y, client, k, np.full(k, T_MAX))
+    np.testing.assert_allclose(h, h[0], rtol=1e-12)
     st = dp_statement(
         5.0, 1e-5, releases=rounds, clip={"temperature": clip}, rounds=rounds, participation=1.0
     )
@@ -224,11 +228,13 @@ def test_temperature_noise_has_the_claimed_sigma():
         noise_rng=np.random.default_rng(2),
         dp=st,
         server_lr=1.0,
+        spread=1 / math.sqrt(h[0]),
     )
     np.testing.assert_array_equal(fit.local, np.full(k, T_MAX))
-    assert fit.history.max() < T_MAX - clip  # never near the bound: every update is clipped
-    steps = np.diff(np.r_[1.0, fit.history])
-    x = (steps - clip) * k / st.sigma["temperature"]
+    assert fit.history.max() < T_MAX * math.exp(-clip)  # every update is clipped
+    steps = np.diff(np.log(np.r_[1.0, fit.history]))
+    assert np.all(np.abs(steps) < clip)  # the trust region never bound
+    x = (steps - clip / 2) * k / st.sigma["temperature"]
     lo, hi = chi2_bounds(rounds)
     assert lo < float(np.sum(x**2)) < hi
 

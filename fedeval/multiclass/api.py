@@ -42,6 +42,7 @@ from fedeval.multiclass.data import (
     read_multiclass,
     softmax,
 )
+from fedeval.multiclass.federation import max_client_rounds
 from fedeval.multiclass.maps import (
     KIND,
     SCHEMA,
@@ -53,13 +54,21 @@ from fedeval.multiclass.maps import (
 from fedeval.multiclass.metrics import DEFAULT_ECE_BINS, Metrics, measure
 from fedeval.multiclass.privacy import (
     DEFAULT_NEGATIVE_CLIP,
+    DEFAULT_POOLED_CLIP,
     DEFAULT_POSITIVE_CLIP,
     DEFAULT_TEMPERATURE_CLIP,
     DPStatement,
     MulticlassMechanism,
     dp_statement,
 )
-from fedeval.multiclass.temperature import TemperatureCalibrator, TemperatureFit, fed_temperature
+from fedeval.multiclass.temperature import (
+    DEFAULT_EVALUATION_CLIP,
+    Safeguard,
+    TemperatureCalibrator,
+    TemperatureFit,
+    check_temperature,
+    fed_temperature,
+)
 
 __all__ = [
     "Method",
@@ -101,6 +110,9 @@ DEFAULT_PARTICIPATION = 0.1
 """K = 100 clients, T = 12 rounds, 10 % sampled per round: the paper's main setting (Table 2)."""
 DEFAULT_BINS = 128
 """2^M with M = 7, the paper's choice for FedBBQ (section 4.1, appendix A.3.3)."""
+DEFAULT_DP_BINS = 32
+"""Under user-level DP: every bin carries the same noise, so 32 bins hold 4× the data of 128
+against the same σ; with fewer the map is too coarse to follow the confidence."""
 DEFAULT_DELTA = 1e-5
 """The paper's δ; it should stay well below 1/K."""
 DEFAULT_COLUMNS = ColumnSpec()
@@ -148,6 +160,17 @@ class MulticlassResult:
     columns: ColumnSpec
     per_client: bool
     fit: BinningFit | TemperatureFit = field(repr=False, compare=False)
+    pooled: bool = False
+    safeguard: Safeguard | None = None
+    """FedTemp's held-out check of the fitted T against the identity (None: no held-out rows);
+    when it fails, `calibrator` is the identity T = 1 and `fit` still holds the fitted T."""
+    eval_mask: np.ndarray | None = field(default=None, repr=False, compare=False)
+    """The rows measured (held out; all rows when in-sample)."""
+
+    @property
+    def fell_back(self) -> bool:
+        """The fitted calibrator did not pass the held-out check; the identity is released."""
+        return self.safeguard is not None and not self.safeguard.kept
 
     @property
     def mechanism(self) -> MulticlassMechanism:
@@ -192,8 +215,12 @@ def _positive_number(x: object, option: str) -> float:
     return float(x)
 
 
-def _clip_pair(clip: float | tuple[float, float] | None) -> tuple[float, float]:
+def _clip_pair(
+    clip: float | tuple[float, float] | None, pooled: bool = False
+) -> tuple[float, float]:
     if clip is None:
+        if pooled:
+            return DEFAULT_POOLED_CLIP
         return DEFAULT_POSITIVE_CLIP, DEFAULT_NEGATIVE_CLIP
     if isinstance(clip, tuple | list):
         if len(clip) != 2:
@@ -225,6 +252,7 @@ def calibrate_multiclass_data(
     columns: ColumnSpec = DEFAULT_COLUMNS,
     seed: int | np.random.Generator | None = None,
     per_client: bool = False,
+    pooled: bool | None = None,
 ) -> MulticlassResult:
     """Simulate federated calibration on validated data; see `calibrate_multiclass_file`."""
     method = _method(method)
@@ -237,17 +265,24 @@ def calibrate_multiclass_data(
     if method.is_binning:
         if server_lr is not None:
             raise UsageError("--server-lr applies to fedtemp only (binning sums histograms).")
-        n_bins = DEFAULT_BINS if bins is None else bins
+        if bins is None:
+            n_bins = DEFAULT_BINS if epsilon is None else DEFAULT_DP_BINS
+        else:
+            n_bins = bins
         if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2:
-            raise UsageError(f"--bins must be a whole number ≥ 2. Found {bins!r}.")
+            raise UsageError(f"--buckets must be a whole number ≥ 2. Found {bins!r}.")
         if method is Method.FEDBBQ and n_bins & (n_bins - 1):
             raise UsageError(
-                f"fedbbq merges bins in powers of two: --bins must be 2^M (e.g. 128). "
+                f"fedbbq merges bins in powers of two: --buckets must be 2^M (e.g. 128). "
                 f"Found {n_bins}."
             )
+        pooled = (epsilon is not None) if pooled is None else bool(pooled)
     else:
         if bins is not None:
-            raise UsageError("--bins applies to fedbin and fedbbq, not fedtemp.")
+            raise UsageError("--buckets applies to fedbin and fedbbq, not fedtemp.")
+        if pooled:
+            raise UsageError("pooling classes applies to fedbin and fedbbq, not fedtemp.")
+        pooled = False
         if not weighted:
             raise UsageError(
                 "the heterogeneity weighting is for binning; fedtemp keeps accuracy as it is."
@@ -289,6 +324,8 @@ def calibrate_multiclass_data(
         client = federation.assign(data.labels, n_clients, beta, r_partition)
         partition = Partition.IID if beta is None else Partition.DIRICHLET
 
+    if not isinstance(holdout, int | float) or isinstance(holdout, bool):
+        raise UsageError(f"--holdout must be a number in [0, 1). Found {holdout!r}.")
     held = federation.holdout_mask(data.rows, holdout, r_split)
     fit_rows = ~held if held.any() else np.ones(data.rows, bool)
     eval_rows = held if held.any() else fit_rows
@@ -305,24 +342,40 @@ def calibrate_multiclass_data(
                 stacklevel=2,
             )
         if method.is_binning:
-            cp, cn = _clip_pair(clip)
+            cp, cn = _clip_pair(clip, pooled)
+            hists = 2 if pooled else 2 * c
+            what = "2 class-pooled histograms" if pooled else f"2c = {hists} histograms"
             dp = dp_statement(
                 epsilon,
                 delta,
-                releases=2 * c * rounds,
+                releases=hists,
                 clip={"positive": cp, "negative": cn},
                 rounds=rounds,
                 participation=participation,
+                per_round=hists,
+                composition=f"one noisy sum of every sampled client's {what}, each client "
+                f"counted once however many of the {rounds} rounds sample it (secure "
+                "aggregation across rounds, unmasked once)",
             )
         else:
             ct = DEFAULT_TEMPERATURE_CLIP if clip is None else _positive_number(clip, "--clip")
+            r = federation.max_client_rounds(n_clients, rounds, participation)
+            check = bool(held.any())
+            clips = {"temperature": ct}
+            if check:
+                clips["evaluation"] = DEFAULT_EVALUATION_CLIP
             dp = dp_statement(
                 epsilon,
                 delta,
-                releases=rounds,
-                clip={"temperature": ct},
+                releases=r + int(check),
+                clip=clips,
                 rounds=rounds,
                 participation=participation,
+                per_round=1,
+                composition=f"1 per round; cohorts of m = "
+                f"{federation.cohort_size(n_clients, participation)} drawn without replacement "
+                f"across rounds, so a client is in at most r = {r} of the {rounds} rounds"
+                + (", plus 1 held-out NLL check" if check else ""),
             )
 
     if dp is not None:
@@ -351,6 +404,7 @@ def calibrate_multiclass_data(
             noise_rng=r_noise,
             dp=dp,
             clip=None if clip_used is None else (clip_used["positive"], clip_used["negative"]),
+            pooled=pooled,
             per_client=per_client,
         )
     else:
@@ -370,12 +424,30 @@ def calibrate_multiclass_data(
             per_client=per_client,
         )
     y_eval = data.labels[eval_rows]
+    calibrator = fit.calibrator
+    safeguard = None
+    if not method.is_binning and held.any():
+        z_eval = (
+            x[eval_rows]
+            if kind is InputKind.LOGITS
+            else np.log(np.maximum(x[eval_rows], LOG_FLOOR))
+        )
+        safeguard = check_temperature(
+            z_eval,
+            y_eval,
+            client[eval_rows],
+            n_clients,
+            fit.calibrator.temperature,
+            dp=dp,
+            noise_rng=r_noise,
+        )
+        calibrator = TemperatureCalibrator(safeguard.released)
     before = measure(base_probs[eval_rows], y_eval, ece_bins)
-    after = measure(calibrated_probs(fit.calibrator, kind, x[eval_rows]), y_eval, ece_bins)
+    after = measure(calibrated_probs(calibrator, kind, x[eval_rows]), y_eval, ece_bins)
     return MulticlassResult(
         method=method,
         weighted=weighted if method.is_binning else None,
-        calibrator=fit.calibrator,
+        calibrator=calibrator,
         input_kind=kind,
         n_classes=c,
         bins=n_bins,
@@ -399,6 +471,9 @@ def calibrate_multiclass_data(
         columns=columns,
         per_client=per_client,
         fit=fit,
+        pooled=pooled,
+        safeguard=safeguard,
+        eval_mask=eval_rows,
     )
 
 
@@ -440,6 +515,7 @@ def calibrate_multiclass_file(
     logit_prefix: str = "logit_",
     seed: int | np.random.Generator | None = None,
     per_client: bool = False,
+    pooled: bool | None = None,
 ) -> MulticlassResult:
     """Read a multiclass table (Parquet, CSV or '-') and simulate federated calibration.
 
@@ -452,11 +528,17 @@ def calibrate_multiclass_file(
       Gaussian noise on the secure sum, zCDP-accounted over rounds and classes (appendix B.1).
       `clip`: C for fedtemp (default 0.5); (C₊, C₋) or one C for both for binning (default
       (10, 50)); without `epsilon` it clips without noise.
-    - `bins`: B fixed-width bins (a power of two for fedbbq; default 128); `weighted`: the
-      heterogeneity weighting α_j (binning; default on).
-    - `holdout`: share of rows held out to measure cwECE, top-label ECE (`ece_bins` bins) and
-      accuracy before and after (0: measure in-sample).
-    - `server_lr`: fedtemp's server step (default 1/t, a running mean over rounds).
+    - `bins`: B fixed-width bins (a power of two for fedbbq; default 128, 32 under DP);
+      `weighted`: the heterogeneity weighting α_j without DP, the per-bin shrinkage towards the
+      identity under DP (binning; default on); `pooled`: one map shared by the classes from
+      the class-summed histograms (default: under DP only — 2 releases instead of 2c).
+    - `holdout`: share of each client's rows (a uniform split of rows) held out, not used to
+      fit: FedTemp's held-out check (DP under DP) runs on them, and the simulation measures
+      cwECE, top-label ECE (`ece_bins` bins) and accuracy before and after on them (0: no
+      check, measured in-sample). Default 0.2.
+    - `server_lr`: fedtemp's server step η in log T (default: without DP the running
+      curvature-weighted mean over rounds; under DP η = 1 for the first half of the rounds,
+      then the mean of the later rounds' proposals).
     - `input_kind`: "probs" or "logits" (default: probs for binning, logits for fedtemp, the
       other if those columns are absent).
     - `seed`: a reproducible simulation, NOT private (anyone with the seed can regenerate the
@@ -484,6 +566,7 @@ def calibrate_multiclass_file(
         columns=spec,
         seed=seed,
         per_client=per_client,
+        pooled=pooled,
     )
 
 
@@ -497,14 +580,26 @@ def _federation(r: MulticlassResult) -> dict[str, Any]:
         "beta": r.beta,
         "rounds": r.rounds,
         "participation": r.participation,
-        "sampling": "each client independently with probability p every round",
         "clip": r.clip,
         "server_lr": (
             None
             if r.method.is_binning
-            else ("1/t (running mean over rounds)" if r.server_lr is None else r.server_lr)
+            else (_default_schedule(r) if r.server_lr is None else r.server_lr)
         ),
+        "sampling": "cohorts of m = round(p·K) clients drawn without replacement across rounds "
+        f"(each client in at most {max_client_rounds(r.clients, r.rounds, r.participation)} "
+        "rounds)"
+        + ("; each sampled client's histograms are summed once" if r.method.is_binning else ""),
     }
+
+
+def _default_schedule(r: MulticlassResult) -> str:
+    if r.privacy is None:
+        return "curvature-weighted running mean of the rounds' proposals in log T"
+    return (
+        f"log T steps by η = 1 (clipped to ±C) for the first {-(-r.rounds // 2)} rounds, then "
+        "the mean of the later rounds' proposals"
+    )
 
 
 def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) -> dict[str, Any]:
@@ -541,7 +636,9 @@ def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) 
             "logit_prefix": r.columns.logit_prefix,
         },
         "output_prefix": "cal_prob_",
+        "pooled": r.pooled,
         "calibrator": calibrator_fields(r.calibrator),
+        "safeguard": None if r.safeguard is None else r.safeguard.to_dict(),
         "privacy": r.mechanism.section(),
         "federation": _federation(r),
         "data": {

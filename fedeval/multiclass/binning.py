@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from fedeval.estimate.calibration import BBQ_PRIOR_STRENGTH
-from fedeval.multiclass.federation import participants
+from fedeval.multiclass.federation import schedule
 from fedeval.multiclass.privacy import DPStatement, clip_factors
 
 NEGATIVE, POSITIVE = 0, 1
@@ -48,22 +48,34 @@ class BinningCalibrator:
     """One-vs-all binning maps over B fixed-width bins, with the heterogeneity weights.
 
     `values` (c, B): g_j on bin m; `alpha` (c,): weight α_j of the binning against the input
-    probability (1 everywhere for the unweighted method).
+    probability (1 everywhere for the unweighted method); `bin_weights` (c, B) or None: a
+    further weight per class and bin (the DP shrinkage, `shrinkage_weights`), so the weight of
+    g_j on bin m is α_j·bin_weights[j, m].
     """
 
     values: np.ndarray
     alpha: np.ndarray
     method: str
+    bin_weights: np.ndarray | None = None
 
     @property
     def n_bins(self) -> int:
         return self.values.shape[1]
 
+    def weights(self) -> np.ndarray:
+        """(c, B): the weight of the binning on every class and bin."""
+        w = np.broadcast_to(self.alpha[:, None], self.values.shape)
+        return w if self.bin_weights is None else w * self.bin_weights
+
     def __call__(self, probs: np.ndarray) -> np.ndarray:
         """Calibrated probabilities (n, c) for input probabilities (n, c), renormalised."""
         b = bin_index(probs, self.n_bins)
         g = np.take_along_axis(self.values.T, b, axis=0)  # g[i, j] = values[j, b[i, j]]
-        g = self.alpha * g + (1.0 - self.alpha) * probs
+        if self.bin_weights is None:
+            a = self.alpha
+        else:
+            a = np.take_along_axis(self.weights().T, b, axis=0)
+        g = a * g + (1.0 - a) * probs
         return renormalise(g, probs)
 
 
@@ -85,13 +97,27 @@ class ClientCells:
 
 
 def client_cells(
-    probs: np.ndarray, labels: np.ndarray, client: np.ndarray, n_clients: int, n_bins: int
+    probs: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    n_bins: int,
+    *,
+    pooled: bool = False,
+    skip_first: bool = False,
 ) -> ClientCells:
-    """Build the cells once: the clients' data do not change between rounds."""
+    """Build the cells once: the clients' data do not change between rounds.
+
+    `pooled`: one positive and one negative histogram per client over every (example, class)
+    pair — the c one-vs-all histograms summed (a map shared by the classes). `skip_first`: bin
+    0 (p < 1/B) is not sent (`fed_binning` explains why).
+    """
     c = probs.shape[1]
     b = bin_index(probs, n_bins)
     sign = (labels[:, None] == np.arange(c)).astype(np.int64)
-    ids = ((client[:, None] * c + np.arange(c)) * 2 + sign) * n_bins + b
+    cls = np.zeros(c, np.int64) if pooled else np.arange(c)
+    ids = ((client[:, None] * (1 if pooled else c) + cls) * 2 + sign) * n_bins + b
+    c = 1 if pooled else c
     size = n_clients * c * 2 * n_bins
     if size <= DENSE_CELLS:  # one counting pass, no sort
         dense = np.bincount(ids.ravel(), minlength=size)
@@ -99,6 +125,9 @@ def client_cells(
         count = dense[uniq]
     else:
         uniq, count = np.unique(ids.ravel(), return_counts=True)
+    if skip_first:
+        keep = uniq % n_bins > 0
+        uniq, count = uniq[keep], count[keep]
     group, bins = np.divmod(uniq, n_bins)
     cls_sign = group % (2 * c)
     return ClientCells(
@@ -117,8 +146,11 @@ def sum_round(
 ) -> np.ndarray:
     """Σ over participating clients of their (clipped) histograms, shape (c, 2, B).
 
-    `clip` = (C₊, C₋): each client's class-j positive (negative) histogram is scaled to L2 norm
-    at most C₊ (C₋) before the sum (section 4.3).
+    `clip` = (C₊, C₋): each client's class-j positive and negative histograms are scaled by one
+    factor min(1, C₊/‖h₊‖₂, C₋/‖h₋‖₂), so that their L2 norms are at most C₊ and C₋ (section
+    4.3). The paper clips the two separately; one factor for both keeps the client's ratio
+    P(m)/(P(m)+N(m)) — what the map estimates — instead of tilting it towards the class whose
+    histogram was clipped less (a bias of C₊/‖h₊‖ ÷ C₋/‖h₋‖, often 2× or more).
     """
     sel = taking_part[cells.client]
     count = cells.count[sel]
@@ -126,8 +158,8 @@ def sum_round(
         group = cells.group[sel]
         norm_sq = np.bincount(group, count * count, minlength=cells.n_clients * cells.n_classes * 2)
         bound = np.where(np.arange(len(norm_sq)) % 2 == POSITIVE, clip[0], clip[1])
-        factor = clip_factors(norm_sq, bound)
-        count = count * factor[group]
+        factor = clip_factors(norm_sq, bound).reshape(-1, 2).min(axis=1)
+        count = count * factor[group // 2]
     c, b = cells.n_classes, cells.n_bins
     return np.bincount(cells.slot[sel], count, minlength=c * 2 * b).reshape(c, 2, b)
 
@@ -139,24 +171,35 @@ def reference_round(
     taking_part: np.ndarray,
     n_bins: int,
     clip: tuple[float, float] | None,
+    *,
+    pooled: bool = False,
+    skip_first: bool = False,
 ) -> np.ndarray:
-    """`sum_round` the slow way: each participating client builds and clips its 2c histograms."""
+    """`sum_round` the slow way: each participating client builds and clips its 2c histograms
+    (or, `pooled`, its two class-summed histograms)."""
     c = probs.shape[1]
-    total = np.zeros((c, 2, n_bins))
+    total = np.zeros((1 if pooled else c, 2, n_bins))
     for k in np.flatnonzero(taking_part):
         mine = client == k
         p, y = probs[mine], labels[mine]
+        hists = np.zeros((c, 2, n_bins))
         for j in range(c):
             for sign in (NEGATIVE, POSITIVE):
                 rows = (y == j) == bool(sign)
-                h = np.zeros(n_bins)
-                np.add.at(h, bin_index(p[rows, j], n_bins), 1.0)
-                if clip is not None:
-                    bound = clip[0] if sign == POSITIVE else clip[1]
-                    norm = math.sqrt(float(h @ h))
+                np.add.at(hists[j, sign], bin_index(p[rows, j], n_bins), 1.0)
+        if pooled:
+            hists = hists.sum(axis=0, keepdims=True)
+        if skip_first:
+            hists[:, :, 0] = 0.0
+        for j in range(len(hists)):
+            if clip is not None:
+                factor = 1.0
+                for sign, bound in ((POSITIVE, clip[0]), (NEGATIVE, clip[1])):
+                    norm = math.sqrt(float(hists[j, sign] @ hists[j, sign]))
                     if norm > bound:
-                        h *= bound / norm
-                total[j, sign] += h
+                        factor = min(factor, bound / norm)
+                hists[j] *= factor
+            total[j] += hists[j]
     return total
 
 
@@ -224,14 +267,53 @@ def class_weights(
         return np.where(totals > 0, np.minimum(seen / np.where(totals > 0, totals, 1), 1.0), 0.0)
 
 
+SHRINK_FLOOR = 1e-4
+"""τ² is never taken below this (a spread of 0.01 in probability): with a prior variance of 0
+every weight would be 0 and the map the identity however strong the evidence."""
+
+
+def shrinkage_weights(
+    pos: np.ndarray, neg: np.ndarray, sigma_pos: float, sigma_neg: float
+) -> np.ndarray:
+    """w[j, m] ∈ [0, 1]: how far to trust the noisy binning value ĝ = P/(P+N) of class j, bin m
+    over the identity (the input probability), as the posterior mean does under a Gaussian prior.
+
+    The estimate's variance is the privacy noise's (delta method on P/(P+N) with independent
+    N(0, σ₊²), N(0, σ₋²) on P and N) plus binomial sampling: V = ((1−ĝ)²σ₊² + ĝ²σ₋²)/A² +
+    ĝ(1−ĝ)/A, A = P + N. The true value's distance d from the identity (the bin midpoint) has
+    variance τ², estimated per class over its k bins by the moment estimator of DerSimonian &
+    Laird (1986) with prior mean 0: E Σ_m (ĝ_m − mid_m)²/V_m = k + τ²·Σ_m 1/V_m, so
+    τ² = max((Q − k)/Σ 1/V, SHRINK_FLOOR) — inverse-variance weights, so bins drowned in noise
+    barely count. The weight is w = τ²/(τ² + V) (the posterior mean's, Efron & Morris 1973): it
+    tends to 1 as the noise vanishes and to 0 where a bin holds less signal than noise, so the
+    map moves away from the identity only as far as the noise allows. A bin with A ≤ 0 gets 0.
+    """
+    pos, neg = np.clip(pos, 0.0, None), np.clip(neg, 0.0, None)
+    mass = pos + neg
+    ok = mass > 0
+    safe = np.where(ok, mass, 1.0)
+    g = np.where(ok, pos / safe, 0.0)
+    var = ((1 - g) ** 2 * sigma_pos**2 + g**2 * sigma_neg**2) / safe**2 + g * (1 - g) / safe
+    var = np.maximum(var, 1e-12)
+    n_bins = pos.shape[-1]
+    mid = (np.arange(n_bins) + 0.5) / n_bins
+    inv = np.where(ok, 1.0 / var, 0.0)
+    q = (inv * (g - mid) ** 2).sum(axis=-1, keepdims=True)
+    k = ok.sum(axis=-1, keepdims=True)
+    tau2 = np.maximum((q - k) / np.maximum(inv.sum(axis=-1, keepdims=True), 1e-300), SHRINK_FLOOR)
+    return np.where(ok, tau2 / (tau2 + var), 0.0)
+
+
 @dataclass(frozen=True, eq=False)
 class BinningFit:
     """A fitted binning calibrator and what the server saw: the summed histograms (c, 2, B)
-    (noisy under DP) and the class counts Ñ_j read off them."""
+    (noisy under DP; (1, 2, B) when pooled) and the class counts Ñ_j read off them.
+    `schedule` (T, K): which client was sampled in which round (each contributes once)."""
 
     calibrator: BinningCalibrator
     histograms: np.ndarray
     seen: np.ndarray
+    schedule: np.ndarray | None = None
 
 
 def fit_from_histograms(
@@ -241,18 +323,33 @@ def fit_from_histograms(
     weighted: bool,
     totals: np.ndarray | None = None,
     noise_sd: float | None = None,
+    sigma: tuple[float, float] | None = None,
+    n_classes: int | None = None,
 ) -> BinningFit:
-    """The server's post-processing of the summed histograms into a calibrator."""
+    """The server's post-processing of the summed histograms into a calibrator.
+
+    `sigma` = (σ₊, σ₋) of the noise on the sums: the map is shrunk towards the identity per bin
+    (`shrinkage_weights`). A pooled (1, 2, B) release is copied to `n_classes` classes.
+    """
     neg, pos = hist[:, NEGATIVE], hist[:, POSITIVE]
     values = bbq_values(pos, neg) if bbq else binning_values(pos, neg)
     seen = pos.sum(axis=1)
     c, n_bins = pos.shape
-    if weighted:
-        alpha = class_weights(seen, totals, noise_sd=noise_sd, n_bins=n_bins)
-    else:
+    bin_w = None
+    if not weighted:
         alpha = np.ones(c)
+    elif sigma is not None:  # under DP the per-bin shrinkage is the weighting
+        alpha = np.ones(c)
+        bin_w = shrinkage_weights(pos, neg, *sigma)
+        bin_w[:, 0] = 0.0  # bin 0 is not released under DP: the identity
+    else:
+        alpha = class_weights(seen, totals, noise_sd=noise_sd, n_bins=n_bins)
+    if n_classes is not None and n_classes != c:  # pooled: one map for every class
+        values = np.repeat(values, n_classes, axis=0)
+        alpha = np.repeat(alpha, n_classes)
+        bin_w = None if bin_w is None else np.repeat(bin_w, n_classes, axis=0)
     name = ("fedbbq" if bbq else "fedbin") + ("" if weighted else "-unweighted")
-    return BinningFit(BinningCalibrator(values, alpha, name), hist, seen)
+    return BinningFit(BinningCalibrator(values, alpha, name, bin_w), hist, seen)
 
 
 def fed_binning(
@@ -270,31 +367,56 @@ def fed_binning(
     noise_rng: np.random.Generator | None = None,
     dp: DPStatement | None = None,
     clip: tuple[float, float] | None = None,
+    pooled: bool = False,
     per_client: bool = False,
 ) -> BinningFit:
-    """Algorithm 1 over `rounds` rounds: sample clients, sum their (clipped) histograms, add
-    Gaussian noise under DP, accumulate; then fit FedBin or FedBBQ from the sums.
+    """Algorithm 1 with each client's data counted once: the T rounds sample cohorts without
+    replacement across rounds (`federation.schedule`), every client sampled in any round sends
+    its (clipped) histograms once, and the secure sum over all of them is unmasked once — with
+    Gaussian noise N(0, σ₊²), N(0, σ₋²) per bin under DP; then FedBin or FedBBQ is fitted from
+    the sums. (The paper sums every round's cohort, so a client sampled twice counts twice and
+    the map tends to plain binning of the frequent clients; the noise is added T times.)
 
+    Under DP the map is shrunk towards the identity per class and bin (`shrinkage_weights`)
+    and the class weights α_j compare Ñ_j with the noise (`class_weights`); without DP α_j is
+    the paper's min(Ñ_j/N_j, 1). `pooled` sums the c one-vs-all histograms into one pair (one
+    map for every class): 2 releases instead of 2c and c times the data per bin.
     `dp` gives σ₊, σ₋ (and implies clipping at its C₊, C₋); `clip` clips without noise.
     `per_client` takes the reference path (one client at a time).
+
+    Under DP bin 0 (p < 1/B) is neither sent nor calibrated (it keeps the input probability):
+    nearly every (example, class) pair falls there — (c − 1)/c of a client's negatives — so it
+    sets the L2 norm of the negative histogram, and with it the clip and the noise on every
+    other bin, while the map it would give (a frequency near 0 for probabilities near 0) is
+    the identity's to within 1/B.
     """
     if dp is not None:
         clip = (dp.clip["positive"], dp.clip["negative"])
     c = probs.shape[1]
-    cells = None if per_client else client_cells(probs, labels, client, n_clients, n_bins)
-    total = np.zeros((c, 2, n_bins))
-    for _ in range(rounds):
-        part = participants(n_clients, participation, participation_rng)
-        if per_client:
-            total += reference_round(probs, labels, client, part, n_bins, clip)
-        else:
-            total += sum_round(cells, part, clip)
-        if dp is not None:
-            sd = np.array([dp.sigma["negative"], dp.sigma["positive"]])[None, :, None]
-            total += sd * noise_rng.standard_normal((c, 2, n_bins))
+    plan = schedule(n_clients, rounds, participation, participation_rng)
+    taking_part = plan.any(axis=0)
+    skip = dp is not None
+    if per_client:
+        total = reference_round(
+            probs, labels, client, taking_part, n_bins, clip, pooled=pooled, skip_first=skip
+        )
+    else:
+        cells = client_cells(
+            probs, labels, client, n_clients, n_bins, pooled=pooled, skip_first=skip
+        )
+        total = sum_round(cells, taking_part, clip)
+    sigma = None
+    if dp is not None:
+        sigma = (dp.sigma["positive"], dp.sigma["negative"])
+        sd = np.array([sigma[1], sigma[0]])[None, :, None]
+        total = total + sd * noise_rng.standard_normal(total.shape)
     totals = np.bincount(labels, minlength=c).astype(np.float64)
-    noise_sd = None if dp is None else dp.sigma["positive"] * math.sqrt(rounds)
-    return fit_from_histograms(total, bbq=bbq, weighted=weighted, totals=totals, noise_sd=noise_sd)
+    if pooled:
+        totals = np.array([float(len(labels))])
+    fit = fit_from_histograms(
+        total, bbq=bbq, weighted=weighted, totals=totals, sigma=sigma, n_classes=c
+    )
+    return BinningFit(fit.calibrator, fit.histograms, fit.seen, plan)
 
 
 def central_binning(

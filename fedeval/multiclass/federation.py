@@ -67,3 +67,35 @@ def participants(n_clients: int, p: float, rng: np.random.Generator) -> np.ndarr
     if p >= 1:
         return np.ones(n_clients, bool)
     return rng.random(n_clients) < p
+
+
+def cohort_size(n_clients: int, p: float) -> int:
+    """m = max(1, round(p·K)) clients a round asks for."""
+    return max(1, min(n_clients, round(p * n_clients)))
+
+
+def max_client_rounds(n_clients: int, rounds: int, p: float) -> int:
+    """r = ⌈m·T/K⌉: the most rounds any one client takes part in under `schedule` (public: it
+    depends on K, T and p only). r = 1 when m·T ≤ K: every client's data are used once."""
+    return -(-cohort_size(n_clients, p) * rounds // n_clients)
+
+
+def schedule(n_clients: int, rounds: int, p: float, rng: np.random.Generator) -> np.ndarray:
+    """Which clients take part in which round, as a (T, K) bool matrix: sampling without
+    replacement across rounds.
+
+    The rounds take consecutive blocks of m = round(p·K) from a stream of independent random
+    permutations of the K clients (a client repeated within one block, where it straddles two
+    permutations, takes part once). Each client is in at most one place per permutation, so in
+    at most r = ⌈m·T/K⌉ rounds (`max_client_rounds`); with m·T ≤ K every client is used at
+    most once and the rounds' cohorts are disjoint. The schedule is drawn before any data are
+    touched and does not depend on them, which is what lets the accountant charge a client for r
+    rounds rather than T (parallel composition over disjoint cohorts).
+    """
+    m = cohort_size(n_clients, p)
+    r = max_client_rounds(n_clients, rounds, p)
+    stream = np.concatenate([rng.permutation(n_clients) for _ in range(r)])
+    out = np.zeros((rounds, n_clients), bool)
+    rows = np.repeat(np.arange(rounds), m)
+    out[rows, stream[: rounds * m]] = True
+    return out

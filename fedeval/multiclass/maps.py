@@ -10,7 +10,9 @@ may appear. The fields a reader needs:
   logits first; temperature takes the log of probabilities);
 - ``classes``: c; ``columns``: the label column and the prob/logit prefixes it was fitted with;
 - ``calibrator``: {"temperature": T}, or {"bins": B, "edges": [B + 1 fixed-width edges],
-  "values": c lists of B values g_j(m), "alpha": c weights α_j}.
+  "values": c lists of B values g_j(m), "alpha": c weights α_j, and optionally "bin_weights":
+  c lists of B weights w_j(m) (the DP shrinkage)}: the output for class j on bin m is
+  a·g_j(m) + (1 − a)·p_j with a = α_j·w_j(m) (w = 1 when absent), renormalised over classes.
 
 ``privacy`` is the section of `fedeval.multiclass.privacy.MulticlassMechanism` (the keys of the
 binary releases' section). A map written under DP is made to be shared: it holds the calibrator,
@@ -66,12 +68,15 @@ def calibrator_fields(calibrator: Calibrator) -> dict[str, Any]:
     if isinstance(calibrator, TemperatureCalibrator):
         return {"temperature": calibrator.temperature}
     b = calibrator.n_bins
-    return {
+    out = {
         "bins": b,
         "edges": (np.arange(b + 1) / b).tolist(),
         "values": calibrator.values.tolist(),
         "alpha": calibrator.alpha.tolist(),
     }
+    if calibrator.bin_weights is not None:
+        out["bin_weights"] = calibrator.bin_weights.tolist()
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -176,7 +181,12 @@ def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
             raise bad("calibrator.values", "must hold probabilities in [0, 1]")
         if alpha.shape != (c,) or not np.all((alpha >= 0) & (alpha <= 1)):
             raise bad("calibrator.alpha", f"must be {c} weights in [0, 1]")
-        calibrator = BinningCalibrator(values, alpha, method)
+        bin_weights = None
+        if "bin_weights" in cal:
+            bin_weights = numbers("bin_weights", (c, b), f"{c} lists of {b} numbers")
+            if not np.all((bin_weights >= 0) & (bin_weights <= 1)):
+                raise bad("calibrator.bin_weights", "must hold weights in [0, 1]")
+        calibrator = BinningCalibrator(values, alpha, method, bin_weights)
     return MulticlassMap(calibrator, input_kind, c, spec, doc)
 
 
@@ -193,7 +203,9 @@ SHAREABLE_KEYS = (
     "classes",
     "columns",
     "output_prefix",
+    "pooled",
     "calibrator",
+    "safeguard",
     "privacy",
     "federation",
     "run",

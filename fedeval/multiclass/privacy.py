@@ -55,6 +55,13 @@ a small C₊ clips little and keeps the noise on the positive counts (which set 
 (appendix A.3.4); negatives are c−1 times as many, hence the larger C₋. Raise both for clients
 holding thousands of examples each."""
 
+DEFAULT_POOLED_CLIP = (10.0, 1.0)
+"""C₊, C₋ for the class-pooled histograms (bin 0 not sent). Only their ratio sets the signal to
+noise once both bind (the client's histograms are scaled by one factor, the noise by the clip):
+it should be at or below the ratio of a typical client's norms, ‖h₋‖/‖h₊‖ ≈ 0.3 measured on
+overconfident 10- and 100-class outputs (most positives sit in the top bin, negatives above
+bin 0 are spread). Small clips make every client weigh about equally."""
+
 ORDERS = tuple(float(a) for a in 1.0 + np.geomspace(1e-3, 1e5, 2000))
 """Rényi orders α for the conversion: 2,000 log-spaced values of α − 1 from 1e-3 to 1e5 (≈ 1 %
 apart), so the minimum over this grid is within ≈ 1e-4 of Lemma B.3's minimum over all α > 1
@@ -146,10 +153,14 @@ class DPStatement:
     sigma: dict[str, float] = field(hash=False)
     rounds: int
     participation: float
+    per_round: int = 0
+    """Gaussian releases a participating client contributes to in one round (0: releases/T)."""
+    composition: str = ""
+    """How `releases` is counted, in words (empty: releases/T per round over T rounds)."""
 
     @property
     def releases_per_round(self) -> int:
-        return self.releases // self.rounds
+        return self.per_round or self.releases // self.rounds
 
 
 def dp_statement(
@@ -160,8 +171,12 @@ def dp_statement(
     clip: dict[str, float],
     rounds: int,
     participation: float,
+    per_round: int = 0,
+    composition: str = "",
 ) -> DPStatement:
-    """Calibrate the noise for `releases` Gaussian releases at (ε, δ)."""
+    """Calibrate the noise for `releases` Gaussian releases at (ε, δ): `releases` is what one
+    client's data can touch (a client in r of the T rounds touches r rounds' releases, plus any
+    evaluation release), which is what composes."""
     epsilon, delta = check_budget(epsilon, delta)
     for key, c in clip.items():
         if not (isinstance(c, int | float) and math.isfinite(c) and c > 0):
@@ -177,11 +192,16 @@ def dp_statement(
         sigma={k: float(v) * z for k, v in clip.items()},
         rounds=rounds,
         participation=participation,
+        per_round=per_round,
+        composition=composition,
     )
 
 
 _WHAT = {
-    "temperature": "each client's temperature update T_k − T",
+    "temperature": "each client's update of log T (the log of its local optimum T_k minus the "
+    "broadcast log T, shrunk by its size), one per round it takes part in",
+    "evaluation": "each client's held-out NLL change per example (nats) between the identity "
+    "and the fitted calibrator, once",
     "positive": "each client's histogram of its class-j positives (one per class)",
     "negative": "each client's histogram of its class-j negatives (one per class)",
 }
@@ -245,6 +265,8 @@ class MulticlassMechanism:
             "releases_per_round": dp.releases_per_round,
             "releases": dp.releases,
             "participation": dp.participation,
+            "composition": dp.composition
+            or f"{dp.releases_per_round} per round over {dp.rounds} rounds",
             "rho": dp.rho,
             "accounting": ACCOUNTING,
         }
@@ -269,10 +291,11 @@ class MulticlassMechanism:
             )
         clip = ", ".join(f"C_{k} = {v:g}" for k, v in dp.clip.items())
         sig = ", ".join(f"σ_{k} = {v:.4g}" for k, v in dp.sigma.items())
+        how = dp.composition or f"{dp.releases_per_round} per round over {dp.rounds} rounds"
         return (
             f"({dp.epsilon:g}, {dp.delta:g})-DP per client (user-level) for the whole run; "
             f"neighbouring datasets {self.neighbouring()}; {dp.releases} Gaussian releases "
-            f"({dp.releases_per_round} per round over {dp.rounds} rounds), each of L2 "
+            f"({how}), each of L2 "
             f"sensitivity its clip norm ({clip}) with noise {sig} (z = {dp.noise_multiplier:.4g}), "
             f"compose to ρ = {dp.rho:.4g}-zCDP; participation p = {dp.participation:g} is not "
             "credited (no amplification by subsampling); no exact count of examples, clients or "

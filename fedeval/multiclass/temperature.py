@@ -2,10 +2,28 @@
 
 Temperature scaling (Guo et al. 2017) divides the logits by one T > 0 fitted by minimising the
 negative log-likelihood; it keeps every row's ranking of the classes, so top-1 accuracy cannot
-change. In FedTemp each participating client fits its own T_k on its data and sends the update
-T_k − T (clipped to |·| ≤ C under DP, appendix B.2); the server averages the updates (weighted
-by examples without DP; under DP each client counts once and the sum is divided by the expected
-number of participants p·K, so one client's influence is bounded) and steps.
+change. In FedTemp each participating client fits its own T_k on its data and sends an update;
+the server averages the updates and steps. fedeval works in u = log T (T > 0 for free, and a
+step of ±C is the same factor e^C at any T) and departs from the paper's plain averaging of
+T_k − T where that was measured to fail under DP (a T biased low, worse than T = 1 in some
+seeds):
+
+- Each client's vote is weighted by how well its data determine its optimum: H_k = ∂²NLL_k/∂u²
+  at u_k = log T_k is the Fisher information of u_k, so Var(u_k) ≈ 1/H_k. Without DP the round
+  averages u_k with weights H_k — the first-order expansion of Σ_k ∂NLL_k/∂u = 0 around every
+  u_k, i.e. ≈ the pooled optimum; a client whose examples are all right with a margin (T_k → 0,
+  flat NLL) has H_k ≈ 0 and no say. Under DP every client counts at most once: it sends
+  w_k·clip(u_k − u, ±C) with w_k = H_k/(H_k + 1/τ²) ∈ [0, 1), the shrinkage weight of an
+  estimate of variance 1/H_k against a spread τ² of clients' optima (empirical Bayes), so the
+  L2 sensitivity is C and a small or uninformative client pulls by little.
+- Under DP the server adds N(0, σ²) to the sum, divides by the public cohort size m, and its
+  step is clipped to ±C (a trust region: a noisy round cannot overshoot). The default schedule
+  moves with η = 1 for the first ⌈T/2⌉ rounds (travel: each step ≤ C) and then averages the
+  remaining rounds' proposals u_t + Δ_t (Polyak–Ruppert), so the noise left is that of the
+  mean of ⌊T/2⌋ rounds and the clipped early rounds (which cannot reach a far optimum) are not
+  in the average.
+- Clients are scheduled without replacement across rounds (`federation.schedule`): each is in
+  at most r = ⌈m·T/K⌉ rounds, and the accountant charges r releases, not T.
 
 A client's local problem does not depend on the temperature the server broadcasts (it is solved
 exactly, from any start), so every client's T_k is computed once, for all clients together, by a
@@ -24,7 +42,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
 from fedeval.multiclass.data import softmax
-from fedeval.multiclass.federation import participants
+from fedeval.multiclass.federation import cohort_size, schedule
 from fedeval.multiclass.privacy import DPStatement
 
 T_MIN, T_MAX = 0.05, 20.0
@@ -119,6 +137,25 @@ def reference_local_temperatures(
     return out
 
 
+def local_information(
+    logits: np.ndarray,
+    labels: np.ndarray,
+    group: np.ndarray,
+    n_groups: int,
+    temperatures: np.ndarray,
+) -> np.ndarray:
+    """H_k = s²·Σ_i Var_{q_i}[z_i] at s = 1/T_k: the Fisher information of u = log T in each
+    group's NLL at its optimum (∂²NLL/∂u² = s²·∂²NLL/∂s² + s·∂NLL/∂s, the second term 0 at an
+    interior optimum); 0 for an empty group."""
+    z = np.asarray(logits, dtype=np.float64)
+    z_true = z[np.arange(len(z)), labels]
+    s = np.where(
+        np.isfinite(temperatures), 1.0 / np.where(np.isfinite(temperatures), temperatures, 1.0), 1.0
+    )
+    _, h = _derivatives(z, z_true, s[group], group, n_groups)
+    return s * s * h
+
+
 @dataclass(frozen=True)
 class TemperatureCalibrator:
     """softmax(z / T): order-preserving, so top-1 predictions never change."""
@@ -130,13 +167,25 @@ class TemperatureCalibrator:
         return softmax(logits, self.temperature)
 
 
+DEFAULT_SPREAD = 0.5
+"""τ: the spread of clients' log-temperature optima around the global one that the DP weights
+w_k = H_k/(H_k + 1/τ²) assume. A client whose own optimum is known to ±0.1 in log T (H_k = 100)
+gets w ≈ 0.96; one with a handful of examples (H_k ≈ 1) gets w = 0.2."""
+
+
 @dataclass(frozen=True, eq=False)
 class TemperatureFit:
-    """The fitted calibrator, the temperature after each round, and the clients' own optima."""
+    """The fitted calibrator, log T after each round, and the clients' own optima.
+
+    `history` holds the temperature after each round; `local` each client's T_k (NaN: no
+    data), `information` its H_k; `schedule` (T, K) which client took part in which round.
+    """
 
     calibrator: TemperatureCalibrator
     history: np.ndarray
     local: np.ndarray
+    information: np.ndarray
+    schedule: np.ndarray
 
 
 def fed_temperature(
@@ -153,52 +202,157 @@ def fed_temperature(
     clip: float | None = None,
     server_lr: float | None = None,
     initial: float = 1.0,
+    spread: float = DEFAULT_SPREAD,
     per_client: bool = False,
 ) -> TemperatureFit:
-    """Algorithm 2 with A = 1/T, b = 0, over `rounds` rounds.
+    """Algorithm 2 with A = 1/T, b = 0, over `rounds` rounds, in u = log T (module docstring).
 
-    Each round the sampled clients send T_k − T (clipped to `clip`, or to the DP clip norm),
-    the server forms the average update (plus N(0, σ²)/(p·K) under DP) and steps by the server
-    learning rate η_t. `server_lr` None means η_t = 1/t: the temperature is then the running
-    mean of the rounds' estimates, so T rounds pool T rounds' clients, and under DP the noise
-    left in the result does not grow with T (σ ∝ √T per round, averaged over T rounds). A fixed
-    η = 1 is the paper's plain averaging: the result is the last round's average.
-    `per_client` solves each participating client's problem with scipy in every round.
+    Round t: the cohort S_t of `federation.schedule` (m = round(p·K) clients, without
+    replacement across rounds) sends its updates; without DP the proposal is the H-weighted mean
+    v_t = Σ H_k u_k / Σ H_k (each update clipped to ±`clip` around u_t if given); under DP
+    v_t = u_t + clip((Σ w_k·clip(u_k − u_t, ±C) + N(0, σ²)) / m, ±C).
+    `server_lr` None: without DP u_{t+1} is the H-weighted mean over every round so far (the
+    pooled estimate of all clients seen); under DP η = 1 for the first ⌈T/2⌉ rounds, then the
+    mean of the later rounds' proposals. A number η: u_{t+1} = u_t + η·(v_t − u_t), the last
+    iterate is released. `per_client` solves each participating client's problem with scipy in
+    every round (the reference path).
     """
     if dp is not None:
         clip = dp.clip["temperature"]
-    sizes = np.bincount(client, minlength=n_clients).astype(np.float64)
-    has_data = sizes > 0
-    local = None
+    plan = schedule(n_clients, rounds, participation, participation_rng)
+    sizes = np.bincount(client, minlength=n_clients)
+    m = cohort_size(n_clients, participation)
+    local = info = None
     if not per_client:
         local = local_temperatures(logits, labels, client, n_clients)
-    t_now = float(initial)
+        info = local_information(logits, labels, client, n_clients, local)
+    u_now = math.log(initial)
     history = np.empty(rounds)
+    travel = -(-rounds // 2)
+    acc_num = acc_den = 0.0  # running sums of the default schedule's average
     for r in range(rounds):
-        part = participants(n_clients, participation, participation_rng) & has_data
+        part = plan[r] & (sizes > 0)
         if per_client:
             mine = part[client]
-            sub_local = reference_local_temperatures(
-                logits[mine], labels[mine], client[mine], n_clients
-            )
-            t_k = sub_local[part]
+            t_k = reference_local_temperatures(logits[mine], labels[mine], client[mine], n_clients)
+            h_k = local_information(logits[mine], labels[mine], client[mine], n_clients, t_k)
+            u_k, h_k = np.log(t_k[part]), h_k[part]
         else:
-            t_k = local[part]
-        update = t_k - t_now
+            u_k, h_k = np.log(local[part]), info[part]
+        d_k = u_k - u_now
         if clip is not None:
-            update = np.clip(update, -clip, clip)
+            d_k = np.clip(d_k, -clip, clip)
         if dp is not None:
-            # Each client counts once, divided by the public expected count p·K (B.2).
-            total = update.sum() + dp.sigma["temperature"] * noise_rng.standard_normal()
-            step = total / (participation * n_clients)
-        elif part.any():
-            w = sizes[part]
-            step = float(w @ update / w.sum())
+            w_k = h_k / (h_k + 1.0 / (spread * spread))
+            noise = dp.sigma["temperature"] * noise_rng.standard_normal()
+            step = float(np.clip((w_k @ d_k + noise) / m, -clip, clip))
+            weight = 1.0
+        elif h_k.sum() > 0:
+            step = float(h_k @ d_k / h_k.sum())
+            weight = float(h_k.sum())
         else:
-            step = 0.0
-        lr = 1.0 / (r + 1) if server_lr is None else server_lr
-        t_now = float(np.clip(t_now + lr * step, T_MIN, T_MAX))
-        history[r] = t_now
+            step, weight = 0.0, 0.0
+        proposal = u_now + step
+        if server_lr is not None:
+            u_now += server_lr * step
+        elif dp is None:
+            acc_num += weight * proposal
+            acc_den += weight
+            u_now = acc_num / acc_den if acc_den > 0 else u_now
+        elif r < travel:
+            u_now = proposal
+        else:
+            acc_num += proposal
+            acc_den += 1.0
+            u_now = acc_num / acc_den
+        u_now = float(np.clip(u_now, math.log(T_MIN), math.log(T_MAX)))
+        history[r] = math.exp(u_now)
     if local is None:
         local = reference_local_temperatures(logits, labels, client, n_clients)
-    return TemperatureFit(TemperatureCalibrator(t_now), history, local)
+        info = local_information(logits, labels, client, n_clients, local)
+    return TemperatureFit(TemperatureCalibrator(math.exp(u_now)), history, local, info, plan)
+
+
+DEFAULT_EVALUATION_CLIP = 0.2
+"""C_e: each client's held-out NLL change per example is clipped to ±C_e nats before the noisy
+sum. Temperature scaling of an overconfident model gains 0.05–0.5 nats per example; a client
+beyond ±0.5 still votes with full weight in the right direction."""
+
+SAFEGUARD_Z = 1.6448536269514722
+"""One-sided 95 % normal quantile: the fitted T is kept only if the DP estimate of its gain
+minus 1.645 of its noise SD is above 0, i.e. a no-gain calibrator passes with probability ≤ 5 %."""
+
+
+@dataclass(frozen=True)
+class Safeguard:
+    """The held-out check of a fitted temperature against the identity (T = 1).
+
+    `gain`: the estimated held-out NLL per example at T = 1 minus at the fitted T (nats; > 0:
+    the calibrator helps) — under DP the mean over the K enrolled clients of each client's
+    clipped per-example gain, plus N(0, σ_e²)/K; without DP the exact pooled mean. `sd`: the
+    noise SD of `gain` (0 without DP). `kept`: gain − 1.645·sd > 0; else the released
+    temperature falls back to `released` = 1 (the model's own probabilities).
+    """
+
+    fitted: float
+    released: float
+    gain: float
+    sd: float
+    kept: bool
+
+    @property
+    def lower(self) -> float:
+        """One-sided 95 % lower bound on the gain."""
+        return self.gain - SAFEGUARD_Z * self.sd
+
+    def to_dict(self) -> dict:
+        return {
+            "metric": "held-out NLL per example, identity minus calibrated (nats; > 0 helps)",
+            "fitted_temperature": self.fitted,
+            "released_temperature": self.released,
+            "gain": self.gain,
+            "noise_sd": self.sd,
+            "lower_95": self.lower,
+            "kept": self.kept,
+            "rule": "keep the fitted temperature if gain − 1.645·noise_sd > 0, else release "
+            "T = 1 (the identity)",
+        }
+
+
+def nll_gain(logits: np.ndarray, labels: np.ndarray, temperature: float) -> np.ndarray:
+    """Per-example NLL at T = 1 minus NLL at `temperature` (n,)."""
+    z = np.asarray(logits, dtype=np.float64)
+    idx = np.arange(len(z)), labels
+    at_one = logsumexp(z, axis=1) - z[idx]
+    zt = z / temperature
+    return at_one - (logsumexp(zt, axis=1) - zt[idx])
+
+
+def check_temperature(
+    logits: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    temperature: float,
+    *,
+    dp: DPStatement | None = None,
+    noise_rng: np.random.Generator | None = None,
+) -> Safeguard:
+    """The DP (or, without `dp`, exact) held-out NLL check of `temperature` (see `Safeguard`).
+
+    Under DP each enrolled client sends clip(mean gain over its held-out rows, ±C_e) (0 if it
+    holds none): L2 sensitivity C_e, one Gaussian release with σ_e = C_e·z, divided by the public
+    K. Clients weigh equally, as in the fit.
+    """
+    gain = nll_gain(logits, labels, temperature)
+    if dp is None:
+        est, sd = float(gain.mean()), 0.0
+    else:
+        ce = dp.clip["evaluation"]
+        sizes = np.bincount(client, minlength=n_clients)
+        per = np.bincount(client, gain, minlength=n_clients) / np.maximum(sizes, 1)
+        total = float(np.clip(per, -ce, ce).sum())
+        est = (total + dp.sigma["evaluation"] * noise_rng.standard_normal()) / n_clients
+        sd = dp.sigma["evaluation"] / n_clients
+    kept = est - SAFEGUARD_Z * sd > 0
+    return Safeguard(temperature, temperature if kept else 1.0, est, sd, bool(kept))
