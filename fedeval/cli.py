@@ -102,9 +102,29 @@ def _floats(text: str, option: str) -> list[float]:
         ) from None
 
 
+MAX_QUANTILES = 1 << 16
+MAX_BUCKETS = 1 << 20
+"""Beyond these, memory grows past a laptop's and no estimate gets better."""
+
+
+def _check_buckets(text: str) -> None:
+    """--buckets: 'auto' or a positive integer up to MAX_BUCKETS (the library checks the rest)."""
+    try:
+        b = int(text)
+    except ValueError:
+        return
+    if b > MAX_BUCKETS:
+        raise UsageError(f"--buckets must be at most {MAX_BUCKETS:,}. Found {b:,}.")
+
+
 def _score_range(text: str) -> tuple[float, float]:
     vals = _floats(text, "--score-range")
-    if len(vals) != 2 or not vals[0] < vals[1] or not all(map(math.isfinite, vals)):
+    if (
+        len(vals) != 2
+        or not vals[0] < vals[1]
+        or not all(map(math.isfinite, vals))
+        or not math.isfinite(vals[1] - vals[0])
+    ):
         raise UsageError(
             f"--score-range takes finite lo,hi with lo < hi, e.g. -5,5. Found {text!r}."
         )
@@ -248,7 +268,11 @@ ExactOpt = Annotated[
 QuantilesOpt = Annotated[
     int,
     typer.Option(
-        "--quantiles", "-q", min=2, help="Q quantiles per class for the ROC and PR curves."
+        "--quantiles",
+        "-q",
+        min=2,
+        max=MAX_QUANTILES,
+        help="Q quantiles per class for the ROC and PR curves.",
     ),
 ]
 
@@ -391,6 +415,15 @@ def _source_or_aggregate(
         "--unit": unit is not Unit.EXAMPLE,
         "--max-examples": max_examples is not None,
     }
+    if height != "auto":
+        from fedeval.config import MAX_HEIGHT
+
+        try:
+            h = int(height)
+        except ValueError:
+            h = None  # the library names what it expects
+        if h is not None and not 1 <= h <= MAX_HEIGHT:
+            raise UsageError(f"--height must be 'auto' or 1..{MAX_HEIGHT}. Found {h}.")
     if (file is None) == (from_ is None):
         raise UsageError(
             "give FILE (simulate the protocol on a table) or --from AGGREGATE (estimate from a "
@@ -485,8 +518,9 @@ def _check_ledger_options(ledger: Path | None, budget: float | None) -> None:
         if budget is not None:
             raise UsageError("--budget is the total ε of a privacy ledger: add --ledger FILE.")
         return
-    from fedeval.ledger import check_budget
+    from fedeval.ledger import check_budget, check_writable
 
+    check_writable(ledger)
     if check_budget(ledger, budget) is None and budget is None:
         raise UsageError(
             f"ledger '{ledger}' does not exist yet: create it by giving its budget once, "
@@ -650,6 +684,7 @@ def evaluate(
     from fedeval.report import render_table, to_dict
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
+        _check_buckets(buckets)
         gates, on = _gates(fail_under, fail_over, gate_on)
         _check_ledger_options(ledger, budget)
         _keys_apply(save_release, sign_key, from_, verify_key)
@@ -938,8 +973,9 @@ def calibrate(
     clip: Annotated[
         str | None,
         typer.Option(
-            help="--multiclass with --epsilon: clip norm C (fedtemp) or C+,C- (binning) of each "
-            "client's contribution \\[default: 0.5; 10,50].",
+            help="--multiclass: clip norm C of each client's log T update (fedtemp) or C+,C- of "
+            "its histograms (binning); noise scales with it under --epsilon \\[default: 0.5; "
+            "10,50, or 10,1 for the class-pooled histograms under DP].",
             show_default=False,
         ),
     ] = None,
@@ -951,11 +987,38 @@ def calibrate(
             "label skew).",
         ),
     ] = False,
+    holdout: Annotated[
+        float | None,
+        typer.Option(
+            help="--multiclass: share of each client's rows held out of the fit; fedtemp's "
+            "held-out check (DP under --epsilon) and the simulation's before/after metrics use "
+            "them; 0: no check, metrics in-sample \\[default: 0.2].",
+            show_default=False,
+        ),
+    ] = None,
+    server_lr: Annotated[
+        float | None,
+        typer.Option(
+            "--server-lr",
+            help="--multiclass fedtemp: server step η on log T, last round released "
+            "\\[default: a schedule — without DP the running mean of the rounds, with DP η = 1 "
+            "for the first half of the rounds, then their mean].",
+            show_default=False,
+        ),
+    ] = None,
+    fail_if_worse: Annotated[
+        bool,
+        typer.Option(
+            "--fail-if-worse",
+            help="--multiclass fedtemp: exit 1 when the held-out check finds no gain over the "
+            "identity (the map written then holds T = 1, the safe fallback).",
+        ),
+    ] = False,
     buckets: Annotated[
         str,
         typer.Option(
             help="B for binning; 'auto' balances sampling and privacy noise (--multiclass: the 2^M "
-            "fixed-width bins per class, default 128)."
+            "fixed-width bins per class, default 128, or 32 under --epsilon)."
         ),
     ] = "auto",
     bins: Annotated[int, typer.Option("--bins", min=1, help="M equal-width bins of the ECE.")] = 15,
@@ -1038,6 +1101,9 @@ def calibrate(
                 buckets=buckets,
                 ece_bins=bins,
                 weighted=not unweighted,
+                holdout=holdout,
+                server_lr=server_lr,
+                fail_if_worse=fail_if_worse,
                 label_col=label_col,
                 seed=seed,
                 output=output,
@@ -1054,6 +1120,9 @@ def calibrate(
         "--delta": delta is not None,
         "--clip": clip is not None,
         "--unweighted": unweighted,
+        "--holdout": holdout is not None,
+        "--server-lr": server_lr is not None,
+        "--fail-if-worse": fail_if_worse,
     }
     model = PrivacyModel.DISTDP if model is None else model
     method = method or "binning"
@@ -1066,6 +1135,7 @@ def calibrate(
         given = [k for k, v in multiclass_only.items() if v]
         if given:
             raise UsageError(f"{', '.join(given)} apply to --multiclass only.")
+        _check_buckets(buckets)
         if plot is not None:
             _check_plot_suffix(plot)
         _check_ledger_options(ledger, budget)
@@ -1133,7 +1203,17 @@ def calibrate(
 
 
 def _calibrate_multiclass(
-    file: str, *, clip, buckets: str, output, output_format, ledger, budget, **options
+    file: str,
+    *,
+    clip,
+    buckets: str,
+    holdout,
+    fail_if_worse: bool,
+    output,
+    output_format,
+    ledger,
+    budget,
+    **options,
 ) -> None:
     from fedeval.io import source_name
     from fedeval.multiclass import (
@@ -1157,6 +1237,15 @@ def _calibrate_multiclass(
             bins = int(buckets)
         except ValueError:
             raise UsageError(f"--buckets takes an integer or 'auto'. Found {buckets!r}.") from None
+    if holdout is not None:
+        options["holdout"] = holdout
+    if fail_if_worse and str(options.get("method", "")).lower() != "fedtemp":
+        raise UsageError(
+            "--fail-if-worse needs fedtemp's held-out check; binning has none (use --method "
+            "fedtemp)."
+        )
+    if fail_if_worse and holdout == 0:
+        raise UsageError("--fail-if-worse needs held-out rows; drop --holdout 0.")
     result = calibrate_multiclass_file(file, clip=clip_value, bins=bins, **options)
     name = source_name(file)
     # The JSON report holds the simulation's exact metrics ("exact_values": true); the map file
@@ -1171,6 +1260,15 @@ def _calibrate_multiclass(
         sys.stdout.write(document_text(doc))
     else:
         render_multiclass_table(result, Console(), source=name)
+    if fail_if_worse and result.fell_back:
+        from fedeval.errors import GateFailed
+
+        g = result.safeguard
+        raise GateFailed(
+            f"the held-out check found no gain for T = {g.fitted:.4g} (NLL gain {g.gain:+.4f} "
+            f"nats per example, 95% lower bound {g.lower:+.4f}); the map holds T = 1, the "
+            "model's own probabilities."
+        )
 
 
 @app.command()
@@ -1379,18 +1477,15 @@ def check(
 
     Exit codes: 0 every gate passed · 1 a gate failed · 2 bad input or usage.
     """
-    from fedeval.errors import InputError
+    from fedeval.errors import FedevalError, GateFailed, InputError
 
     with _errors_to_exit():
         gates, on = _gates(fail_under, fail_over, gate_on)
         if not gates:
             raise UsageError("name at least one gate with --fail-under or --fail-over.")
-        try:
-            doc = json.loads(Path(report).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"cannot read '{report}': no such file.") from None
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise InputError(f"'{report}' is not a fedeval report: {e}.") from None
+        from fedeval.documents import read_json
+
+        doc = read_json(report, noun="report", kind="a fedeval report")
         if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("fedeval."):
             raise InputError(f"'{report}' is not a fedeval report (no fedeval schema).")
         from fedeval.integrity import verify
@@ -1398,7 +1493,12 @@ def check(
         # Gates judge numbers someone could have edited: a sealed report must still match its
         # seal, and reports of this version are always sealed.
         verify(doc, str(report), required=doc["schema"] == "fedeval.report/2")
-        _apply_gates(gates, on, doc)
+        try:
+            _apply_gates(gates, on, doc)
+        except GateFailed:
+            raise
+        except FedevalError as e:  # the report lacks what a gate needs
+            raise InputError(f"'{report}': {e}", file=str(report)) from None
 
 
 @app.command("ledger")

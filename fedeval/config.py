@@ -103,6 +103,20 @@ def check_epsilon(model: PrivacyModel, epsilon: float | None) -> None:
         raise UsageError(
             f"`epsilon` must be a positive finite number under --model {model}. Found {epsilon}."
         )
+    elif not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise UsageError(
+            f"`epsilon` must lie in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] under --model {model}. "
+            f"Found {epsilon:g}: beyond that range the noise parameters leave float64 "
+            "(exp(±ε) under- or overflows) and the release means nothing."
+        )
+
+
+MIN_EPSILON = 1e-9
+"""Smallest ε computed with: α = exp(−ε/Δ) must still differ from 1 in float64."""
+MAX_EPSILON = 100.0
+"""Largest ε computed with: e^ε must stay finite (OUE's q = 1/(e^ε + 1)); ε > 10 already warns."""
+SMALL_EPSILON = 0.01
+"""Below this ε the noise swamps any count a realistic population holds: a warning says so."""
 
 
 MAX_EXAMPLES = 1 << 31
@@ -178,6 +192,12 @@ class PrivacyConfig:
             if self.epsilon > 10:
                 warnings.warn(
                     f"epsilon={self.epsilon} is unusually large: the privacy guarantee is weak.",
+                    stacklevel=2,
+                )
+            elif self.epsilon < SMALL_EPSILON:
+                warnings.warn(
+                    f"epsilon={self.epsilon:g} is so small that the noise swamps the counts: "
+                    "expect intervals that cover the whole range of every metric.",
                     stacklevel=2,
                 )
 

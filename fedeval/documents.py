@@ -13,9 +13,87 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any
 
 from fedeval.errors import InputError
+
+MAX_DOCUMENT_BYTES = 256 << 20
+"""Largest document read (a release of a height-20 hierarchy is about 60 MB)."""
+MAX_DEPTH = 32
+"""Deepest nesting a fedeval document may have (they use at most 6 levels)."""
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return deepest
+
+
+def read_json(path: str | os.PathLike, *, noun: str, kind: str) -> Any:
+    """The JSON value in the file at `path`, read defensively: a regular file of at most
+    `MAX_DOCUMENT_BYTES`, UTF-8, strict JSON (no NaN or Infinity), nested at most `MAX_DEPTH`
+    deep. Every failure is one `InputError` naming the file."""
+    name = str(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"cannot read {noun} '{name}': no such file.", file=name) from None
+    except OSError as e:
+        raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"cannot read {noun} '{name}': it is a directory.", file=name)
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"cannot read {noun} '{name}': not a regular file (a FIFO, device or socket).",
+            file=name,
+        )
+    if info.st_size > MAX_DOCUMENT_BYTES:
+        raise InputError(
+            f"'{name}' is too large to be {kind}: {info.st_size:,} bytes, at most "
+            f"{MAX_DOCUMENT_BYTES:,}.",
+            file=name,
+        )
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise InputError(f"'{name}' is too large to be {kind}.", file=name)
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"'{name}' is not {kind}: it is not UTF-8 text ({e}).", file=name
+        ) from None
+    except RecursionError:
+        raise InputError(
+            f"'{name}' is not {kind}: it is nested more than {MAX_DEPTH} levels deep.", file=name
+        ) from None
+    except ValueError as e:  # JSONDecodeError, NaN, an integer of more than 4300 digits
+        msg = " ".join(str(e).split())
+        raise InputError(
+            f"'{name}' is not {kind}: it is not valid JSON ({msg}).", file=name
+        ) from None
+    if _depth(value) > MAX_DEPTH:
+        raise InputError(
+            f"'{name}' is not {kind}: it is nested more than {MAX_DEPTH} levels deep.", file=name
+        )
+    return value
 
 
 def document_text(doc: dict[str, Any], *, sign_key: Any = None) -> str:
@@ -61,15 +139,7 @@ def load_document(
     a valid signature by that key, whatever the version.
     """
     name = str(path)
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise InputError(f"cannot read {noun} '{name}': no such file.") from None
-    except IsADirectoryError:
-        raise InputError(f"cannot read {noun} '{name}': it is a directory.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(f"'{name}' is not {kind}: it is not valid JSON ({e}).") from e
+    doc = read_json(path, noun=noun, kind=kind)
     if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
         raise InputError(f"'{name}' is not {kind}: it has no 'schema' field. {hint}")
     schema = doc["schema"]

@@ -68,6 +68,10 @@ _DATASET_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,127}")
 _LEAKY_KEYS = frozenset({"seed", "source", "path"})
 
 
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 class BudgetExceeded(FedevalError):
     """The release would take the ledger past its budget; nothing was released."""
 
@@ -94,9 +98,37 @@ def _locked(path: Path) -> Iterator[None]:
         raise UsageError(
             "the privacy ledger needs filelock: pip install 'fedeval[accounting]'"
         ) from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock", timeout=60):
+    from filelock import Timeout
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(path) + ".lock", timeout=60)
+        lock.acquire()
+    except Timeout:
+        raise UsageError(
+            f"ledger '{path}' is locked by another run (for over 60 s); try again."
+        ) from None
+    except OSError as e:
+        raise InputError(
+            f"cannot lock ledger '{path}': {e.strerror or e}.", file=str(path)
+        ) from None
+    try:
         yield
+    finally:
+        lock.release()
+
+
+def check_writable(path: str | os.PathLike) -> None:
+    """Refuse, before any work, a ledger that could not take a new entry."""
+    path = Path(path)
+    target = path if path.exists() else path.parent if str(path.parent) else Path(".")
+    if path.exists() and not path.is_file():
+        raise InputError(
+            f"cannot use ledger '{path}': not a regular file (a directory, FIFO or device).",
+            file=str(path),
+        )
+    if target.exists() and not os.access(target, os.W_OK):
+        raise InputError(f"cannot write ledger '{path}': permission denied.", file=str(path))
 
 
 # --- DP events -------------------------------------------------------------------------------
@@ -356,36 +388,48 @@ def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[di
     path = Path(path)
     if not path.exists():
         return None, []
+    if not path.is_file():
+        raise InputError(
+            f"cannot read ledger '{path}': not a regular file (a directory, FIFO or device).",
+            file=str(path),
+        )
     header: dict[str, Any] | None = None
     entries: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"ledger '{path}', line {i}"
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"{where}: not valid JSON ({e}).") from None
-            schema = item.get("schema") if isinstance(item, dict) else None
-            if schema == V1_ENTRY_SCHEMA:
-                raise InputError(
-                    f"ledger '{path}' is a version-1 fedeval ledger: its total added "
-                    "example-level and client-level ε (and every dataset's) as if they were one "
-                    "unit, and it stored no budget, so it cannot be continued. Keep it as a "
-                    "record and start a new ledger under a new name, giving its budget once: "
-                    "--ledger NEW.jsonl --budget ε."
-                )
-            if schema == SCHEMA:
-                if header is not None or entries:
-                    raise InputError(f"{where}: a ledger header may only be the first line.")
-                header = _check_header(item, where)
-            elif schema == ENTRY_SCHEMA:
-                if header is None:
-                    raise InputError(f"{where}: an entry before the ledger header.")
-                entries.append(item)
-            else:
-                raise InputError(f"{where}: not a fedeval ledger entry.")
+    try:
+        lines = path.read_bytes().decode("utf-8").splitlines()
+    except OSError as e:
+        raise InputError(f"cannot read ledger '{path}': {e.strerror or e}.") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"ledger '{path}' is not UTF-8 text ({e}).", file=str(path)) from None
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"ledger '{path}', line {i}"
+        try:
+            item = json.loads(line, parse_constant=_refuse_constant)
+        except RecursionError:
+            raise InputError(f"{where}: nested too deeply to be a ledger entry.") from None
+        except ValueError as e:  # JSONDecodeError, NaN, an integer of 4300+ digits
+            raise InputError(f"{where}: not valid JSON ({e}).") from None
+        schema = item.get("schema") if isinstance(item, dict) else None
+        if schema == V1_ENTRY_SCHEMA:
+            raise InputError(
+                f"ledger '{path}' is a version-1 fedeval ledger: its total added "
+                "example-level and client-level ε (and every dataset's) as if they were one "
+                "unit, and it stored no budget, so it cannot be continued. Keep it as a "
+                "record and start a new ledger under a new name, giving its budget once: "
+                "--ledger NEW.jsonl --budget ε."
+            )
+        if schema == SCHEMA:
+            if header is not None or entries:
+                raise InputError(f"{where}: a ledger header may only be the first line.")
+            header = _check_header(item, where)
+        elif schema == ENTRY_SCHEMA:
+            if header is None:
+                raise InputError(f"{where}: an entry before the ledger header.")
+            entries.append(item)
+        else:
+            raise InputError(f"{where}: not a fedeval ledger entry.")
     return header, entries
 
 
@@ -493,10 +537,16 @@ def charge(
         lines = [header] if created else []
         lines.append(entry)
         text = "".join(json.dumps(item, allow_nan=False) + "\n" for item in lines)
-        with path.open("a", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with path.open("a", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise InputError(
+                f"cannot write ledger '{path}': {e.strerror or e}; nothing was charged.",
+                file=str(path),
+            ) from None
         return after
 
 
