@@ -1266,8 +1266,8 @@ def _calibrate_multiclass(
         g = result.safeguard
         raise GateFailed(
             f"the held-out check found no gain for T = {g.fitted:.4g} (NLL gain {g.gain:+.4f} "
-            f"nats per example, 95% lower bound {g.lower:+.4f}); the map holds T = 1, the "
-            "model's own probabilities."
+            f"{g.unit}, 95% lower bound {g.lower:+.4f}); the map holds T = 1, the model's own "
+            "probabilities."
         )
 
 

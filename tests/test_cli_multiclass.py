@@ -57,7 +57,7 @@ def test_dp_run_states_its_guarantee(work):
     assert r.exit_code == 0, r.output
     priv = json.loads(r.stdout)["privacy"]
     assert priv["delta"] == 1e-6
-    assert priv["mechanism"]["clip"] == {"temperature": 0.4, "evaluation": 0.2}
+    assert priv["mechanism"]["clip"] == {"temperature": 0.4, "evaluation": 2.0}
     assert "NOT private" in priv["guarantee"]
 
 
@@ -149,3 +149,81 @@ def test_binary_map_on_multiclass_input_and_back(work):
     assert run("calibrate", "bin.parquet", "-m", "federated", "-o", "bmap.json").exit_code == 0
     r = run("apply", "bmap.json", "mc.parquet")
     assert r.exit_code == 2 and "score" in r.stderr
+
+
+def calibrated_table(path: str, n: int = 3000, c: int = 4, overconfidence: float = 1.0) -> None:
+    """Logits of the true posterior softmax(μx), x ~ N(μ·e_y, I), times `overconfidence`:
+    at 1 no temperature can help; at 3 the optimum is T = 3."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, c, n)
+    z = overconfidence * 1.5 * (1.5 * np.eye(c)[y] + rng.normal(size=(n, c)))
+    df = pd.DataFrame({f"logit_{j}": z[:, j] for j in range(c)})
+    df["label"] = y
+    df.to_parquet(path)
+
+
+def test_fail_if_worse_exits_1_and_writes_the_identity(work):
+    calibrated_table("cal.parquet")
+    r = run("calibrate", "cal.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
+            "--clients", "20", "--seed", "2", "--fail-if-worse", "-o", "map.json")  # fmt: skip
+    assert r.exit_code == 1, r.output
+    assert "no gain" in " ".join(r.stderr.split())
+    doc = json.loads(Path("map.json").read_text())
+    assert doc["calibrator"] == {"temperature": 1.0}
+    g = doc["safeguard"]
+    assert g["kept"] is False and g["released_temperature"] == 1.0
+    assert g["lower_95"] <= 0 and g["fitted_temperature"] != 1.0
+    # The same run without the flag reports the fallback and exits 0.
+    r = run("calibrate", "cal.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
+            "--clients", "20", "--seed", "2", "-o", "map.json")  # fmt: skip
+    assert r.exit_code == 0 and "no gain shown" in " ".join(r.stdout.split())
+
+
+def test_fail_if_worse_passes_when_the_check_shows_a_gain(work):
+    calibrated_table("over.parquet", n=10_000, overconfidence=3.0)
+    r = run("calibrate", "over.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
+            "--participation", "1", "--seed", "2", "--fail-if-worse", "-f", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["safeguard"]["kept"] is True
+    assert doc["calibrator"]["temperature"] == doc["safeguard"]["fitted_temperature"] > 2.5
+    assert doc["privacy"]["mechanism"]["clip"] == {"temperature": 0.5, "evaluation": 2.0}
+    assert doc["privacy"]["dp_event"]["count"] == 13  # 12 rounds, each client in all, + check
+
+
+@pytest.mark.parametrize(
+    "args,fragment",
+    [
+        (["--multiclass", "--method", "fedbin", "--fail-if-worse"], "--fail-if-worse needs"),
+        (
+            ["--multiclass", "--method", "fedtemp", "--fail-if-worse", "--holdout", "0"],
+            "needs held-out rows",
+        ),  # fmt: skip
+        (["--multiclass", "--method", "fedtemp", "--holdout", "1"], "--holdout must be in"),
+        (["--multiclass", "--method", "fedtemp", "--server-lr", "-1"], "--server-lr must be"),
+        (["--multiclass", "--method", "fedbin", "--server-lr", "0.5"], "fedtemp only"),
+        (["--multiclass", "--method", "fedtemp", "--buckets", "8"], "--buckets applies to fedbin"),
+        (["--multiclass", "--method", "fedbbq", "--buckets", "12"], "--buckets must be 2^M"),
+        (["--holdout", "0.3"], "--holdout apply to --multiclass only"),
+        (["--server-lr", "0.3"], "--server-lr apply to --multiclass only"),
+        (["--fail-if-worse"], "--fail-if-worse apply to --multiclass only"),
+    ],
+)
+def test_new_options_are_checked(work, args, fragment):
+    r = run("calibrate", "mc.parquet", *args, "-o", "map.json")
+    assert r.exit_code == 2, r.output
+    assert fragment in " ".join(r.stderr.split())
+    assert not Path("map.json").exists()
+
+
+def test_holdout_and_server_lr_reach_the_fit(work):
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "--holdout", "0.5",
+            "--server-lr", "0.5", "--rounds", "2", "--seed", "1", "-f", "json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["data"]["eval_rows"] == 1500 and doc["data"]["fit_rows"] == 1500
+    assert doc["federation"]["server_lr"] == 0.5
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "--holdout", "0",
+            "--seed", "1", "-f", "json")  # fmt: skip
+    doc = json.loads(r.stdout)
+    assert doc["metrics"]["in_sample"] is True and doc["safeguard"] is None

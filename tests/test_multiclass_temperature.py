@@ -14,10 +14,12 @@ from fedeval.multiclass.data import softmax
 from fedeval.multiclass.temperature import (
     T_MAX,
     T_MIN,
+    check_temperature,
     fed_temperature,
     fit_temperature,
     local_temperatures,
     nll,
+    nll_gain,
     reference_local_temperatures,
 )
 
@@ -174,3 +176,64 @@ def test_clipped_updates_move_log_temperature_at_most_clip_per_round():
     steps = np.diff(np.log(np.r_[1.0, fit.history]))
     assert np.all(np.abs(steps) <= 0.1 + 1e-12)
     assert steps[0] == pytest.approx(0.1)  # every client wants more than +0.1
+
+
+def test_check_without_dp_is_the_exact_held_out_nll_gain():
+    z, y, client = data(scale=8.0)
+    for t, keep in ((3.0, True), (0.3, False)):
+        g = check_temperature(z, y, client, 9, t)
+        exact = (nll(z, y, 1.0) - nll(z, y, t)) / len(y)
+        assert g.gain == pytest.approx(exact, rel=1e-12) and g.sd == 0.0
+        assert g.kept is keep and g.released == (t if keep else 1.0) and g.fitted == t
+
+
+def test_check_under_dp_has_the_claimed_noise_and_clips_each_clients_sum():
+    from scipy.stats import chi2
+
+    from fedeval.multiclass.privacy import dp_statement
+
+    z, y, client = data(scale=8.0)
+    st = dp_statement(
+        1.0, 1e-5, releases=2, clip={"temperature": 0.5, "evaluation": 2.0}, rounds=1,
+        participation=1.0,
+    )  # fmt: skip
+    per = np.bincount(client, nll_gain(z, y, 3.0), minlength=9)
+    assert np.abs(per).max() > 2.0  # the clip binds
+    exact = np.clip(per, -2.0, 2.0).sum() / 9
+    rng = np.random.default_rng(0)
+    draws = 2000
+    x = np.array(
+        [check_temperature(z, y, client, 9, 3.0, dp=st, noise_rng=rng).gain for _ in range(draws)]
+    )
+    sd = st.sigma["evaluation"] / 9
+    stat = float(np.sum(((x - exact) / sd) ** 2))
+    assert chi2.ppf(1e-6, draws) < stat < chi2.isf(1e-6, draws)
+    g = check_temperature(z, y, client, 9, 3.0, dp=st, noise_rng=rng)
+    assert g.sd == pytest.approx(sd) and g.lower == pytest.approx(g.gain - 1.6448536 * sd)
+    assert g.kept is (g.lower > 0)
+
+
+def test_dp_fit_reaches_the_optimum_from_far_away():
+    # Overconfident by 2.5: the optimum is log T ≈ 0.92 away from the start, more than the
+    # per-round trust region C = 0.5. The travel rounds reach it and the averaged rounds keep
+    # it; the DP noise left is σ/(K·√6) ≈ 0.03 in log T at these settings, so 0.1 is > 3 SD.
+    from fedeval.multiclass.federation import assign
+    from fedeval.multiclass.privacy import dp_statement
+
+    rng = np.random.default_rng(3)
+    n, c, k = 20_000, 10, 100
+    y = rng.integers(0, c, n)
+    z = 2.5 * 2.3 * (2.3 * np.eye(c)[y] + rng.standard_normal((n, c)))
+    client = assign(y, k, 0.5, rng)
+    st = dp_statement(
+        1.0, 1e-5, releases=12, clip={"temperature": 0.5}, rounds=12, participation=1.0
+    )
+    central = fit_temperature(z, y)
+    for seed in range(3):
+        fit = fed_temperature(
+            z, y, client, k, rounds=12, participation=1.0, dp=st,
+            participation_rng=np.random.default_rng(seed),
+            noise_rng=np.random.default_rng(seed + 100),
+        )  # fmt: skip
+        assert abs(math.log(fit.calibrator.temperature / central)) < 0.1
+        assert np.all(np.abs(np.diff(np.log(np.r_[1.0, fit.history]))) <= 0.5 + 1e-12)

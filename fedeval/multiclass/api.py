@@ -697,9 +697,35 @@ def render_multiclass_table(
     console.print(t)
     if isinstance(r.calibrator, TemperatureCalibrator):
         console.print(f"temperature T = {r.calibrator.temperature:.4f}")
+        g = r.safeguard
+        if g is not None:
+            how = "DP estimate" if r.privacy is not None else "exact"
+            line = (
+                f"held-out check ({how}): NLL gain {g.gain:+.4f} {g.unit}"
+                + (f" ± {g.sd:.4f} (noise SD)" if g.sd else "")
+                + f" for the fitted T = {g.fitted:.4f}"
+            )
+            if g.kept:
+                console.print(f"{line} → kept", soft_wrap=True)
+            else:
+                console.print(
+                    f"[bold red]{line} → no gain shown: the map holds T = 1 (the model's own "
+                    "probabilities)[/bold red]",
+                    soft_wrap=True,
+                )
     else:
-        alpha = ", ".join(f"{a:.2f}" for a in r.calibrator.alpha)
-        console.print(f"{r.bins} bins per class; weights α_j = [{alpha}]", soft_wrap=True)
+        cal = r.calibrator
+        if cal.bin_weights is not None:
+            w = cal.weights()
+            pooled = "one map for every class (pooled histograms); " if r.pooled else ""
+            console.print(
+                f"{r.bins} bins; {pooled}weight of the binning against the identity, after the "
+                f"DP shrinkage: mean {w.mean():.2f}, max {w.max():.2f} (bin 0 kept as is)",
+                soft_wrap=True,
+            )
+        else:
+            alpha = ", ".join(f"{a:.2f}" for a in cal.alpha)
+            console.print(f"{r.bins} bins per class; weights α_j = [{alpha}]", soft_wrap=True)
     where = "in-sample" if r.in_sample else f"on {r.eval_rows:,} held-out rows"
     warn = ""
     if r.accuracy_change < 0:

@@ -200,8 +200,8 @@ def dp_statement(
 _WHAT = {
     "temperature": "each client's update of log T (the log of its local optimum T_k minus the "
     "broadcast log T, shrunk by its size), one per round it takes part in",
-    "evaluation": "each client's held-out NLL change per example (nats) between the identity "
-    "and the fitted calibrator, once",
+    "evaluation": "each client's held-out NLL gain of the fitted T over T = 1, summed over its "
+    "held-out rows (nats), once",
     "positive": "each client's histogram of its class-j positives (one per class)",
     "negative": "each client's histogram of its class-j negatives (one per class)",
 }

@@ -273,25 +273,29 @@ def fed_temperature(
     return TemperatureFit(TemperatureCalibrator(math.exp(u_now)), history, local, info, plan)
 
 
-DEFAULT_EVALUATION_CLIP = 0.2
-"""C_e: each client's held-out NLL change per example is clipped to ±C_e nats before the noisy
-sum. Temperature scaling of an overconfident model gains 0.05–0.5 nats per example; a client
-beyond ±0.5 still votes with full weight in the right direction."""
+DEFAULT_EVALUATION_CLIP = 2.0
+"""C_e: under DP each client's held-out NLL gain, summed over its held-out rows, is clipped to
+±C_e nats before the noisy sum. A sum rather than a mean: a client with many rows can say more
+than one with two, and one with none says nothing (a mean over the public K would be diluted by
+clients without data: measured, the 2-class β = 0.1 case then never passed). 2 nats is the gain
+of 10–40 rows of an overconfident model, so most clients saturate and the check is about a
+clipped vote of the clients, each as loud as C_e, against noise z·C_e."""
 
 SAFEGUARD_Z = 1.6448536269514722
-"""One-sided 95 % normal quantile: the fitted T is kept only if the DP estimate of its gain
-minus 1.645 of its noise SD is above 0, i.e. a no-gain calibrator passes with probability ≤ 5 %."""
+"""One-sided 95 % normal quantile: the fitted T is kept only if the estimated gain minus 1.645
+of its noise SD is above 0, i.e. a calibrator with no gain passes with probability ≤ 5 %."""
 
 
 @dataclass(frozen=True)
 class Safeguard:
     """The held-out check of a fitted temperature against the identity (T = 1).
 
-    `gain`: the estimated held-out NLL per example at T = 1 minus at the fitted T (nats; > 0:
-    the calibrator helps) — under DP the mean over the K enrolled clients of each client's
-    clipped per-example gain, plus N(0, σ_e²)/K; without DP the exact pooled mean. `sd`: the
-    noise SD of `gain` (0 without DP). `kept`: gain − 1.645·sd > 0; else the released
-    temperature falls back to `released` = 1 (the model's own probabilities).
+    `gain` (> 0: the calibrator helps): without DP the exact mean over held-out rows of the NLL
+    at T = 1 minus the NLL at the fitted T (nats per example); under DP the mean over the K
+    enrolled clients of each client's such gain summed over its held-out rows and clipped to
+    ±C_e (nats per client), plus N(0, σ_e²)/K. `sd`: the noise SD of `gain` (0 without DP).
+    `kept`: gain − 1.645·sd > 0; else the released temperature is 1 (the model's own
+    probabilities).
     """
 
     fitted: float
@@ -299,15 +303,27 @@ class Safeguard:
     gain: float
     sd: float
     kept: bool
+    private: bool = False
 
     @property
     def lower(self) -> float:
         """One-sided 95 % lower bound on the gain."""
         return self.gain - SAFEGUARD_Z * self.sd
 
+    @property
+    def unit(self) -> str:
+        return "nats per client (clipped sums)" if self.private else "nats per example"
+
     def to_dict(self) -> dict:
+        metric = (
+            "held-out NLL at T = 1 minus at the fitted T, summed over each client's held-out "
+            "rows, clipped to ±C_evaluation, averaged over the K enrolled clients, plus "
+            "Gaussian noise (nats per client; > 0 helps)"
+            if self.private
+            else "held-out NLL per example at T = 1 minus at the fitted T (nats; > 0 helps)"
+        )
         return {
-            "metric": "held-out NLL per example, identity minus calibrated (nats; > 0 helps)",
+            "metric": metric,
             "fitted_temperature": self.fitted,
             "released_temperature": self.released,
             "gain": self.gain,
@@ -340,19 +356,19 @@ def check_temperature(
 ) -> Safeguard:
     """The DP (or, without `dp`, exact) held-out NLL check of `temperature` (see `Safeguard`).
 
-    Under DP each enrolled client sends clip(mean gain over its held-out rows, ±C_e) (0 if it
-    holds none): L2 sensitivity C_e, one Gaussian release with σ_e = C_e·z, divided by the public
-    K. Clients weigh equally, as in the fit.
+    Under DP each enrolled client sends clip(Σ gain over its held-out rows, ±C_e) (0 if it
+    holds none): L2 sensitivity C_e, one Gaussian release with σ_e = C_e·z, divided by the
+    public K.
     """
     gain = nll_gain(logits, labels, temperature)
     if dp is None:
         est, sd = float(gain.mean()), 0.0
     else:
         ce = dp.clip["evaluation"]
-        sizes = np.bincount(client, minlength=n_clients)
-        per = np.bincount(client, gain, minlength=n_clients) / np.maximum(sizes, 1)
+        per = np.bincount(client, gain, minlength=n_clients)
         total = float(np.clip(per, -ce, ce).sum())
         est = (total + dp.sigma["evaluation"] * noise_rng.standard_normal()) / n_clients
         sd = dp.sigma["evaluation"] / n_clients
     kept = est - SAFEGUARD_Z * sd > 0
-    return Safeguard(temperature, temperature if kept else 1.0, est, sd, bool(kept))
+    released = temperature if kept else 1.0
+    return Safeguard(temperature, released, est, sd, bool(kept), dp is not None)
