@@ -14,8 +14,9 @@ import io
 import os
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -241,13 +242,47 @@ def _partition_types(files: list[SourceFile]) -> dict[str, pa.DataType]:
 @dataclass(frozen=True, eq=False)
 class Piece:
     """One raw record batch of a source, before validation: the file it came from (for
-    messages), the rows of that file before it, and whether its scores arrive as text."""
+    messages), the rows of that file before it, whether its scores arrive as text, and the
+    batch itself or (a Parquet row group) how to read it, so that reading can run in threads."""
 
     name: str
     offset: int
-    batch: pa.RecordBatch
+    batch: pa.RecordBatch | pa.Table | None
     is_csv: bool
     client_col: str | None
+    rows: int = 0
+    load: Callable[[], pa.RecordBatch | pa.Table] | None = None
+
+    def table(self) -> pa.RecordBatch | pa.Table:
+        """The piece's columns, read now if they were not read yet."""
+        return self.batch if self.load is None else self.load()
+
+
+def _row_group_loaders(
+    path: Path, cols: list[str], extra, name: str, batch_rows: int
+) -> list | None:
+    """(rows, loader) per non-empty row group of a Parquet file, each loader opening the file
+    on its own (a reader is not shared between threads), so row groups are read in parallel;
+    None when a row group holds more than `batch_rows` rows (the file is then streamed in
+    batches, so memory stays bounded)."""
+    try:
+        md = pq.ParquetFile(path, pre_buffer=False).metadata
+    except (pa.ArrowException, OSError, ValueError):
+        return None  # the streamed path reports it
+    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+    if any(n > batch_rows for n in sizes):
+        return None
+
+    def load(i: int) -> pa.Table:
+        try:
+            t = pq.ParquetFile(path, pre_buffer=False).read_row_group(
+                i, columns=cols, use_threads=False
+            )
+        except (pa.ArrowException, OSError) as e:  # a corrupt page
+            raise InputError(f"cannot read '{name}': {_one_line(e)}") from e
+        return extra(t)
+
+    return [(n, partial(load, i)) for i, n in enumerate(sizes) if n]
 
 
 def scan(
@@ -293,16 +328,29 @@ def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_row
             "drop --client-col to treat every row as its own client."
         )
     has_client = client_col in names
+    client = client_col if has_client else None
+
+    def extra(rb):  # hive partition keys: one value for the whole file
+        for col in from_dirs:
+            typ = types.get(col, pa.string())
+            value = int(partition[col]) if typ == pa.int64() else partition[col]
+            rb = rb.append_column(col, pa.repeat(pa.scalar(value, typ), rb.num_rows))
+        return rb
+
+    if not is_csv:
+        file_cols = [c for c in wanted if c in names and c not in from_dirs]
+        loaders = _row_group_loaders(Path(source), file_cols, extra, name, batch_rows)
+        if loaders is not None:
+            offset = 0
+            for rows, load in loaders:
+                yield Piece(name, offset, None, False, client, rows, load)
+                offset += rows
+            return
     offset = 0
     for rb in batches:
         if rb.num_rows == 0:
             continue
-        for col in from_dirs:  # a hive partition key: one value for the whole file
-            value = partition[col]
-            typ = types.get(col, pa.string())
-            value = int(value) if typ == pa.int64() else value
-            rb = rb.append_column(col, pa.repeat(pa.scalar(value, typ), rb.num_rows))
-        yield Piece(name, offset, rb, is_csv, client_col if has_client else None)
+        yield Piece(name, offset, extra(rb), is_csv, client, rb.num_rows)
         offset += rb.num_rows
 
 
@@ -314,9 +362,9 @@ def validate_piece(
     pos_label: object = None,
     labels_seen: dict | None = None,
 ) -> Batch:
-    """`validate_batch` on one piece of `scan`."""
+    """`validate_batch` on one piece of `scan` (read first if need be)."""
     return validate_batch(
-        piece.batch,
+        piece.table(),
         piece.name,
         columns.score,
         columns.label,
@@ -349,7 +397,7 @@ def read_batches(
         yield validate_piece(
             piece, columns, score_range=score_range, pos_label=pos_label, labels_seen=labels_seen
         )
-        rows += piece.batch.num_rows
+        rows += piece.rows
     if rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
 
@@ -683,8 +731,9 @@ def writes_parquet(output: str | os.PathLike | None) -> bool:
 
 
 def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike | None) -> int:
-    """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (both
-    atomically: a failure leaves no file), CSV on stdout for None or '-'. Returns the rows."""
+    """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (compressed
+    for .gz, .zst, .bz2; both atomically: a failure leaves no file), CSV on stdout for None or
+    '-'. Returns the rows."""
     parquet = writes_parquet(output)
 
     def write(sink) -> int:
@@ -706,5 +755,8 @@ def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike |
 
     if output is None or str(output) == STDIN:
         return write(sys.stdout.buffer)
-    with atomic_output(output, "wb") as f:
-        return write(f)
+    from fedeval.outputs import compressed, compression_of  # CSV as out.csv.gz / .zst
+
+    codec = None if parquet else compression_of(output)
+    with atomic_output(output, "wb") as f, compressed(f, codec) as sink:
+        return write(sink)

@@ -171,3 +171,20 @@ def test_exact_ece_equals_the_sum_over_every_score(seed):
     bf = np.minimum((xf * 15).astype(np.int64), 14)
     direct_f = np.sum(np.abs(np.bincount(bf, y, 15) - np.bincount(bf, xf, 15))) / len(x)
     assert exact_ece_of(ss, 15, transform=f) == pytest.approx(direct_f, abs=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 100])
+def test_area_between_is_the_same_in_blocks(monkeypatch, block):
+    from fedeval.estimate import curves
+
+    s, y = _scores(11, 800, 2)
+    c = curves.exact_curves(SortedScores.from_arrays(s, y))
+    leaves = np.stack(
+        [np.histogram(s[~y], 32, (0, 1))[0], np.histogram(s[y], 32, (0, 1))[0]]
+    ).astype(float)
+    est = curves.leaf_curves(leaves, 8)[0]
+    whole = (curves.roc_area_error(est, c), curves.pr_area_error(est, c))
+    monkeypatch.setattr(curves, "AREA_BLOCK", block)
+    blocked = (curves.roc_area_error(est, c), curves.pr_area_error(est, c))
+    assert blocked == pytest.approx(whole, rel=1e-12)
+    assert whole[0] == pytest.approx(_area_between_oracle(est.fpr, est.tpr, c.fpr, c.tpr))

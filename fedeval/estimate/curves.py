@@ -359,8 +359,8 @@ def _on_grid(ux, left, right, g, le, on) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _merged_grid(ux1: np.ndarray, ux2: np.ndarray):
-    """The union of two ascending distinct arrays, and for each the number of its knots ≤ each
-    grid point and whether the point is one of its knots.
+    """The union of two ascending distinct arrays, and for each whether each grid point is one
+    of its knots.
 
     The smaller array's knots are found in the larger by binary search and inserted (an
     estimate's few hundred or thousand knots into an exact curve's millions): linear in the
@@ -374,8 +374,7 @@ def _merged_grid(ux1: np.ndarray, ux2: np.ndarray):
     on_large[pos[~dup] + np.arange(int(np.sum(~dup)))] = False
     on_small = np.zeros(len(grid), bool)
     on_small[np.searchsorted(grid, small, side="left")] = True
-    flags = [(np.cumsum(on_small), on_small), (np.cumsum(on_large), on_large)]
-    return grid, flags[::-1] if swap else flags
+    return (grid, on_large, on_small) if swap else (grid, on_small, on_large)
 
 
 AREA_BLOCK = 1 << 16
@@ -390,13 +389,16 @@ def _area_between(x1, y1, x2, y2) -> float:
     Linear in the points once each curve's x is in order (a curve's is), in blocks of grid
     intervals."""
     c1, c2 = _limits(x1, y1), _limits(x2, y2)
-    grid, ((le1, on1), (le2, on2)) = _merged_grid(c1[0], c2[0])
+    grid, on1, on2 = _merged_grid(c1[0], c2[0])
     total = 0.0
+    below1 = below2 = 0  # knots of each curve before the block
     for s in range(0, len(grid) - 1, AREA_BLOCK):
         e = min(s + AREA_BLOCK + 1, len(grid))  # the block's points: its intervals' both ends
         g = grid[s:e]
-        leave1, arrive1 = _on_grid(*c1, g, le1[s:e], on1[s:e])
-        leave2, arrive2 = _on_grid(*c2, g, le2[s:e], on2[s:e])
+        le1, le2 = below1 + np.cumsum(on1[s:e]), below2 + np.cumsum(on2[s:e])
+        below1, below2 = int(le1[-2]), int(le2[-2])  # the last point starts the next block
+        leave1, arrive1 = _on_grid(*c1, g, le1, on1[s:e])
+        leave2, arrive2 = _on_grid(*c2, g, le2, on2[s:e])
         # On each grid interval both curves are linear: difference d0 at the start, d1 at the
         # end.
         d0 = leave1[:-1] - leave2[:-1]

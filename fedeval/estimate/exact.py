@@ -27,7 +27,9 @@ class DistinctScores:
 
     @classmethod
     def of_sorted(cls, negatives: np.ndarray, positives: np.ndarray) -> DistinctScores:
-        """From each class's scores sorted ascending, in linear time."""
+        """From each class's scores sorted ascending: a linear pass over each (its runs of equal
+        scores), then the positives' distinct scores found among the negatives' by binary
+        search (no sort)."""
         vn, cn = _runs(negatives)
         vp, cp = _runs(positives)
         if not len(vp) or not len(vn):
@@ -35,21 +37,16 @@ class DistinctScores:
             values = (vn if len(vn) else vp).astype(dtype, copy=False)
             zero = np.zeros(len(values), np.int64)
             return cls(values, cn if len(vn) else zero, cp if len(vp) else zero)
-        both = np.concatenate([vn, vp])
-        # Two sorted runs: the stable sort (timsort) merges them in linear time.
-        order = np.argsort(both, kind="stable")
-        merged = both[order]
-        new = np.empty(len(merged), bool)
-        new[0] = True
-        np.not_equal(merged[1:], merged[:-1], out=new[1:])
-        slot = np.cumsum(new) - 1  # the distinct value each merged entry belongs to
-        size = int(slot[-1]) + 1
-        is_neg = order < len(vn)
-        neg = np.zeros(size, np.int64)
-        pos = np.zeros(size, np.int64)
-        neg[slot[is_neg]] = cn[order[is_neg]]
-        pos[slot[~is_neg]] = cp[order[~is_neg] - len(vn)]
-        return cls(merged[new], neg, pos)
+        # Merge the positives' distinct scores into the negatives': each lands at its search
+        # position plus the number of new values inserted before it.
+        at = np.searchsorted(vn, vp, side="left")
+        new = (at == len(vn)) | (vn[np.minimum(at, len(vn) - 1)] != vp)
+        values = np.insert(vn, at[new], vp[new])
+        neg = np.insert(cn, at[new], 0)
+        pos = np.zeros(len(values), np.int64)
+        inserted_before = np.cumsum(new) - new
+        pos[at + inserted_before] = cp
+        return cls(values, neg, pos)
 
 
 def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
