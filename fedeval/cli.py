@@ -27,6 +27,7 @@ from fedeval.cli_support import FedevalGroup, error_console, set_debug
 from fedeval.config import PrivacyModel, Relation, Unit
 from fedeval.documents import document_text
 from fedeval.errors import UsageError
+from fedeval.outputs import Outputs, is_stdout, plot_target
 
 EXIT_CODES = (
     """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage · 70 internal error."""
@@ -476,11 +477,32 @@ def _keys_apply(
         raise UsageError("--verify-key checks the release --from reads; add --from.")
 
 
-def _save(path: Path | None, run, sign_key: Path | None = None) -> None:
+def _save(out: Outputs, path: Path | None, run, sign_key: Path | None = None) -> None:
+    """Stage the release --save-release asks for (written when the run commits)."""
     if path is not None:
         from fedeval.releasefile import save_release
 
-        save_release(path, run.release, run.axis, sign_key=_private_key(sign_key))
+        save_release(out.staged_path(path), run.release, run.axis, sign_key=_private_key(sign_key))
+
+
+def _plot_path(plot: str | None, default_name: str) -> Path | None:
+    """Where --plot draws (a file, or `default_name` in a directory given with a final '/'),
+    its extension checked before any work."""
+    if plot is None:
+        return None
+    path = plot_target(plot, default_name)
+    _check_plot_suffix(path)
+    return path
+
+
+def _emit(text: str | None, output: Path | None, out: Outputs) -> bool:
+    """The -o convention of every command: -o PATH stages `text` for PATH (stdout stays empty);
+    -o - means stdout. Returns whether `text` goes to stdout once the run commits."""
+    if output is None or is_stdout(output):
+        return is_stdout(output)
+    if text is not None:
+        out.stage_text(output, text)
+    return False
 
 
 def _charge_if_new(ledger, budget, doc, command, covered, source, run) -> None:
@@ -639,12 +661,19 @@ def evaluate(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Also write the JSON report to this file (atomically)."
+            "--output",
+            "-o",
+            help="Write the JSON report to this file instead of stdout (- for stdout).",
+            show_default=False,
         ),
     ] = None,
     plot: Annotated[
-        Path | None,
-        typer.Option(help="Directory to draw the ROC and PR curves into (curves.png)."),
+        str | None,
+        typer.Option(
+            help="Draw the ROC and PR curves: a .png or .svg file, or a directory ending in / "
+            "(curves.png in it).",
+            show_default=False,
+        ),
     ] = None,
     score_col: ScoreColOpt = "score",
     label_col: LabelColOpt = "label",
@@ -685,6 +714,7 @@ def evaluate(
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         _check_buckets(buckets)
+        plot_path = _plot_path(plot, "curves.png")
         gates, on = _gates(fail_under, fail_over, gate_on)
         _check_ledger_options(ledger, budget)
         _keys_apply(save_release, sign_key, from_, verify_key)
@@ -743,18 +773,19 @@ def evaluate(
             f"evaluate: AUC, ECE, ROC/PR curves (Q = {ev.curves.quantiles}), P/R/A at "
             f"{len(ev.thresholds)} thresholds"
         )
-        _charge_if_new(ledger, budget, report, "evaluate", covered, name, ev.run)
-        _save(save_release, ev.run, sign_key)
         doc = document_text(report)
-        if output is not None:
-            _write_output(doc, output)
-        if plot is not None:
-            from fedeval.plot import plot_curves
+        with Outputs() as out:
+            to_stdout = _emit(doc, output, out)
+            _save(out, save_release, ev.run, sign_key)
+            if plot_path is not None:
+                from fedeval.plot import plot_curves
 
-            plot_curves(ev.curves, Path(plot) / "curves.png")
-        if output_format is OutputFormat.json:
+                plot_curves(ev.curves, out.staged_path(plot_path))
+            _charge_if_new(ledger, budget, report, "evaluate", covered, name, ev.run)
+            out.commit()
+        if to_stdout or (output is None and output_format is OutputFormat.json):
             sys.stdout.write(doc)
-        else:
+        elif output is None:
             render_table(ev, Console(), source=name)
         _apply_gates(gates, on, report)
 
@@ -797,11 +828,21 @@ def curves(
     ] = CurvesFormat.table,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write the json/csv output to this file instead."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the json/csv output to this file instead of stdout (- for stdout; with "
+            "--format table, csv for a .csv name, else json).",
+            show_default=False,
+        ),
     ] = None,
     plot: Annotated[
-        Path | None,
-        typer.Option(help="Draw ROC and PR curves, estimated over exact (.png or .svg)."),
+        str | None,
+        typer.Option(
+            help="Draw ROC and PR curves, estimated over exact: a .png or .svg file, or a "
+            "directory ending in / (curves.png in it).",
+            show_default=False,
+        ),
     ] = None,
     score_col: ScoreColOpt = "score",
     label_col: LabelColOpt = "label",
@@ -836,8 +877,7 @@ def curves(
     from fedeval.report import curves_csv, curves_dict, render_curves_table
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
-        if plot is not None:
-            _check_plot_suffix(plot)
+        plot_path = _plot_path(plot, "curves.png")
         _check_ledger_options(ledger, budget)
         _keys_apply(save_release, sign_key, from_, verify_key)
         _source_or_aggregate(
@@ -851,6 +891,9 @@ def curves(
             max_examples=max_examples,
             relation=relation,
         )
+        fmt = output_format
+        if fmt is CurvesFormat.table and output is not None:  # a file, or - : data, not a table
+            fmt = CurvesFormat.csv if output.suffix.lower() == ".csv" else CurvesFormat.json
         if from_ is not None:
             from fedeval.curves import curve_result
 
@@ -887,20 +930,24 @@ def curves(
             name = source_name(file)
         cdoc = curves_dict(c, source=name)
         covered = f"curves: ROC and PR, Q = {c.quantiles}"
-        _charge_if_new(ledger, budget, cdoc, "curves", covered, name, c.run)
-        _save(save_release, c.run, sign_key)
-        if plot is not None:
-            from fedeval.plot import plot_curves
+        text = None  # --format table on a terminal
+        if fmt is CurvesFormat.json:
+            text = document_text(cdoc)
+        elif fmt is CurvesFormat.csv:
+            text = curves_csv(c)
+        with Outputs() as out:
+            to_stdout = _emit(text, output, out)
+            _save(out, save_release, c.run, sign_key)
+            if plot_path is not None:
+                from fedeval.plot import plot_curves
 
-            plot_curves(c, plot)
-        if output_format is CurvesFormat.json:
-            _write_output(document_text(cdoc), output)
-        elif output_format is CurvesFormat.csv:
-            _write_output(curves_csv(c), output)
-        else:
-            if output is not None:
-                raise UsageError("-o/--output needs --format json or csv.")
+                plot_curves(c, out.staged_path(plot_path))
+            _charge_if_new(ledger, budget, cdoc, "curves", covered, name, c.run)
+            out.commit()
+        if text is None:
             render_curves_table(c, Console(), source=name)
+        elif to_stdout or output is None:
+            sys.stdout.write(text)
 
 
 @app.command()
@@ -1027,15 +1074,25 @@ def calibrate(
     seed: SeedOpt = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Write the calibration map (JSON) to this file."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the calibration map (JSON, shareable) to this file; stdout stays empty "
+            "(- for the map on stdout).",
+            show_default=False,
+        ),
     ] = None,
     output_format: Annotated[
         OutputFormat,
         typer.Option("--format", "-f", help="table, or json (the map document) on stdout."),
     ] = OutputFormat.table,
     plot: Annotated[
-        Path | None,
-        typer.Option(help="Draw a reliability diagram (.png or .svg)."),
+        str | None,
+        typer.Option(
+            help="Draw a reliability diagram: a .png or .svg file, or a directory ending in / "
+            "(reliability.png in it).",
+            show_default=False,
+        ),
     ] = None,
     score_col: ScoreColOpt = "score",
     label_col: LabelColOpt = "label",
@@ -1128,7 +1185,6 @@ def calibrate(
     method = method or "binning"
     from fedeval.calibration import calibrate_file
     from fedeval.io import source_name
-    from fedeval.mapfile import write_json
     from fedeval.report import map_dict, render_calibration_table, shareable
 
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
@@ -1136,8 +1192,7 @@ def calibrate(
         if given:
             raise UsageError(f"{', '.join(given)} apply to --multiclass only.")
         _check_buckets(buckets)
-        if plot is not None:
-            _check_plot_suffix(plot)
+        plot_path = _plot_path(plot, "reliability.png")
         _check_ledger_options(ledger, budget)
         _keys_apply(save_release, sign_key, from_, verify_key)
         _source_or_aggregate(
@@ -1187,16 +1242,22 @@ def calibrate(
             name = source_name(file)
         doc = map_dict(cal, source=name, score_col=score_col)
         covered = f"calibrate: {cal.method.value} map, ECE"
-        _charge_if_new(ledger, budget, doc, "calibrate", covered, name, cal.run)
-        _save(save_release, cal.run, sign_key)
-        if output is not None:
-            # The map file is made to be shared: under DP it holds no exact value.
-            write_json(shareable(doc), output)
-        if plot is not None:
-            from fedeval.plot import plot_reliability
+        # The map file is made to be shared: under DP it holds no exact value.
+        map_text = document_text(shareable(doc))
+        with Outputs() as out:
+            to_stdout = _emit(map_text, output, out)
+            _save(out, save_release, cal.run, sign_key)
+            if plot_path is not None:
+                from fedeval.plot import plot_reliability
 
-            plot_reliability(cal, plot)
-        if output_format is OutputFormat.json:
+                plot_reliability(cal, out.staged_path(plot_path))
+            _charge_if_new(ledger, budget, doc, "calibrate", covered, name, cal.run)
+            out.commit()
+        if to_stdout:
+            sys.stdout.write(map_text)
+        elif output is not None:
+            pass  # -o FILE: stdout stays empty
+        elif output_format is OutputFormat.json:
             sys.stdout.write(document_text(doc))
         else:
             render_calibration_table(cal, Console(), source=name)
@@ -1991,6 +2052,7 @@ def keygen(
 
 
 def _check_plot_suffix(path: Path) -> None:
+    """Before any work: the plot's format comes from its extension."""
     if path.suffix.lower() not in {".png", ".svg"}:
         raise UsageError(f"--plot '{path}': use a .png or .svg file name.")
 

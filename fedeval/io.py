@@ -731,8 +731,9 @@ def writes_parquet(output: str | os.PathLike | None) -> bool:
 
 
 def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike | None) -> int:
-    """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (both
-    atomically: a failure leaves no file), CSV on stdout for None or '-'. Returns the rows."""
+    """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (compressed
+    for .gz, .zst, .bz2; both atomically: a failure leaves no file), CSV on stdout for None or
+    '-'. Returns the rows."""
     parquet = writes_parquet(output)
 
     def write(sink) -> int:
@@ -754,5 +755,8 @@ def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike |
 
     if output is None or str(output) == STDIN:
         return write(sys.stdout.buffer)
-    with atomic_output(output, "wb") as f:
-        return write(f)
+    from fedeval.outputs import compressed, compression_of  # CSV as out.csv.gz / .zst
+
+    codec = None if parquet else compression_of(output)
+    with atomic_output(output, "wb") as f, compressed(f, codec) as sink:
+        return write(sink)

@@ -248,7 +248,10 @@ def test_output_file_holds_the_same_document(scores):
     )
     assert result.exit_code == 0, result.stderr
     written = Path("out/report.json").read_text()
-    assert written == result.stdout
+    assert result.stdout == ""  # -o PATH: the document goes there, stdout stays empty
+    same = invoke("evaluate", scores, "--format", "json", "--seed", str(SEED), "-o", "-")
+    assert same.exit_code == 0, same.stderr
+    assert written == same.stdout
     assert json.loads(written)["schema"] == "fedeval.report/2"
     assert sorted(p.name for p in Path("out").iterdir()) == ["report.json"]
 
@@ -256,7 +259,7 @@ def test_output_file_holds_the_same_document(scores):
 def test_output_file_with_table_format(scores):
     result = invoke("evaluate", scores, "--seed", str(SEED), "-o", "report.json")
     assert result.exit_code == 0, result.stderr
-    assert "ROC AUC" in result.stdout
+    assert result.stdout == ""  # -o PATH: stdout stays empty, whatever --format
     doc = json.loads(Path("report.json").read_text())
     assert doc["run"]["seed"] == SEED
 
@@ -643,11 +646,10 @@ def test_curves_json_csv_and_table(bigger):
     assert "ROC AUC" in flat(invoke("curves", bigger, "--seed", "2", env=WIDE).stdout)
 
 
-def test_curves_output_needs_a_data_format(bigger):
-    r = invoke("curves", bigger, "-o", "c.json")
-    assert r.exit_code == 2
-    assert "needs --format json or csv" in flat(r.stderr)
-    assert not Path("c.json").exists()
+def test_curves_output_format_from_the_extension(bigger):
+    r = invoke("curves", bigger, "-o", "c.json", "--seed", "1")
+    assert r.exit_code == 0 and r.stdout == ""
+    assert json.loads(Path("c.json").read_text())["schema"].startswith("fedeval.curves/")
     r = invoke("curves", bigger, "--format", "csv", "-o", "c.csv", "--seed", "1")
     assert r.exit_code == 0 and r.stdout == ""
     assert Path("c.csv").read_text().startswith("threshold,fpr,tpr,precision")
@@ -706,7 +708,7 @@ def test_calibrate_json_and_bbq(bigger):
 
 
 def test_apply_refuses_a_report_and_leaves_no_output(bigger):
-    run_json(bigger, "--seed", "1", "-o", "report.json")
+    assert invoke("evaluate", bigger, "--seed", "1", "-o", "report.json").exit_code == 0
     r = invoke("apply", "report.json", bigger, "-o", "out.csv")
     assert r.exit_code == 2
     assert "is a 'fedeval.report/2' document, not a calibration map" in flat(r.stderr)
@@ -729,9 +731,12 @@ def test_every_command_has_help():
 
 def test_plots_from_every_command(bigger):
     png = b"\x89PNG\r\n\x1a\n"
-    r = invoke("evaluate", bigger, "--seed", "1", "--plot", "figs")
+    r = invoke("evaluate", bigger, "--seed", "1", "--plot", "figs/")  # a directory: final /
     assert r.exit_code == 0, r.stderr
     assert Path("figs/curves.png").read_bytes().startswith(png)
+    r = invoke("evaluate", bigger, "--seed", "1", "--plot", "e.svg")  # or a file
+    assert r.exit_code == 0, r.stderr
+    assert "<svg" in Path("e.svg").read_text()
     r = invoke("curves", bigger, "--seed", "1", "--plot", "c.svg")
     assert r.exit_code == 0, r.stderr
     assert "<svg" in Path("c.svg").read_text()
