@@ -1,0 +1,434 @@
+"""Scale (issue 13): `fedeval.evaluate_file` at 10M, 100M and (with --billion) 1B rows against
+the floor measured in the same run with the same number of threads.
+
+For each row count, thread count, privacy model (federated, distdp, localdp) and mode
+(``default``: the exact values beside each estimate, as a simulation shows them, and 95%
+intervals; ``--no-exact``: intervals only), it prints the wall time, rows/s, the peak resident
+memory (RSS), the floor's time and the ratio. The floors:
+
+- ``floor+sort`` (for the default mode): read the two columns with pyarrow, one ``np.bincount``
+  of a cell index per row group, and one sort of all the scores (the exact values need it);
+- ``floor`` (for ``--no-exact``): the same without keeping and sorting the scores (a streamed
+  read and a bincount, memory independent of n).
+
+Both read the row groups in a pool of the same number of threads as fedeval is given
+(``threads=``), and pyarrow's own pools are limited to that number too.
+
+Targets (issue 13), checked and printed at the end:
+
+- default ≤ 1.5 × floor+sort at 10M rows; ``--no-exact`` ≤ 1.2 × floor; every model;
+- ``--no-exact`` peak RSS ≤ 600 MB at 100M rows and flat in n (10M vs 100M); with exact values
+  at most 8 bytes a row + 300 MB;
+- with all cores, ≤ 1.5 × the multi-threaded floor at 100M rows;
+- a directory of 20 Parquet files gives the same release as one file with the same rows;
+- ``--per-client`` ≤ 3 × the fast path at 200k clients.
+
+Data: ``benchmarks/_data/scale_<rows>.parquet`` (gitignored), made on first use: float32 scores
+(a logistic of a normal shifted for positives, so nearly every score is distinct: the hard case
+for exact values), int8 labels with 30% positives, row groups of 2^20 rows, zstd. 1B rows take
+about 5 GB of disk.
+
+Each measurement runs in a fresh process (so peaks do not mix): it runs the task `--repeats`
+times and reports the best time and its own peak (``VmHWM``).
+
+    .venv/bin/python benchmarks/scale.py                       # 10M and 100M, all cores
+    .venv/bin/python benchmarks/scale.py --threads 1,16 --billion
+    .venv/bin/python benchmarks/scale.py --rows 1e6 --repeats 1 --models distdp
+
+The table goes to stdout, progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = ROOT / "benchmarks" / "_data"
+MODELS = ("federated", "distdp", "localdp")
+MODES = ("default", "no-exact")
+DEFAULT_ROWS = (10_000_000, 100_000_000)
+BILLION = 1_000_000_000
+ROW_GROUP_ROWS = 1 << 20
+FLOOR_CELLS = 1024
+PER_CLIENT_CLIENTS = 200_000
+DIR_FILES = 20
+
+RATIO_DEFAULT = 1.5
+RATIO_NO_EXACT = 1.2
+RATIO_ALL_CORES = 1.5
+PEAK_NO_EXACT_MB = 600.0
+EXACT_BYTES_PER_ROW = 8
+EXACT_EXTRA_MB = 300.0
+PER_CLIENT_RATIO = 3.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def all_cores() -> int:
+    with contextlib.suppress(AttributeError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+
+
+def data_path(rows: int) -> Path:
+    return DATA_DIR / f"scale_{rows}.parquet"
+
+
+def _row_group(rng: np.random.Generator, n: int) -> pa.Table:
+    y = rng.random(n) < 0.3
+    z = rng.standard_normal(n) + 1.2 * y
+    score = (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
+    return pa.table({"score": score, "label": y.astype(np.int8)})
+
+
+def ensure_data(rows: int) -> Path:
+    """The benchmark file of `rows` rows, written once (seeded) and reused."""
+    path = data_path(rows)
+    if path.exists():
+        with contextlib.suppress(pa.ArrowException, OSError):
+            if pq.ParquetFile(path).metadata.num_rows == rows:
+                return path
+    log(f"writing {path} ({rows:,} rows) ...")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    rng = np.random.default_rng([20261123, rows])
+    schema = pa.schema([("score", pa.float32()), ("label", pa.int8())])
+    try:
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for start in range(0, rows, ROW_GROUP_ROWS):
+                n = min(ROW_GROUP_ROWS, rows - start)
+                writer.write_table(_row_group(rng, n), row_group_size=ROW_GROUP_ROWS)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def ensure_directory(rows: int, files: int = DIR_FILES) -> Path:
+    """The same rows as `ensure_data(rows)`, split over `files` Parquet files in a directory."""
+    source = ensure_data(rows)
+    directory = DATA_DIR / f"scale_{rows}_{files}files"
+    if directory.exists() and len(list(directory.glob("*.parquet"))) == files:
+        return directory
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    pf = pq.ParquetFile(source)
+    groups = np.array_split(np.arange(pf.metadata.num_row_groups), files)
+    for i, g in enumerate(groups):
+        pq.write_table(
+            pf.read_row_groups(list(g)), directory / f"part-{i:02d}.parquet", compression="zstd"
+        )
+    return directory
+
+
+def ensure_clients(clients: int) -> Path:
+    """One example per client, with a client column: the per-client path's setting."""
+    path = DATA_DIR / f"scale_clients_{clients}.parquet"
+    if not path.exists():
+        t = _row_group(np.random.default_rng([7, clients]), clients)
+        t = t.append_column("client", pa.array(np.arange(clients, dtype=np.int64)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(t, path)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# The work being timed (each in a fresh child process)
+
+
+def floor(path: Path, threads: int, sort: bool) -> None:
+    """Read both columns row group by row group in `threads` threads, one bincount each; with
+    `sort`, keep the scores and sort them once."""
+    n_groups = pq.ParquetFile(path).metadata.num_row_groups
+
+    def group(i: int):
+        t = pq.ParquetFile(path, pre_buffer=False).read_row_group(
+            i, columns=["score", "label"], use_threads=False
+        )
+        score = t.column("score").to_numpy()
+        label = t.column("label").to_numpy()
+        cell = (score * FLOOR_CELLS).astype(np.int64)
+        cell += label.astype(np.int64) * (FLOOR_CELLS + 1)
+        return np.bincount(cell, minlength=2 * (FLOOR_CELLS + 1)), score if sort else None
+
+    counts = np.zeros(2 * (FLOOR_CELLS + 1), np.int64)
+    kept = []
+    with ThreadPoolExecutor(threads) as pool:
+        for c, s in pool.map(group, range(n_groups)):
+            counts += c
+            if s is not None:
+                kept.append(s)
+    if sort:
+        scores = np.concatenate(kept)
+        kept.clear()
+        scores.sort()
+
+
+def evaluate(path: Path, threads: int, model: str, mode: str) -> None:
+    import fedeval
+
+    fedeval.evaluate_file(path, model=model, exact=mode == "default", threads=threads)
+
+
+def per_client(path: Path, threads: int, model: str, mode: str) -> None:
+    import fedeval
+
+    fedeval.evaluate_file(path, model=model, path=mode, exact=False, ci_draws=0, threads=threads)
+
+
+def own_peak_rss_mb() -> float:
+    """This process's peak RSS in MB (`VmHWM`: its own high-water mark, not the parent's)."""
+    with contextlib.suppress(OSError), open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
+def run_child(task: str, path: Path, threads: int, model: str, mode: str, repeats: int) -> None:
+    pa.set_cpu_count(threads)
+    pa.set_io_thread_count(max(threads, 1))
+    work = {
+        "floor": lambda: floor(path, threads, sort=False),
+        "floor+sort": lambda: floor(path, threads, sort=True),
+        "evaluate": lambda: evaluate(path, threads, model, mode),
+        "per-client": lambda: per_client(path, threads, model, mode),
+    }[task]
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - t0)
+    print(json.dumps({"seconds": best, "peak_mb": own_peak_rss_mb()}))
+
+
+def measure(
+    task: str, path: Path, threads: int, repeats: int, model: str = "-", mode: str = "-"
+) -> tuple[float, float]:
+    """(best seconds, peak RSS MB) of `task` in a fresh interpreter."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", task, str(path)]
+    cmd += ["--child-threads", str(threads), "--child-model", model, "--child-mode", mode]
+    cmd += ["--repeats", str(repeats)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return out["seconds"], out["peak_mb"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+@dataclass(frozen=True)
+class Result:
+    rows: int
+    threads: int
+    model: str
+    mode: str
+    seconds: float
+    peak_mb: float
+    floor_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.floor_s
+
+    def line(self) -> str:
+        return (
+            f"{self.rows:>13,}  {self.threads:>3}  {self.model:<9}  {self.mode:<8}  "
+            f"{self.seconds:8.2f} s  {self.rows / self.seconds / 1e6:7.1f} M rows/s  "
+            f"peak {self.peak_mb:7.0f} MB  floor {self.floor_s:6.2f} s  ratio {self.ratio:5.2f}"
+        )
+
+
+def run_size(rows: int, threads: int, models, repeats: int) -> list[Result]:
+    path = ensure_data(rows)
+    log(f"{rows:,} rows, {threads} threads: warming the page cache ...")
+    measure("floor", path, threads, 1)
+    floors = {}
+    for name in ("floor", "floor+sort"):
+        s, peak = measure(name, path, threads, repeats)
+        floors[name] = s
+        print(
+            f"{rows:>13,}  {threads:>3}  {name:<20}  {s:8.2f} s  "
+            f"{rows / s / 1e6:7.1f} M rows/s  peak {peak:7.0f} MB",
+            flush=True,
+        )
+    results = []
+    for mode in MODES:
+        floor_s = floors["floor+sort" if mode == "default" else "floor"]
+        for model in models:
+            s, peak = measure("evaluate", path, threads, repeats, model, mode)
+            r = Result(rows, threads, model, mode, s, peak, floor_s)
+            print(r.line(), flush=True)
+            results.append(r)
+    return results
+
+
+def same_release_from_a_directory(rows: int) -> bool:
+    """Whether a directory of 20 files gives the release one file with the same rows gives."""
+    import fedeval
+
+    one, many = ensure_data(rows), ensure_directory(rows)
+    same = True
+    for model in MODELS:
+        a = fedeval.evaluate_file(one, model=model, seed=5, exact=False, ci_draws=0)
+        b = fedeval.evaluate_file(many, model=model, seed=5, exact=False, ci_draws=0)
+        same &= bool(np.array_equal(a.run.release.counts, b.run.release.counts))
+    return same
+
+
+def per_client_ratios(threads: int, models, repeats: int) -> list[tuple[str, float, float]]:
+    path = ensure_clients(PER_CLIENT_CLIENTS)
+    out = []
+    for model in models:
+        fast, _ = measure("per-client", path, threads, repeats, model, "fast")
+        slow, _ = measure("per-client", path, threads, repeats, model, "per-client")
+        print(
+            f"per-client  {PER_CLIENT_CLIENTS:,} clients  {model:<9}  fast {fast:6.2f} s  "
+            f"per-client {slow:6.2f} s  ratio {slow / fast:5.2f}",
+            flush=True,
+        )
+        out.append((model, fast, slow))
+    return out
+
+
+def verdicts(results: list[Result], directory_same: bool | None, clients) -> list[str]:
+    lines = []
+
+    def check(ok: bool, text: str) -> None:
+        lines.append(f"{'PASS' if ok else 'FAIL'}: {text}")
+
+    at = [r for r in results if r.rows == 10_000_000]
+    for mode, target in (("default", RATIO_DEFAULT), ("no-exact", RATIO_NO_EXACT)):
+        rs = [r for r in at if r.mode == mode]
+        if rs:
+            worst = max(rs, key=lambda r: r.ratio)
+            check(
+                worst.ratio <= target,
+                f"{mode} at 10M rows ≤ {target:g}× its floor (worst {worst.ratio:.2f}, "
+                f"{worst.model}, {worst.threads} threads)",
+            )
+    no_exact = [r for r in results if r.mode == "no-exact"]
+    big = [r for r in no_exact if r.rows >= 100_000_000]
+    if big:
+        top = max(big, key=lambda r: r.peak_mb)
+        check(
+            top.peak_mb <= PEAK_NO_EXACT_MB,
+            f"--no-exact peak at ≥ 100M rows ≤ {PEAK_NO_EXACT_MB:.0f} MB "
+            f"(max {top.peak_mb:.0f} MB, {top.model})",
+        )
+        small = [r for r in no_exact if r.rows == 10_000_000]
+        if small:
+            lo, hi = max(r.peak_mb for r in small), top.peak_mb
+            check(hi <= 1.25 * lo + 50, f"--no-exact peak flat in n ({lo:.0f} → {hi:.0f} MB)")
+    exact = [r for r in results if r.mode == "default"]
+    if exact:
+        worst = max(exact, key=lambda r: r.peak_mb - EXACT_BYTES_PER_ROW * r.rows / 2**20)
+        budget = EXACT_BYTES_PER_ROW * worst.rows / 2**20 + EXACT_EXTRA_MB
+        check(
+            worst.peak_mb <= budget,
+            f"with exact values, peak ≤ 8 B/row + 300 MB (worst {worst.peak_mb:.0f} MB against "
+            f"{budget:.0f} MB, {worst.model} at {worst.rows:,} rows)",
+        )
+    cores = all_cores()
+    many = [r for r in results if r.rows >= 100_000_000 and r.threads == cores]
+    if many and cores > 1:
+        worst = max(many, key=lambda r: r.ratio)
+        check(
+            worst.ratio <= RATIO_ALL_CORES,
+            f"all {cores} cores at ≥ 100M rows ≤ {RATIO_ALL_CORES:g}× the multi-threaded floor "
+            f"(worst {worst.ratio:.2f}, {worst.model}, {worst.mode})",
+        )
+    if directory_same is not None:
+        check(directory_same, f"a directory of {DIR_FILES} Parquet files gives the same release")
+    if clients:
+        worst = max(clients, key=lambda c: c[2] / c[1])
+        check(
+            worst[2] / worst[1] <= PER_CLIENT_RATIO,
+            f"--per-client ≤ {PER_CLIENT_RATIO:g}× the fast path at {PER_CLIENT_CLIENTS:,} "
+            f"clients (worst {worst[2] / worst[1]:.2f}, {worst[0]})",
+        )
+    return lines
+
+
+def parse_ints(text: str) -> list[int]:
+    try:
+        values = [int(float(part)) for part in text.split(",") if part.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from e
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=parse_ints, default=None, help="default: 1e7,1e8")
+    parser.add_argument("--billion", action="store_true", help="add 1B rows (about 5 GB)")
+    parser.add_argument(
+        "--threads", type=parse_ints, default=None, help="comma-separated (default: all cores)"
+    )
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--repeats", type=int, default=2, help="runs per measurement, best kept")
+    parser.add_argument("--skip-per-client", action="store_true")
+    parser.add_argument("--skip-directory", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("TASK", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--child-model", default="-", help=argparse.SUPPRESS)
+    parser.add_argument("--child-mode", default="-", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.child:
+        task, path = args.child
+        run_child(
+            task, Path(path), args.child_threads, args.child_model, args.child_mode, args.repeats
+        )
+        return 0
+    rows = args.rows or list(DEFAULT_ROWS)
+    if args.billion:
+        rows.append(BILLION)
+    threads = args.threads or [all_cores()]
+    models = [m for m in args.models.split(",") if m]
+    print(f"# {all_cores()} cores available; threads {threads}; best of {args.repeats}")
+    results: list[Result] = []
+    for n in rows:
+        for t in threads:
+            results += run_size(n, t, models, args.repeats)
+    directory_same = None
+    if not args.skip_directory:
+        directory_same = same_release_from_a_directory(min(rows))
+        print(f"directory of {DIR_FILES} files, {min(rows):,} rows: same release: {directory_same}")
+    clients = [] if args.skip_per_client else per_client_ratios(max(threads), models, args.repeats)
+    for line in verdicts(results, directory_same, clients):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
