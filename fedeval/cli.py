@@ -94,6 +94,11 @@ def _progress_bar(label: str, enabled: bool) -> Iterator:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
+def _plural(n: int, noun: str) -> str:
+    """'1 part', '2 parts', '1,000 parts'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _floats(text: str, option: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
@@ -1379,13 +1384,25 @@ def apply(
 @app.command()
 def plan(
     rows: Annotated[
-        int, typer.Option("--rows", "-n", min=100, help="Population: examples (one per client).")
-    ],
+        int | None,
+        typer.Option(
+            "--rows",
+            "-n",
+            min=100,
+            help="Population: examples (one per client) \\[default: the rows of --like].",
+            show_default=False,
+        ),
+    ] = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     positives_fraction: Annotated[
-        float, typer.Option(help="Share of positive examples, strictly between 0 and 1.")
-    ] = 0.5,
+        float | None,
+        typer.Option(
+            help="Share of positive examples, strictly between 0 and 1 \\[default: that of "
+            "--like, else 0.5].",
+            show_default=False,
+        ),
+    ] = None,
     auc: Annotated[
         float, typer.Option(help="ROC AUC of the reference scores (binormal model).")
     ] = 0.85,
@@ -1430,6 +1447,12 @@ def plan(
 
     with _errors_to_exit():
         like_data = None if like is None else read_scored(like, keep_scores=False)
+        if rows is None:
+            if like_data is None:
+                raise UsageError("give the population with --rows N, or a pilot file with --like.")
+            rows = max(like_data.rows, 100)
+        if positives_fraction is None:
+            positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
         kwargs = {
             "model": model,
             "epsilon": epsilon,
@@ -1481,7 +1504,7 @@ def plan(
         ref = f"scores like {like}" if like else f"binormal reference scores, AUC {auc:g}"
         out.print(
             f"[bold]{cfg.model.value}[/bold]{eps} · {rows:,} examples "
-            f"({positives_fraction:.0%} positive) · {ref}",
+            f"({positives_fraction:.1%} positive) · {ref}",
             soft_wrap=True,
         )
         out.print(
@@ -1642,7 +1665,7 @@ def ledger_show(
             t.add_column(col)
         for e in entries:
             t.add_row(
-                str(e.get("time"))[:16].replace("T", " "),
+                str(e.get("time"))[:19].replace("T", " "),
                 str(e.get("dataset")),
                 str(e.get("command")),
                 str(e.get("model")),
@@ -1904,7 +1927,7 @@ def encode(
     eps = "" if cfg.epsilon is None else f" ε={cfg.epsilon:g}"
     err.print(
         f"{source_name(file)}: {s.examples:,} examples of {s.clients:,} clients → '{output}' "
-        f"({s.parts} parts, {s.report_bytes:,} bytes)",
+        f"({_plural(s.parts, 'part')}, {s.report_bytes:,} bytes)",
         highlight=False,
     )
     t = Table(box=None, show_header=False, pad_edge=False)
@@ -2002,8 +2025,8 @@ def aggregate(
     # Participation is what the server sees anyway; no count of examples is printed (under
     # add-remove none is known, and the log is a document too).
     err.print(
-        f"{s.cohorts} cohort(s): {s.reported:,} of {s.clients:,} clients reported{recovered} "
-        f"→ '{output}'",
+        f"{_plural(s.cohorts, 'cohort')}: {s.reported:,} of {s.clients:,} clients reported"
+        f"{recovered} → '{output}'",
         highlight=False,
     )
 

@@ -672,6 +672,14 @@ def positive_labels(
                 f"{where}: --pos-label {pos_label!r} cannot be compared with labels of type "
                 f"{arr.type}."
             ) from e
+        if len(seen) == 2 and target.as_py() not in seen:
+            found = " and ".join(repr(v) for v in sorted(seen, key=str))
+            raise InputError(
+                f"{where}: the positive label {pos_label!r} is neither of the labels found, "
+                f"{found} (compared exactly, case included).",
+                file=name,
+                column=col,
+            )
         return pc.equal(arr, target).to_numpy(zero_copy_only=False)
     if pa.types.is_boolean(arr.type):
         return arr.to_numpy(zero_copy_only=False)

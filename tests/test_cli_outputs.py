@@ -274,3 +274,64 @@ def test_broken_pipe_exits_0_without_traceback(tmp_path):
     _, stderr = p.communicate(timeout=120)
     assert p.returncode == 0, stderr
     assert b"Traceback" not in stderr and b"BrokenPipeError" not in stderr
+
+
+# --- messages ------------------------------------------------------------------------------
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "scores.parquet"
+
+
+def test_readme_ci_example_passes_on_the_sample_data(tmp_path, monkeypatch):
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    Path("scores.parquet").write_bytes(SAMPLE.read_bytes())
+    text = README.read_text()
+    block = text[text.index("In CI, fail the build") :]
+    block = block[block.index("```sh") + 5 : block.index("```", block.index("```sh") + 5)]
+    commands = [line for line in block.splitlines() if line.startswith("fedeval ")]
+    assert [c.split()[1] for c in commands] == ["evaluate", "check"]
+    for command in commands:
+        r = invoke(*shlex.split(command)[1:])
+        assert r.exit_code == 0, (command, r.stderr)
+
+
+def test_pos_label_that_matches_no_label_lists_the_labels_found(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("t.csv").write_text("score,label\n0.1,no\n0.9,yes\n0.3,no\n0.8,yes\n")
+    r = invoke("evaluate", "t.csv", *FAST, "--pos-label", "Yes")
+    assert r.exit_code == 2
+    assert "'no' and 'yes'" in r.stderr and "'Yes'" in r.stderr
+    assert invoke("evaluate", "t.csv", *FAST, "--pos-label", "yes").exit_code == 0
+
+
+def test_plan_like_takes_rows_and_positive_share_from_the_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    y = (rng.random(3000) < 0.3).astype(int)
+    s = np.clip(0.3 * y + 0.7 * rng.random(3000), 0, 1)
+    Path("p.csv").write_text(
+        "score,label\n" + "".join(f"{a:.4f},{b}\n" for a, b in zip(s, y, strict=True))
+    )
+    r = invoke("plan", "--like", "p.csv", "-f", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["rows"] == 3000
+    assert doc["positives_fraction"] == pytest.approx(y.mean())
+    table = invoke("plan", "--like", "p.csv")
+    assert f"({y.mean():.1%} positive)" in " ".join(table.stdout.split())
+    r = invoke("plan")
+    assert r.exit_code == 2 and "--rows" in r.stderr
+
+
+def test_counts_in_messages_are_singular_for_one():
+    from fedeval.cli import _plural
+
+    assert [_plural(n, "part") for n in (0, 1, 2, 1000)] == [
+        "0 parts",
+        "1 part",
+        "2 parts",
+        "1,000 parts",
+    ]
