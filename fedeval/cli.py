@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fedeval import __version__
-from fedeval.cli_support import FedevalGroup, error_console, set_debug
+from fedeval.cli_support import FedevalGroup, error_console, option_given, set_debug
 from fedeval.config import PrivacyModel, Relation, Unit
 from fedeval.documents import document_text
 from fedeval.errors import UsageError
@@ -1175,8 +1175,8 @@ def calibrate(
             )
         return
     multiclass_only = {
-        "--rounds": rounds != 12,
-        "--participation": participation != 0.1,
+        "--rounds": option_given("rounds"),
+        "--participation": option_given("participation"),
         "--clients": clients is not None,
         "--beta": beta is not None,
         "--delta": delta is not None,
@@ -1195,7 +1195,8 @@ def calibrate(
     with _errors_to_exit(), _progress_bar("encoding client reports", per_client) as progress:
         given = [k for k, v in multiclass_only.items() if v]
         if given:
-            raise UsageError(f"{', '.join(given)} apply to --multiclass only.")
+            verb = "applies" if len(given) == 1 else "apply"
+            raise UsageError(f"{', '.join(given)} {verb} to --multiclass only.")
         _check_buckets(buckets)
         plot_path = _plot_path(plot, "reliability.png")
         _check_ledger_options(ledger, budget)
@@ -1362,7 +1363,14 @@ def apply(
             show_default=False,
         ),
     ] = None,
-    score_col: ScoreColOpt = "score",
+    score_col: Annotated[
+        str,
+        typer.Option(
+            help="Column holding the scores \\[default: the one the map was fitted on, as the "
+            "map records it, else 'score'].",
+            show_default=False,
+        ),
+    ] = "score",
     output_col: Annotated[str, typer.Option(help="Name of the new column.")] = "calibrated",
 ) -> None:
     """Add a column of calibrated probabilities to every row of INPUT (all columns kept).
@@ -1378,6 +1386,11 @@ def apply(
         if map_kind(map_file) == "multiclass":
             apply_multiclass_map_file(map_file, input_file, output)
         else:
+            if not option_given("score_col"):  # the column the map was fitted on
+                from fedeval.mapfile import load_map
+
+                stored = load_map(map_file).document.get("score_column")
+                score_col = stored if isinstance(stored, str) and stored else score_col
             apply_map_file(map_file, input_file, output, score_col=score_col, output_col=output_col)
 
 

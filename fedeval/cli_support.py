@@ -202,3 +202,18 @@ def click_context():
     from typer._click.globals import get_current_context
 
     return get_current_context(silent=True)
+
+
+def option_given(name: str) -> bool:
+    """Whether the running command's parameter `name` was given on the command line (or in the
+    environment), not left at its default: an option that does not apply is refused even when
+    its value equals the default."""
+    from typer._click.core import ParameterSource
+
+    ctx = click_context()
+    if ctx is None:
+        return False
+    return ctx.get_parameter_source(name) in (
+        ParameterSource.COMMANDLINE,
+        ParameterSource.ENVIRONMENT,
+    )

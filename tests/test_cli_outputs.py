@@ -335,3 +335,21 @@ def test_counts_in_messages_are_singular_for_one():
         "2 parts",
         "1,000 parts",
     ]
+
+
+def test_multiclass_options_are_refused_in_binary_mode_even_at_their_default(table):
+    r = invoke("calibrate", table, *FAST, "--rounds", "12")
+    assert r.exit_code == 2
+    assert "--rounds applies to --multiclass only" in r.stderr
+    r = invoke("calibrate", table, *FAST, "--rounds", "12", "--participation", "0.1")
+    assert "--rounds, --participation apply to --multiclass only" in r.stderr
+
+
+def test_apply_reads_the_score_column_the_map_was_fitted_on(table):
+    Path("s.csv").write_text(Path(table).read_text().replace("score,label", "p,label", 1))
+    assert invoke("calibrate", "s.csv", *FAST, "--score-col", "p", "-o", "m.json").exit_code == 0
+    r = invoke("apply", "m.json", "s.csv")
+    assert r.exit_code == 0, r.stderr
+    assert r.stdout.startswith("p,label,calibrated\n")
+    r = invoke("apply", "m.json", "s.csv", "--score-col", "label")  # given: it wins
+    assert r.exit_code == 0, r.stderr
