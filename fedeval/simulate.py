@@ -78,6 +78,11 @@ def client_batches(
         yield c0, c1, order[lo:hi]
 
 
+FEDERATED_BATCH_WIDTH = 64
+"""Entries a federated client's summed report is counted as when batching clients: its one-hot
+counts are never made dense, so batches are large (2^16 clients at the default cap)."""
+
+
 def per_client_release(
     data: ScoredData,
     config: PrivacyConfig,
@@ -101,13 +106,25 @@ def per_client_release(
     width = int(level_offsets(config)[-1])
     counts = np.zeros(width, np.int64)
     reporters = np.zeros(len(config.levels), np.int64)
-    for c0, c1, sel in client_batches(ex.client, n, batch_width(config), max_cells):
-        reports, per_level = mech.client_reports(
-            cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config, n, rng
-        )
-        counts += reports.sum(axis=0)
+    # A mechanism whose reports are sparse sums a batch's reports without making them dense
+    # (`chunk_sum`, drawing from the generator exactly as `client_reports` does); the others
+    # materialise the batch's reports and sum them.
+    chunk_sum = getattr(mech, "chunk_sum", None)
+    width = batch_width(config)
+    if config.model is PrivacyModel.FEDERATED:
+        # Nothing is drawn per client, so batches need not match the encoder's (whose dense
+        # reports they bound): a batch's one-hot counts are a bincount of its examples' nodes.
+        width = FEDERATED_BATCH_WIDTH
+    for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
+        args = (cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config, n, rng)
+        if chunk_sum is not None:
+            total, per_level = chunk_sum(*args)
+        else:
+            reports, per_level = mech.client_reports(*args)
+            total = reports.sum(axis=0)
+        counts += total
         if per_level is not None:
-            reporters += per_level.sum(axis=0)
+            reporters += per_level if per_level.ndim == 1 else per_level.sum(axis=0)
         if progress is not None:
             progress(c1, n)
     return Release.of_cohort(config, counts, reporters, n)

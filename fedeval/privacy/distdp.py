@@ -18,7 +18,12 @@ import numpy as np
 from fedeval.config import PrivacyConfig
 from fedeval.privacy import federated
 from fedeval.privacy.mechanism import mechanism_of
-from fedeval.privacy.noise import discrete_laplace, discrete_laplace_variance, polya_share
+from fedeval.privacy.noise import (
+    dense,
+    discrete_laplace,
+    discrete_laplace_variance,
+    polya_share_events,
+)
 from fedeval.release import Release, level_offsets
 
 
@@ -43,7 +48,18 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     Returns (reports (n_clients, D), None): a distdp report carries no exact example count."""
     reports = federated.onehot_reports(cells, labels, client, n_clients, config)
     d = int(level_offsets(config)[-1])
-    return reports + polya_share(cohort_size, alpha(config), (n_clients, d), rng), None
+    at, value = polya_share_events(cohort_size, alpha(config), n_clients * d, rng)
+    return reports + dense(at, value, (n_clients, d)), None
+
+
+def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+    """The sum of `client_reports` over the clients, drawn from the generator exactly as they
+    are (same shares), without a dense (n_clients, D) array: the one-hot counts and each
+    client's share events summed per node."""
+    d = int(level_offsets(config)[-1])
+    counts = federated.chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng)[0]
+    at, value = polya_share_events(cohort_size, alpha(config), n_clients * d, rng)
+    return counts + dense(at % d, value, (d,)), None
 
 
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:

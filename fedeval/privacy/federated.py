@@ -35,6 +35,12 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     return onehot_reports(cells, labels, client, n_clients, config), None
 
 
+def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+    """The sum of `client_reports` over the clients, without a dense (n_clients, D) array."""
+    d = int(level_offsets(config)[-1])
+    return np.bincount(example_nodes(cells, labels, config).ravel(), minlength=d), None
+
+
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     return [c.astype(np.float64) for c in release.level_counts()], [0.0] * len(
         release.config.levels

@@ -31,6 +31,42 @@ def polya(r: float, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
     return rng.negative_binomial(r, 1.0 - alpha, size=size)
 
 
+def polya_events(
+    r: float, alpha: float, n_cells: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """`n_cells` independent Pólya(r, α) draws, sparse: (cell of each event, its value), the
+    draw of a cell being the sum of its events' values.
+
+    Pólya(r, α) is compound Poisson: a Poisson(λ) number of logarithmic(α) jumps with
+    λ = −r·ln(1 − α) (its pgf ((1 − α)/(1 − αs))^r = exp(λ(G(s) − 1)), G the log-series pgf;
+    Johnson, Kemp & Kotz, "Univariate Discrete Distributions", 3rd ed., section 5.12.2). The
+    Poisson counts of all cells are one Poisson(n·λ) total spread uniformly over the cells. For
+    a client's share (r = 1/m) that is about −ln(1 − α) events per m cells: a few draws for a
+    whole cohort's shares instead of two per cell, with the same distribution.
+    """
+    lam = -r * math.log1p(-alpha)
+    m = int(rng.poisson(lam * n_cells))
+    return rng.integers(0, n_cells, m), rng.logseries(alpha, m).astype(np.int64)
+
+
+def polya_share_events(
+    n_clients: int, alpha: float, n_cells: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """`n_cells` clients' shares Pólya(1/n, α) − Pólya(1/n, α) as sparse events (see
+    `polya_events`): (cells, signed values)."""
+    r = 1.0 / n_clients
+    up_at, up = polya_events(r, alpha, n_cells, rng)
+    down_at, down = polya_events(r, alpha, n_cells, rng)
+    return np.concatenate([up_at, down_at]), np.concatenate([up, -down])
+
+
+def dense(cells: np.ndarray, values: np.ndarray, shape) -> np.ndarray:
+    """Sparse events summed into a dense int64 array of `shape`."""
+    out = np.zeros(int(np.prod(shape)), np.int64)
+    np.add.at(out, cells, values)
+    return out.reshape(shape)
+
+
 def polya_share(n_clients: int, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
     """One client's noise share: Pólya(1/n, α) − Pólya(1/n, α); n shares sum to discrete Laplace."""
     r = 1.0 / n_clients
