@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from enum import StrEnum
@@ -18,7 +19,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 from rich.text import Text
 
@@ -387,6 +395,17 @@ MaxExamplesOpt = Annotated[
     ),
 ]
 
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        min=1,
+        help="Threads that read and histogram the input \\[default: every core]; the result is "
+        "the same for any number.",
+        show_default=False,
+    ),
+]
+
 
 def _gates(fail_under, fail_over, gate_on: str):
     from fedeval.gates import GateOn, Kind, parse_gates
@@ -607,6 +626,7 @@ def _table_options(
     unit: Unit = Unit.EXAMPLE,
     max_examples: int | None = None,
     relation: str | None = None,
+    threads: int | None = None,
 ) -> dict:
     """The reading and simulation options every one-shot command passes to the library."""
     from fedeval.io import Columns
@@ -621,7 +641,44 @@ def _table_options(
         "exact": exact,
         "path": "per-client" if per_client else "fast",
         "progress": progress,
+        "threads": threads,
+        "read_progress": _ReadBar() if err.is_terminal and not err.quiet else None,
     }
+
+
+class _ReadBar:
+    """`read_progress` for the library: a bar of rows read on stderr, shown only once a read
+    has taken READ_BAR_AFTER seconds (a short read draws nothing), gone when the read ends."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.bar: Progress | None = None
+        self.task = None
+
+    def __call__(self, rows: int | None) -> None:
+        if rows is None:  # the read is over
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
+            return
+        if self.bar is None:
+            if time.monotonic() - self.start < READ_BAR_AFTER:
+                return
+            self.bar = Progress(
+                TextColumn("reading"),
+                BarColumn(),
+                TextColumn("{task.completed:,} rows"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("reading", total=None)
+        self.bar.update(self.task, completed=rows)
+
+
+READ_BAR_AFTER = 2.0
+"""Seconds a read runs before its progress bar appears."""
 
 
 def _write_output(text: str, output: Path | None) -> None:
@@ -700,6 +757,7 @@ def evaluate(
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
     relation: RelationOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
 
@@ -758,6 +816,7 @@ def evaluate(
                 unit=unit,
                 max_examples=max_examples,
                 relation=relation,
+                threads=threads,
             )
             ev = evaluate_file(
                 file,
@@ -866,6 +925,7 @@ def curves(
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
     relation: RelationOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """ROC and PR curves from one private release, through every leaf edge (or Q quantiles per
     class, PCHIP-interpolated: --curve-method pchip).
@@ -919,6 +979,7 @@ def curves(
                 unit=unit,
                 max_examples=max_examples,
                 relation=relation,
+                threads=threads,
             )
             c = roc_pr_curves_file(
                 file,
@@ -1116,6 +1177,7 @@ def calibrate(
     unit: UnitOpt = Unit.EXAMPLE,
     max_examples: MaxExamplesOpt = None,
     relation: RelationOpt = None,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Fit a calibration map from one private release, and report ECE before and after.
 
@@ -1231,6 +1293,7 @@ def calibrate(
                 unit=unit,
                 max_examples=max_examples,
                 relation=relation,
+                threads=threads,
             )
             cal = calibrate_file(
                 file,

@@ -254,7 +254,7 @@ def read_scored(
 
     Batches are validated and histogrammed by `threads` threads (default: every core); the
     result is the same bit for bit for any number. `progress(rows)` is called with the rows
-    read so far after each batch.
+    read so far after each batch, and `progress(None)` once when the read ends (or fails).
     """
     axis = _axis(score_range, axis)
     threads = _check_threads(threads)
@@ -273,6 +273,17 @@ def read_scored(
         if progress is not None:
             progress(acc.rows)
 
+    try:
+        _read_all(pieces, acc, threads, validate, merge, labels_seen, pos_label is None)
+    finally:
+        if progress is not None:
+            progress(None)
+    if acc.rows == 0:
+        raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
+    return acc.finish()
+
+
+def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, parallel_checks):
     if threads == 1:
         for piece in pieces:
             merge(acc.reduce(validate(piece, labels_seen)))
@@ -285,7 +296,7 @@ def read_scored(
         pending: deque = deque()
         try:
             for piece in pieces:
-                if pos_label is None:
+                if parallel_checks:
                     pending.append(pool.submit(lambda p: acc.reduce(validate(p, None)), piece))
                 else:
                     pending.append(pool.submit(acc.reduce, validate(piece, labels_seen)))
@@ -295,9 +306,6 @@ def read_scored(
                 merge(pending.popleft().result())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-    if acc.rows == 0:
-        raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
-    return acc.finish()
 
 
 def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) -> ScoredData:

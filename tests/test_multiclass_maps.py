@@ -198,6 +198,37 @@ def test_apply_refuses_to_overwrite_a_column(tmp_path, map_path):
         apply_multiclass_map_file(map_path, src, tmp_path / "o.parquet")
 
 
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_apply_streams_in_small_slices_with_the_same_output(
+    tmp_path, map_path, monkeypatch, suffix
+):
+    # Memory is bounded by the slice, not the table: with slices of 7 values (1 row of 4
+    # classes) every row still gets its calibrated values, and a bad row keeps its number.
+    import fedeval.multiclass.data as data
+
+    _, z = arrays(3)
+    src = table_path(tmp_path, z, name=f"in{suffix}")
+    whole = tmp_path / "whole.parquet"
+    apply_multiclass_map_file(map_path, src, whole)
+    seen = []
+    parse = data.parse_batch
+
+    def spy(rb, *a, **kw):
+        seen.append(rb.num_rows)
+        return parse(rb, *a, **kw)
+
+    monkeypatch.setattr(data, "APPLY_CELLS", 7)
+    monkeypatch.setattr(data, "parse_batch", spy)
+    sliced = tmp_path / "sliced.parquet"
+    assert apply_multiclass_map_file(map_path, src, sliced) == N
+    assert max(seen) == 1 and sum(seen) == N
+    assert pq.read_table(sliced).to_pandas().equals(pq.read_table(whole).to_pandas())
+    bad = tmp_path / "bad.csv"
+    bad.write_text("logit_0,logit_1,logit_2,logit_3\n1,2,3,4\n1,2,3,4\n1,nan,3,4\n")
+    with pytest.raises(InputError, match=r"column 'logit_1', row 3: logit is NaN"):
+        apply_multiclass_map_file(map_path, bad, tmp_path / "o.csv")
+
+
 def test_apply_bad_row_names_file_column_row(tmp_path, map_path):
     src = tmp_path / "z.csv"
     src.write_text("logit_0,logit_1,logit_2,logit_3\n1,2,3,4\n1,nan,3,4\n")

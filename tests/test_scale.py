@@ -1,5 +1,7 @@
 """Many-file sources and threaded reading give exactly what one file read serially gives."""
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -115,3 +117,35 @@ def test_sources_that_name_no_file(tmp_path):
         read_scored(str(tmp_path / "*.parquet"))
     with pytest.raises(UsageError, match="`threads` must be a positive integer"):
         read_scored(tmp_path / "empty", threads=0)
+
+
+def test_cli_reads_a_directory_and_a_glob_with_any_threads(tmp_path):
+    from typer.testing import CliRunner
+
+    from fedeval.cli import app
+
+    table = _table(seed=5)
+    pq.write_table(table, tmp_path / "one.parquet")
+    _split(table, tmp_path / "many", parts=4)
+    docs = []
+    for source, threads in (
+        (tmp_path / "one.parquet", "1"),
+        (tmp_path / "many", "3"),
+        (str(tmp_path / "many" / "part-*.parquet"), "2"),
+    ):
+        args = ["evaluate", str(source), "--seed", "4", "--format", "json", "--threads", threads]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.stdout)
+        docs.append(doc["metrics"])
+    assert docs[0] == docs[1] == docs[2]
+    result = CliRunner().invoke(app, ["evaluate", str(tmp_path / "one.parquet"), "--threads", "0"])
+    assert result.exit_code == 2
+
+
+def test_read_progress_is_told_the_rows_and_the_end(tmp_path):
+    _split(_table(seed=6), tmp_path / "many", parts=3)
+    calls = []
+    read_scored(tmp_path / "many", progress=calls.append, threads=2)
+    assert calls[-1] is None and calls[-2] == 6000
+    assert calls[:-1] == sorted(calls[:-1])

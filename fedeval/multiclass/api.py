@@ -305,7 +305,9 @@ def calibrate_multiclass_data(
     x = data.probs if kind is InputKind.PROBS else data.logits
     # "Before" is the model's own probabilities from the columns the calibrator reads, so the
     # before/after comparison is of the same input.
-    base_probs = x if kind is InputKind.PROBS else softmax(x)
+
+    def base_probs(rows: np.ndarray) -> np.ndarray:
+        return x[rows] if kind is InputKind.PROBS else softmax(x[rows])
 
     from fedeval.simulate import rng_and_seed
 
@@ -389,7 +391,7 @@ def calibrate_multiclass_data(
 
     fit: BinningFit | TemperatureFit
     if method.is_binning:
-        p_fit = x_fit if kind is InputKind.PROBS else base_probs[fit_rows]
+        p_fit = x_fit if kind is InputKind.PROBS else softmax(x_fit)
         fit = fed_binning(
             p_fit,
             y_fit,
@@ -442,7 +444,7 @@ def calibrate_multiclass_data(
             noise_rng=r_noise,
         )
         calibrator = TemperatureCalibrator(safeguard.released)
-    before = measure(base_probs[eval_rows], y_eval, ece_bins)
+    before = measure(base_probs(eval_rows), y_eval, ece_bins)
     after = measure(calibrated_probs(calibrator, kind, x[eval_rows]), y_eval, ece_bins)
     return MulticlassResult(
         method=method,

@@ -62,53 +62,113 @@ def nll(logits: np.ndarray, labels: np.ndarray, temperature: float) -> float:
     return float(np.sum(logsumexp(z, axis=1) - z[np.arange(len(z)), labels]))
 
 
-def _derivatives(
-    z: np.ndarray, z_true: np.ndarray, s_row: np.ndarray, group: np.ndarray, n_groups: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per-group first and second derivatives of the NLL in s (summed with bincount)."""
-    a = z * s_row[:, None]
-    a -= a.max(axis=1, keepdims=True)
-    p = np.exp(a)
-    p /= p.sum(axis=1, keepdims=True)
-    mean = np.einsum("ij,ij->i", p, z)
-    dev = z - mean[:, None]
-    var = np.einsum("ij,ij->i", p, dev * dev)
-    grad = np.bincount(group, mean - z_true, minlength=n_groups)
-    hess = np.bincount(group, var, minlength=n_groups)
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """Logits prepared once for repeated passes: zc = z − max_j z (so s·zc ≤ 0 for s > 0: no
+    overflow, and the largest term of every softmax sum is 1), its square and the true class's."""
+
+    zc: np.ndarray
+    zc2: np.ndarray
+    true: np.ndarray
+    group: np.ndarray
+
+    @classmethod
+    def of(cls, logits: np.ndarray, labels: np.ndarray, group: np.ndarray) -> _Rows:
+        z = np.asarray(logits, dtype=np.float64)
+        zc = z - z.max(axis=1, keepdims=True)
+        return cls(zc, zc * zc, zc[np.arange(len(zc)), labels], group)
+
+    def take(self, rows: np.ndarray) -> _Rows:
+        return _Rows(self.zc[rows], self.zc2[rows], self.true[rows], self.group[rows])
+
+
+def _derivatives(rows: _Rows, s_row: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group first and second derivatives of the NLL in s, summed with bincount:
+    Σ_i (E_q[z_i] − z_{i,y_i}) and Σ_i Var_q[z_i] with q_i = softmax(s·z_i) (shift-invariant,
+    so the row-shifted zc serves). Var = E[z²] − E[z]² in float64: the Hessian only sets Newton
+    steps and information weights, where its relative error (≤ 1e-16·max z²/Var) is harmless."""
+    p = rows.zc * s_row[:, None]
+    np.exp(p, out=p)
+    total = p.sum(axis=1)
+    mean = np.einsum("ij,ij->i", p, rows.zc) / total
+    var = np.maximum(np.einsum("ij,ij->i", p, rows.zc2) / total - mean * mean, 0.0)
+    grad = np.bincount(rows.group, mean - rows.true, minlength=n_groups)
+    hess = np.bincount(rows.group, var, minlength=n_groups)
     return grad, hess
+
+
+NEWTON_QUADRATIC = 1e-7
+"""A Newton step smaller than this (relative to s) is taken as the last: Newton converges
+quadratically on the strictly convex NLL, so the error after it is of order its square
+(≈ 1e-14 relative), below NEWTON_TOL's float64 resolution."""
+
+
+def local_optima(
+    logits: np.ndarray, labels: np.ndarray, group: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(T_k, H_k) of every group: the NLL-optimal temperature in [T_MIN, T_MAX] of its rows
+    (NaN for an empty group) and the information of log T there (`local_information`), all
+    groups solved together by safeguarded Newton on s = 1/T, where the NLL is convex.
+
+    One pass at s = 1 gives each group's first Newton step and the side of its optimum; one
+    pass at that side's bound settles the groups whose optimum is the bound; then Newton steps
+    inside a per-group bracket (a step leaving it is replaced by bisection). A group's rows drop
+    out of the passes once it has converged; H_k is read off its last pass (at most a relative
+    1e-7 from the optimum, where H is smooth).
+    """
+    rows = _Rows.of(logits, labels, group)
+    sizes = np.bincount(group, minlength=n_groups)
+    lo = np.full(n_groups, 1 / T_MAX)
+    hi = np.full(n_groups, 1 / T_MIN)
+    s = np.ones(n_groups)
+    g, h = _derivatives(rows, s[group], n_groups)
+    h_last, s_last = h.copy(), s.copy()
+    bound = np.where(g < 0, hi, lo)  # g < 0: the optimum has s > 1
+    g_b, h_b = _derivatives(rows, bound[group], n_groups)
+    at_bound = np.where(g < 0, g_b <= 0, g_b >= 0) | (sizes == 0)
+    h_last = np.where(at_bound, h_b, h_last)
+    s_last = np.where(at_bound, bound, s_last)
+    lo = np.where(g < 0, s, np.where(g > 0, bound, lo))
+    hi = np.where(g > 0, s, np.where(g < 0, bound, hi))
+    done = at_bound | (g == 0)
+    s = np.where(at_bound, bound, s)
+    active, n_done = rows, -1
+    for it in range(MAX_ITER):
+        if it:  # the first step uses the pass at s = 1
+            if done.all():
+                break
+            if done.sum() != n_done:  # drop the rows of groups that have converged
+                n_done = int(done.sum())
+                keep = ~done[group]
+                active = rows if keep.all() else rows.take(np.flatnonzero(keep))
+            g, h = _derivatives(active, s[active.group], n_groups)
+            h_last = np.where(done, h_last, h)
+            s_last = np.where(done, s_last, s)
+            lo = np.where(~done & (g < 0), s, lo)
+            hi = np.where(~done & (g > 0), s, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(h > 0, g / h, np.inf)
+        new = s - step
+        bad = ~((new > lo) & (new < hi))
+        new = np.where(bad, 0.5 * (lo + hi), new)
+        converged = (
+            (np.abs(new - s) <= NEWTON_TOL * s)
+            | (~bad & (np.abs(step) <= NEWTON_QUADRATIC * s))
+            | (g == 0)
+            | (hi - lo <= NEWTON_TOL * s)
+        )
+        s = np.where(done, s, new)
+        done |= converged
+    info = np.where(sizes > 0, s_last * s_last * h_last, 0.0)
+    return np.where(sizes > 0, 1.0 / s, np.nan), info
 
 
 def local_temperatures(
     logits: np.ndarray, labels: np.ndarray, group: np.ndarray, n_groups: int
 ) -> np.ndarray:
     """The NLL-optimal temperature in [T_MIN, T_MAX] of every group's rows (NaN for an empty
-    group), all groups solved together: safeguarded Newton on s = 1/T with a per-group bracket
-    (a Newton step leaving the bracket is replaced by bisection)."""
-    z = np.asarray(logits, dtype=np.float64)
-    z_true = z[np.arange(len(z)), labels]
-    lo = np.full(n_groups, 1 / T_MAX)
-    hi = np.full(n_groups, 1 / T_MIN)
-    g_lo, _ = _derivatives(z, z_true, lo[group], group, n_groups)
-    g_hi, _ = _derivatives(z, z_true, hi[group], group, n_groups)
-    s = np.clip(np.ones(n_groups), lo, hi)
-    done = (g_lo >= 0) | (g_hi <= 0)  # the optimum is at a bound (convexity)
-    s = np.where(g_lo >= 0, lo, np.where(g_hi <= 0, hi, s))
-    for _ in range(MAX_ITER):
-        if done.all():
-            break
-        g, h = _derivatives(z, z_true, s[group], group, n_groups)
-        lo = np.where(~done & (g < 0), s, lo)
-        hi = np.where(~done & (g > 0), s, hi)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(h > 0, g / h, np.inf)
-        new = s - step
-        bad = ~((new > lo) & (new < hi))
-        new = np.where(bad, 0.5 * (lo + hi), new)
-        converged = (np.abs(new - s) <= NEWTON_TOL * s) | (g == 0) | (hi - lo <= NEWTON_TOL * s)
-        s = np.where(done, s, new)
-        done |= converged
-    sizes = np.bincount(group, minlength=n_groups)
-    return np.where(sizes > 0, 1.0 / s, np.nan)
+    group); see `local_optima`."""
+    return local_optima(logits, labels, group, n_groups)[0]
 
 
 def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -147,12 +207,10 @@ def local_information(
     """H_k = s²·Σ_i Var_{q_i}[z_i] at s = 1/T_k: the Fisher information of u = log T in each
     group's NLL at its optimum (∂²NLL/∂u² = s²·∂²NLL/∂s² + s·∂NLL/∂s, the second term 0 at an
     interior optimum); 0 for an empty group."""
-    z = np.asarray(logits, dtype=np.float64)
-    z_true = z[np.arange(len(z)), labels]
     s = np.where(
         np.isfinite(temperatures), 1.0 / np.where(np.isfinite(temperatures), temperatures, 1.0), 1.0
     )
-    _, h = _derivatives(z, z_true, s[group], group, n_groups)
+    _, h = _derivatives(_Rows.of(logits, labels, group), s[group], n_groups)
     return s * s * h
 
 
@@ -224,8 +282,7 @@ def fed_temperature(
     m = cohort_size(n_clients, participation)
     local = info = None
     if not per_client:
-        local = local_temperatures(logits, labels, client, n_clients)
-        info = local_information(logits, labels, client, n_clients, local)
+        local, info = local_optima(logits, labels, client, n_clients)
     u_now = math.log(initial)
     history = np.empty(rounds)
     travel = -(-rounds // 2)
@@ -336,12 +393,12 @@ class Safeguard:
 
 
 def nll_gain(logits: np.ndarray, labels: np.ndarray, temperature: float) -> np.ndarray:
-    """Per-example NLL at T = 1 minus NLL at `temperature` (n,)."""
-    z = np.asarray(logits, dtype=np.float64)
-    idx = np.arange(len(z)), labels
-    at_one = logsumexp(z, axis=1) - z[idx]
-    zt = z / temperature
-    return at_one - (logsumexp(zt, axis=1) - zt[idx])
+    """Per-example NLL at T = 1 minus NLL at `temperature` (n,): with zc = z − max_j z,
+    NLL_T = log Σ_j exp(zc_j/T) − zc_y/T (every sum's largest term is 1: no overflow)."""
+    rows = _Rows.of(logits, labels, np.zeros(len(labels), np.int64))
+    at_one = np.log(np.exp(rows.zc).sum(axis=1)) - rows.true
+    at_t = np.log(np.exp(rows.zc / temperature).sum(axis=1)) - rows.true / temperature
+    return at_one - at_t
 
 
 def check_temperature(
