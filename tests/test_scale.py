@@ -149,3 +149,38 @@ def test_read_progress_is_told_the_rows_and_the_end(tmp_path):
     read_scored(tmp_path / "many", progress=calls.append, threads=2)
     assert calls[-1] is None and calls[-2] == 6000
     assert calls[:-1] == sorted(calls[:-1])
+
+
+def _to_unit_reference(axis, x):
+    """ScoreAxis.to_unit as first written: every value clamped into its own segment."""
+    x = np.asarray(x, dtype=np.float64)
+    unit = np.interp(x, axis._xs, axis._us)
+    seg = np.searchsorted(axis._xs[1:-1], x, side="right")
+    lower = axis._us[:-1].copy()
+    lower[0] = -np.inf
+    upper = np.nextafter(axis._us[1:], -np.inf)
+    upper[-1] = np.inf
+    return np.clip(unit, lower[seg], upper[seg])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_to_unit_clamps_only_near_edges_and_gives_the_same_bits(seed):
+    from fedeval.axis import ScoreAxis
+
+    rng = np.random.default_rng(seed)
+    lo, hi = (0.0, 1.0) if seed % 2 else (-3.0, 5.0)
+    t = np.sort(lo + (hi - lo) * rng.random(int(rng.integers(1, 12))))
+    axis = ScoreAxis.aligned(lo, hi, t)
+    knots = np.array([k for k, _ in axis.knots])
+    x = np.concatenate(
+        [
+            lo + (hi - lo) * rng.random(100_000),
+            knots,
+            np.nextafter(knots, -np.inf),
+            np.nextafter(knots, np.inf),
+            np.nextafter(np.float32(knots), -np.inf).astype(np.float64),
+            [lo, hi],
+        ]
+    )
+    for values in (x, x.astype(np.float32)):
+        np.testing.assert_array_equal(axis.to_unit(values), _to_unit_reference(axis, values))
