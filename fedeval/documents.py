@@ -101,7 +101,33 @@ def document_text(doc: dict[str, Any], *, sign_key: Any = None) -> str:
     signed with `sign_key` (an Ed25519 private key) if given."""
     from fedeval.integrity import seal
 
+    bad = _non_finite(doc)
+    if bad:
+        from fedeval.errors import ReleaseError
+
+        shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ReleaseError(
+            f"this release is too noisy to estimate {shown} (not a finite number), so no "
+            "document can be written; use more examples or a larger ε."
+        )
     return json.dumps(seal(doc, sign_key=sign_key), indent=2, allow_nan=False) + "\n"
+
+
+def _non_finite(value: Any) -> list[str]:
+    """Paths (e.g. 'data.examples_estimate') of the NaN or infinite numbers in a document."""
+    import math
+
+    found: list[str] = []
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            found.append(path or "the value")
+        elif isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}" if path else str(k)) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return sorted(found)
 
 
 def write_document(doc: dict[str, Any], path: str | os.PathLike, *, sign_key: Any = None) -> None:

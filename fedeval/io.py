@@ -109,15 +109,10 @@ def _record_batches(
 def _csv_batches(
     src, wanted: list[str] | None, text: list[str], name: str
 ) -> tuple[list[str], Iterator[pa.RecordBatch]]:
+    from fedeval.limits import open_csv  # bounded header, needed columns only, capped expansion
+
     try:
-        reader = pacsv.open_csv(
-            src,
-            read_options=pacsv.ReadOptions(block_size=1 << 24),
-            convert_options=pacsv.ConvertOptions(
-                column_types=dict.fromkeys(text, pa.string()), strings_can_be_null=True
-            ),
-        )
-        names = reader.schema.names
+        names, reader = open_csv(src, name, wanted, text)
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):
             raise InputError(f"'{name}' is empty: expected a header row and data rows.") from e

@@ -587,3 +587,41 @@ def test_generated_inputs(workdir, seed):
     assert_no_traceback(result)
     if result.exit_code == 2:
         assert not Path("out.json").exists() and not Path("out.csv").exists()
+
+
+# --- resource limits ---------------------------------------------------------------------------
+
+
+def test_decompression_bomb_is_refused(workdir, monkeypatch):
+    import fedeval.limits
+
+    monkeypatch.setattr(fedeval.limits, "MIN_DECOMPRESSED_CAP", 10_000)
+    monkeypatch.setattr(fedeval.limits, "MAX_EXPANSION", 50)  # real CSV: 3-20x
+    data = gzip.compress(b"score,label\n" + b"0.5,1\n0.25,0\n" * 100_000)  # 1.3 MB from ~4 kB
+    write("bomb.csv.gz", data)
+    msg = assert_clean_error(invoke("evaluate", "bomb.csv.gz", *FAST), names=("bomb.csv.gz",))
+    assert "decompressed" in msg
+    # a genuine compressed table well within the cap reads as usual
+    write("ok.csv.gz", gzip.compress(good_csv().encode()))
+    assert invoke("evaluate", "ok.csv.gz", *FAST, "-o", "r.json").exit_code == 0
+
+
+def test_overlong_header_is_refused(workdir, monkeypatch):
+    import fedeval.limits
+
+    monkeypatch.setattr(fedeval.limits, "MAX_HEADER_BYTES", 1000)
+    names = ",".join(f"column_{i}" for i in range(500))
+    write("wide.csv", "score,label," + names + "\n0.5,1," + ",".join("0" * 500) + "\n")
+    msg = assert_clean_error(invoke("evaluate", "wide.csv", *FAST), names=("wide.csv",))
+    assert "header" in msg
+
+
+def test_only_the_needed_csv_columns_are_read(workdir):
+    from fedeval.limits import open_csv
+
+    write("t.csv", "a,score,b,label,c\n1,0.5,x,1,2020-01-01\n2,0.25,y,0,2020-01-02\n")
+    names, reader = open_csv(Path("t.csv"), "t.csv", ["score", "label", "client"], ["score"])
+    assert names == ["a", "score", "b", "label", "c"]
+    batch = next(iter(reader))
+    assert batch.schema.names == ["score", "label"]
+    assert batch.column(0).type == pa.string()  # scores as text, parsed later row by row
