@@ -175,7 +175,7 @@ def leaf_tails(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return neg[-1] - neg[::-1], pos[-1] - pos[::-1]
 
 
-def _leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
+def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
     """AP over the leaves from their tails (top edge first), as Σ over leaves of the recall each
     adds times its precision: 'step' at the leaf's lower edge (scikit-learn's AP when the scores
     are tied within each leaf), 'integral' exactly along the leaf under a uniform mix.
@@ -217,7 +217,7 @@ def leaf_curves(
     fp, tp = leaf_tails(leaves)
     n_leaves = fp.size - 1
     positives, negatives = tp[-1], fp[-1]
-    ap = _leaf_ap(fp, tp, ap_rule)
+    ap = leaf_ap(fp, tp, ap_rule)
     top = np.flatnonzero(tp + fp > 0)
     start = float(tp[top[0]] / (tp[top[0]] + fp[top[0]])) if top.size else 1.0
 
