@@ -94,6 +94,12 @@ class Method(StrEnum):
         return self is not Method.FEDTEMP
 
     @property
+    def order_preserving(self) -> bool:
+        """Whether the calibrator keeps every row's ranking of the classes (top-1 accuracy
+        cannot change): temperature scaling does; one-vs-all binning, renormalised, does not."""
+        return self is Method.FEDTEMP
+
+    @property
     def title(self) -> str:
         return {"fedbin": "FedBin", "fedbbq": "FedBBQ", "fedtemp": "FedTemp"}[self.value]
 
@@ -639,6 +645,7 @@ def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) 
         },
         "output_prefix": "cal_prob_",
         "pooled": r.pooled,
+        "order_preserving": r.method.order_preserving,
         "calibrator": calibrator_fields(r.calibrator),
         "safeguard": None if r.safeguard is None else r.safeguard.to_dict(),
         "privacy": r.mechanism.section(),
@@ -728,6 +735,12 @@ def render_multiclass_table(
         else:
             alpha = ", ".join(f"{a:.2f}" for a in cal.alpha)
             console.print(f"{r.bins} bins per class; weights α_j = [{alpha}]", soft_wrap=True)
+    if not r.method.order_preserving:
+        console.print(
+            "[yellow]binning is not order-preserving: it can change top-1 predictions (and "
+            "accuracy), more so with many classes and few examples per bin[/yellow]",
+            soft_wrap=True,
+        )
     where = "in-sample" if r.in_sample else f"on {r.eval_rows:,} held-out rows"
     warn = ""
     if r.accuracy_change < 0:

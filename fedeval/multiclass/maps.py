@@ -204,6 +204,7 @@ SHAREABLE_KEYS = (
     "columns",
     "output_prefix",
     "pooled",
+    "order_preserving",
     "calibrator",
     "safeguard",
     "privacy",
