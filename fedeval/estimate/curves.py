@@ -294,8 +294,8 @@ def exact_curves(s: SortedScores) -> Curves:
     t, tpr, fpr, precision = (np.empty(size) for _ in range(4))
     t[0], tpr[0], fpr[0], precision[0] = np.inf, 0.0, 0.0, 1.0
     t[1:] = d.values[::-1]
-    tp = np.cumsum(d.positives[::-1])
-    fp = np.cumsum(d.negatives[::-1])
+    tp = np.cumsum(d.positives[::-1], dtype=np.int64)
+    fp = np.cumsum(d.negatives[::-1], dtype=np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         np.divide(tp, p, out=tpr[1:])
         np.divide(fp, n, out=fpr[1:])

@@ -18,8 +18,10 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class DistinctScores:
-    """Each distinct score once, ascending, with the number of negatives and positives at it
-    (int64: counts are summed exactly)."""
+    """Each distinct score once, ascending, with the number of negatives and positives at it.
+
+    Counts are held in the smallest integer type that fits them (int8 when scores are distinct);
+    every sum over them is taken in int64 (exact)."""
 
     values: np.ndarray
     negatives: np.ndarray
@@ -35,7 +37,7 @@ class DistinctScores:
         if not len(vp) or not len(vn):
             dtype = np.result_type(negatives.dtype, positives.dtype)
             values = (vn if len(vn) else vp).astype(dtype, copy=False)
-            zero = np.zeros(len(values), np.int64)
+            zero = np.zeros(len(values), np.int8)
             return cls(values, cn if len(vn) else zero, cp if len(vp) else zero)
         # Merge the positives' distinct scores into the negatives': each lands at its search
         # position plus the number of new values inserted before it.
@@ -43,18 +45,25 @@ class DistinctScores:
         new = (at == len(vn)) | (vn[np.minimum(at, len(vn) - 1)] != vp)
         values = np.insert(vn, at[new], vp[new])
         neg = np.insert(cn, at[new], 0)
-        pos = np.zeros(len(values), np.int64)
+        pos = np.zeros(len(values), cp.dtype)
         inserted_before = np.cumsum(new) - new
         pos[at + inserted_before] = cp
         return cls(values, neg, pos)
 
 
 def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct values, count of each) of a sorted array."""
+    """(distinct values, count of each) of a sorted array; counts in the smallest integer type
+    that holds them (int8 when every score is distinct: an eighth of the memory of int64)."""
     if not len(a):
-        return a, np.zeros(0, np.int64)
-    starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
-    return a[starts], np.diff(np.r_[starts, len(a)]).astype(np.int64)
+        return a, np.zeros(0, np.int8)
+    new = np.empty(len(a), bool)
+    new[0] = True
+    np.not_equal(a[1:], a[:-1], out=new[1:])
+    if new.all():
+        return a, np.ones(len(a), np.int8)
+    starts = np.flatnonzero(new)
+    counts = np.diff(starts, append=len(a))
+    return a[starts], counts.astype(np.min_scalar_type(int(counts.max())))
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,8 +90,11 @@ def exact_auc(s: SortedScores) -> float:
     division.
     """
     d = s.distinct
-    below = np.cumsum(d.negatives) - d.negatives  # negatives strictly below each score
-    twice = int(np.dot(d.positives, 2 * below + d.negatives))
+    below = np.cumsum(d.negatives, dtype=np.int64)  # negatives at or below each score
+    below -= d.negatives  # strictly below
+    below *= 2
+    below += d.negatives
+    twice = int(np.dot(d.positives.astype(np.int64), below))
     denom = 2 * len(s.positives) * len(s.negatives)
     return twice / denom if denom else float("nan")
 
@@ -152,5 +164,5 @@ def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
     x = np.asarray(transform(d.values), dtype=np.float64)
     b = np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
     positives = np.bincount(b, d.positives, minlength=n_bins)
-    score_sum = np.bincount(b, x * (d.positives + d.negatives), minlength=n_bins)
+    score_sum = np.bincount(b, x * (d.positives + d.negatives.astype(np.int64)), minlength=n_bins)
     return float(np.sum(np.abs(positives - score_sum)) / total)
