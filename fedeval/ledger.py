@@ -85,7 +85,8 @@ def _accounting():
         from dp_accounting.rdp import rdp_privacy_accountant
     except ImportError:
         raise UsageError(
-            "the privacy ledger needs dp-accounting: pip install 'fedeval[accounting]'"
+            "the privacy ledger needs dp-accounting: pip install dp-accounting (or fedeval's "
+            "'accounting' extra)"
         ) from None
     return dp_event, privacy_accountant, rdp_privacy_accountant
 
@@ -96,7 +97,8 @@ def _locked(path: Path) -> Iterator[None]:
         from filelock import FileLock
     except ImportError:
         raise UsageError(
-            "the privacy ledger needs filelock: pip install 'fedeval[accounting]'"
+            "the privacy ledger needs filelock: pip install filelock (or fedeval's 'accounting' "
+            "extra)"
         ) from None
     from filelock import Timeout
 
@@ -231,8 +233,7 @@ def _rdp_epsilon(leaves: list[tuple], delta: float) -> float:
     event = dp_event.ComposedDpEvent(events)
     if not accountant.supports(event):
         raise UsageError(
-            "this dp-accounting cannot compose these events; upgrade: "
-            "pip install -U 'fedeval[accounting]'"
+            "this dp-accounting cannot compose these events; upgrade: pip install -U dp-accounting"
         )
     accountant.compose(event)
     return float(accountant.get_epsilon(delta))
@@ -417,8 +418,7 @@ def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[di
                 f"ledger '{path}' is a version-1 fedeval ledger: its total added "
                 "example-level and client-level ε (and every dataset's) as if they were one "
                 "unit, and it stored no budget, so it cannot be continued. Keep it as a "
-                "record and start a new ledger under a new name, giving its budget once: "
-                "--ledger NEW.jsonl --budget ε."
+                "record and start a new ledger under a new name, giving its budget ε once."
             )
         if schema == SCHEMA:
             if header is not None or entries:
@@ -459,7 +459,7 @@ def check_budget(
     a budget that differs from the stored one.
     """
     if budget is not None and not (math.isfinite(budget) and budget > 0):
-        raise UsageError(f"--budget must be a positive ε. Found {budget}.")
+        raise UsageError(f"the budget must be a positive, finite ε. Found {budget}.")
     if delta is not None and not 0 <= delta < 1:
         raise UsageError(f"the ledger's δ must be in [0, 1). Found {delta}.")
     header, _ = read_ledger(path)
@@ -471,7 +471,7 @@ def check_budget(
             raise UsageError(
                 f"ledger '{path}' stores its budget ε = {stored['epsilon']:g}, δ = "
                 f"{stored['delta']:g} (fixed when it was created); a different budget is "
-                "refused. Leave out --budget to use the stored one."
+                "refused. Give no budget to use the stored one."
             )
     return header
 
@@ -502,7 +502,7 @@ def charge(
             if budget is None:
                 raise UsageError(
                     f"ledger '{path}' does not exist yet: give its budget to create it "
-                    "(--budget ε); it is stored in the ledger."
+                    "(an ε); it is stored in the ledger."
                 )
             if delta is None:
                 gaussian = any(leaf[0] == "gaussian" for leaf in leaves)

@@ -39,7 +39,7 @@ FORMATS = {".png": "png", ".svg": "svg"}
 """Output suffix → matplotlib format."""
 
 PNG_DPI = 150
-MISSING = "plotting needs matplotlib: pip install 'fedeval[plot]'"
+MISSING = "plotting needs matplotlib: pip install matplotlib (or fedeval's 'plot' extra)"
 
 # Colour-blind-safe (tab:blue / tab:orange are distinguishable under the common deficiencies;
 # the exact curve is black and dashed, so it never relies on colour alone).
