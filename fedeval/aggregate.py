@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from fedeval import reports as rf
 from fedeval import secagg
+from fedeval.axis import ScoreAxis
 from fedeval.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.documents import load_document
 from fedeval.encode import MIN_COHORT, check_min_cohort
@@ -38,7 +39,7 @@ class AggregateSummary:
     """What the server summed: per cohort, clients expected, reported and recovered."""
 
     release: Release
-    score_range: tuple[float, float]
+    axis: ScoreAxis
     cohorts: int
     clients: int  # in the cohorts' rosters
     reported: int  # clients whose reports arrived
@@ -52,7 +53,7 @@ class _Cohort:
     manifest: dict
     config: PrivacyConfig
     population: int
-    score_range: tuple[float, float]
+    axis: ScoreAxis
     clients: int
     seeded: bool
 
@@ -88,6 +89,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
         lo, hi = (float(x) for x in doc["score_range"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")
+        axis = ScoreAxis.from_dict(doc)
         population = int(doc["population"])
         clients = int(doc["cohort"]["clients"])
         if not 1 <= clients <= population:
@@ -111,7 +113,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
             f"'{directory}': a cohort of {clients} clients is below the minimum of {min_cohort}; "
             "its sum would say too much about each client. Nothing was aggregated."
         )
-    return _Cohort(directory, doc, config, population, (lo, hi), clients, seeded)
+    return _Cohort(directory, doc, config, population, axis, clients, seeded)
 
 
 def _verified(directory: Path, entry: dict) -> bytes:
@@ -305,7 +307,7 @@ def _same(a: _Cohort, b: _Cohort) -> None:
     for what, x, y in (
         ("privacy parameters", a.config, b.config),
         ("population", a.population, b.population),
-        ("score range", a.score_range, b.score_range),
+        ("score axis", a.axis.to_dict(), b.axis.to_dict()),
     ):
         if x != y:
             raise InputError(
@@ -381,5 +383,5 @@ def aggregate_reports(
         releases.append(r)
         reported, recovered, nbytes = reported + rep, recovered + rec, nbytes + b
     return AggregateSummary(
-        sum(releases), first.score_range, len(cohorts), in_cohorts, reported, recovered, nbytes
+        sum(releases), first.axis, len(cohorts), in_cohorts, reported, recovered, nbytes
     )

@@ -178,3 +178,26 @@ class ScoreAxis:
         if len(scores) != len(units) or not all(map(math.isfinite, scores + units)):
             raise ValueError("cell_edges must hold two finite lists of equal length")
         return cls(lo, hi, tuple(zip(scores, units, strict=True)))
+
+
+def threshold_axis(
+    score_range: tuple[float, float], thresholds: Sequence[float], height: int | str = "auto"
+) -> ScoreAxis:
+    """The axis that makes `thresholds` cell edges of a release of `height`: at that height
+    when it is given, else at the coarsest height ≥ MIN_ALIGN_HEIGHT with room for them all.
+    Linear when a given height is too coarse to hold them all, or the thresholds are not finite
+    numbers (whoever reads them reports that)."""
+    lo, hi = (float(x) for x in score_range)
+    t = np.asarray(thresholds, dtype=np.float64)
+    if t.ndim != 1 or not np.all(np.isfinite(t)):
+        return ScoreAxis.linear(lo, hi)
+    inside = np.unique(t[(t > lo) & (t < hi)])
+    if height == "auto":
+        return ScoreAxis.aligned(lo, hi, inside)
+    try:
+        h = int(height)
+    except (TypeError, ValueError):
+        return ScoreAxis.linear(lo, hi)
+    if len(inside) == 0 or h < 1 or (1 << min(h, 30)) <= len(inside):
+        return ScoreAxis.linear(lo, hi)
+    return ScoreAxis.aligned(lo, hi, inside, height=h)

@@ -1957,6 +1957,16 @@ def encode(
     client_col: ClientColOpt = None,
     score_range: ScoreRangeOpt = "0,1",
     pos_label: PosLabelOpt = None,
+    thresholds: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated thresholds the analyst will ask for, declared now: they become "
+            "cell edges of the release, so precision/recall/accuracy there are exact sums of "
+            "cells (no interpolation); the manifest states them. Every client must be encoded "
+            "with the same ones \\[default: none; cells evenly spaced over the score range].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Encode every client's report as the deployed client would: the staged protocol's step 1.
 
@@ -1991,6 +2001,7 @@ def encode(
             max_examples=max_examples,
             relation=relation,
             score_range=_score_range(score_range),
+            thresholds=None if thresholds is None else _floats(thresholds, "--thresholds"),
             pos_label=pos_label,
             seed=seed,
             neighbours=neighbours,
@@ -2096,7 +2107,7 @@ def aggregate(
             verify_key=_public_key(verify_key),
             progress=progress,
         )
-        save_release(output, s.release, s.score_range, sign_key=_private_key(sign_key))
+        save_release(output, s.release, s.axis, sign_key=_private_key(sign_key))
     recovered = f" ({s.recovered:,} dropped, masks removed)" if s.recovered else ""
     # Participation is what the server sees anyway; no count of examples is printed (under
     # add-remove none is known, and the log is a document too).

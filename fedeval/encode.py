@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ import pyarrow as pa
 import fedeval
 from fedeval import reports as rf
 from fedeval import secagg
+from fedeval.axis import ScoreAxis, threshold_axis
 from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.data import cap_examples, read_scored
 from fedeval.errors import UsageError
@@ -211,6 +212,7 @@ def encode_file(
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
     score_range: tuple[float, float] = (0.0, 1.0),
+    thresholds: Sequence[float] | None = None,
     pos_label: object = None,
     seed: int | np.random.Generator | None = None,
     neighbours: int | None = None,
@@ -229,12 +231,27 @@ def encode_file(
     side (default ⌈log2 n⌉). `min_cohort` refuses smaller cohorts. `dropout`
     simulates that fraction of the cohort's clients vanishing after masking: their reports are
     not written and the survivors reveal the seeds they shared with them (federated only; under
-    distdp a dropout would leave the noise short of the claim and is refused).
+    distdp a dropout would leave the noise short of the claim and is refused). `thresholds`
+    declared here become cell edges of the release (`fedeval.axis`): precision, recall and
+    accuracy there need no interpolation; the manifest states the edges.
     """
+    lo, hi = (float(x) for x in score_range)
+    if thresholds is not None:
+        t = np.asarray(thresholds, dtype=np.float64)
+        if t.ndim != 1 or not np.all((t >= lo) & (t <= hi)):
+            raise UsageError(
+                f"thresholds must be numbers in the score range [{lo:g}, {hi:g}]. Found "
+                f"{list(thresholds)}."
+            )
+    axis = (
+        ScoreAxis.linear(lo, hi)
+        if thresholds is None
+        else threshold_axis((lo, hi), thresholds, height)
+    )
     data = read_scored(
         source,
         columns,
-        score_range=score_range,
+        axis=axis,
         pos_label=pos_label,
         keep_scores=False,
         keep_examples=True,
@@ -249,6 +266,7 @@ def encode_file(
         unit=unit,
         max_examples=max_examples,
         relation=relation,
+        min_height=data.axis.align_height() if data.axis.align_height() <= data.resolution else 0,
     )
     n = data.n_clients
     min_cohort = check_min_cohort(min_cohort)
@@ -351,7 +369,7 @@ def encode_file(
             "schema": rf.SCHEMA,
             "fedeval_version": fedeval.__version__,
             "privacy": claim.section(),
-            "score_range": [float(x) for x in data.score_range],
+            **data.axis.to_dict(),
             "population": population,
             "cohort": {
                 "clients": n,

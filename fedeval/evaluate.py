@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fedeval.axis import ScoreAxis
+from fedeval.axis import threshold_axis as axis_for_thresholds
 from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
@@ -341,25 +342,12 @@ def threshold_axis(
     thresholds: Sequence[float] | None,
     height: int | str = "auto",
 ) -> ScoreAxis:
-    """The axis a run reads its data on: declared thresholds (default 1/11 … 10/11 of the range)
-    become cell edges (`fedeval.axis`), at the given height or, under 'auto', at the coarsest
-    height with room for them. Linear when a given height is too coarse to hold them all."""
+    """The axis `evaluate` reads its data on: the declared thresholds, or by default
+    1/11 … 10/11 of the range, as cell edges (`fedeval.axis.threshold_axis`)."""
     lo, hi = (float(x) for x in score_range)
     if thresholds is None:
         thresholds = [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
-    t = np.asarray(thresholds, dtype=np.float64)
-    if t.ndim != 1 or not np.all(np.isfinite(t)):
-        return ScoreAxis.linear(lo, hi)  # evaluate_run reports the bad thresholds
-    inside = np.unique(t[(t > lo) & (t < hi)])
-    if height == "auto":
-        return ScoreAxis.aligned(lo, hi, inside)
-    try:
-        h = int(height)
-    except (TypeError, ValueError):
-        return ScoreAxis.linear(lo, hi)  # resolve_config reports the bad height
-    if len(inside) == 0 or h < 1 or (1 << min(h, 30)) <= len(inside):
-        return ScoreAxis.linear(lo, hi)
-    return ScoreAxis.aligned(lo, hi, inside, height=h)
+    return axis_for_thresholds((lo, hi), thresholds, height)
 
 
 def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:

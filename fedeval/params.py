@@ -83,11 +83,14 @@ def resolve_config(
     unit: Unit | str = Unit.EXAMPLE,
     max_examples: int | None = None,
     relation: str | None = None,
+    min_height: int = 0,
 ) -> PrivacyConfig:
     """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε.
 
     Under unit client the auto height sees the budget one example gets, ε/L; `relation` is the
-    neighbouring relation (None: the model's default, `fedeval.config.DEFAULT_RELATION`)."""
+    neighbouring relation (None: the model's default, `fedeval.config.DEFAULT_RELATION`).
+    `min_height` is the least height 'auto' may pick: the alignment height of declared
+    thresholds (`fedeval.axis`), which a coarser tree would cut through."""
     try:
         model = PrivacyModel(model)
     except ValueError as e:
@@ -103,7 +106,7 @@ def resolve_config(
         doubled = model is PrivacyModel.DISTDP and relation is Relation.REPLACE
         factor = (max_examples or 1) * (2 if doubled else 1)
         per_example = None if epsilon is None else epsilon / factor
-        height = auto_height(model, n, per_example)
+        height = max(auto_height(model, n, per_example), min_height)
     else:
         try:
             height = int(height)

@@ -303,21 +303,8 @@ def simulate(
         unit=unit,
         max_examples=max_examples,
         relation=relation,
+        min_height=data.axis.align_height() if data.axis.align_height() <= data.resolution else 0,
     )
-    aligned = data.axis.align_height()
-    if height == "auto" and config.height < aligned <= data.resolution:
-        # Declared thresholds sit on cell edges of the alignment height and every finer one:
-        # a coarser tree would cut through them, so auto stops there.
-        config = resolve_config(
-            model,
-            n=data.rows,
-            epsilon=epsilon,
-            height=aligned,
-            shape=shape,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
-        )
     path = SimulationPath(path)
     _check_ci_draws(ci_draws)
     rng, seed_used = rng_and_seed(seed)

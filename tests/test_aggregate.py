@@ -231,3 +231,29 @@ def test_encode_bad_input_writes_nothing(work):
     assert "bad.parquet" in flat(r.stderr) and "row 2" in flat(r.stderr)
     assert not Path("reports").exists()
     assert not any(p.name.startswith(".reports") for p in Path(".").iterdir())
+
+
+def test_declared_thresholds_reach_the_release(work):
+    # Declared at encode, the thresholds are cell edges of every client's report, the manifest
+    # states them, and the aggregate carries them to evaluate --from: with exact sums
+    # (federated), precision/recall there are the exact values of the pooled table.
+    encode("clients.parquet", "reports", "--thresholds", "0.37,0.61")
+    manifest = json.loads(Path("reports/manifest.json").read_text())
+    assert manifest["cell_edges"]["scores"] == [0.37, 0.61]
+    assert run("aggregate", "reports", "-o", "agg.fedeval").exit_code == 0
+    r = run("evaluate", "--from", "agg.fedeval", "--thresholds", "0.37,0.61", "-f", "json")
+    assert r.exit_code == 0, r.output
+    df = pd.read_parquet("clients.parquet")
+    for row in json.loads(r.stdout)["metrics"]["thresholds"]:
+        t = row["threshold"]
+        predicted = df["score"] >= t
+        tp = int((predicted & (df["label"] == 1)).sum())
+        assert row["recall"]["estimate"] == pytest.approx(tp / int(df["label"].sum()), abs=1e-12)
+        assert row["precision"]["estimate"] == pytest.approx(tp / int(predicted.sum()), abs=1e-12)
+    # Cohorts encoded with other thresholds are not one protocol run.
+    Path("agg.fedeval").unlink()
+    encode("half_a.parquet", "a", "--population", "240", "--thresholds", "0.37,0.61")
+    encode("half_b.parquet", "b", "--population", "240", "--thresholds", "0.5")
+    refused(["a", "b"], "score axis")
+    r = run("encode", "clients.parquet", "-o", "bad", "--thresholds", "2")
+    assert r.exit_code == 2 and not Path("bad").exists()
