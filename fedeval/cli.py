@@ -1061,7 +1061,13 @@ def calibrate(
     rounds: Annotated[int, typer.Option(min=1, help="--multiclass: T calibration rounds.")] = 12,
     participation: Annotated[
         float,
-        typer.Option(min=0.0, max=1.0, help="--multiclass: share p of clients in each round."),
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="--multiclass: share p of clients in each round, drawn without replacement "
+            "across rounds (a client is charged only for the rounds it is in); with --epsilon "
+            "use 1 for fedtemp.",
+        ),
     ] = 0.1,
     clients: Annotated[
         int | None,

@@ -1,12 +1,17 @@
 """User-level DP for federated calibration: clipping, Gaussian noise on the secure sum, accounting.
 
-Seed paper 004, section 4.3 and appendix B.1. Each client clips what it sends (one temperature
-update to |Δ| ≤ C; each of its 2c one-vs-all histograms to L2 norm C₊ or C₋), the secure sum
-hides single clients, and the server adds Gaussian noise of standard deviation σ = C·z to every
-released coordinate. A Gaussian release with sensitivity C and noise C·z is 1/(2z²)-zCDP (Bun &
-Steinke 2016); k of them compose to ρ = k/(2z²) (Lemma B.6). Scaling releases k = T of them
-(one per round), binning k = 2cT (two histograms per class per round), so Lemma B.7's
-σ = C·√(k/(2ρ)). ρ is converted to (ε, δ) by Canonne, Kamath & Steinke (2020) — Lemma B.3 —
+Seed paper 004, section 4.3 and appendix B.1. Each client clips what it sends (one update of
+log T to |Δ| ≤ C; its one-vs-all histograms to L2 norms C₊ and C₋), the secure sum hides single
+clients, and the server adds Gaussian noise of standard deviation σ = C·z to every released
+coordinate. A Gaussian release with sensitivity C and noise C·z is 1/(2z²)-zCDP (Bun & Steinke
+2016); k of them compose to ρ = k/(2z²) (Lemma B.6), so Lemma B.7's σ = C·√(k/(2ρ)). What
+counts is k, the releases one client's data can touch — not the releases of the run: the
+rounds' cohorts are drawn without replacement (`federation.schedule`, fixed before any data are
+read), so a client is in at most r = ⌈m·T/K⌉ rounds, and a round it is not in does not depend
+on its data (parallel composition over disjoint cohorts, adaptive rounds included). FedTemp
+charges k = r (+ 1 for its held-out check); binning sums each sampled client's histograms once
+and unmasks one noisy total, k = 2c (2 when the classes are pooled). The paper charges T and
+2cT. ρ is converted to (ε, δ) by Canonne, Kamath & Steinke (2020) — Lemma B.3 —
 which is what dp_accounting's RDP accountant does for a composed Gaussian; we use it rather than
 a hand-rolled conversion. Participation p < 1 is not credited (no amplification by
 subsampling): the guarantee holds for any sampling, and is conservative for Bernoulli(p).
@@ -221,9 +226,10 @@ class MulticlassMechanism:
     update, or one histogram) is clipped to L2 norm C, and a client with no data sends nothing.
     Adding or removing all of one client's examples therefore moves each release by at most C in
     L2 norm, and Gaussian noise σ = z·C on each gives 1/(2z²)-zCDP per release, composed over
-    the k releases of the run (a client takes part in any number of rounds). The number of
-    enrolled clients K, whom the server samples from, is part of the protocol (FedTemp divides
-    by the public p·K), not a statistic of the data.
+    the k releases one client's data can touch (the schedule bounds the rounds a client is in;
+    the others' releases do not depend on it). The number of enrolled clients K, whom the server
+    samples from, is part of the protocol (FedTemp divides by the public cohort size m and the
+    check by K), not a statistic of the data.
     """
 
     dp: DPStatement | None
