@@ -1060,15 +1060,16 @@ def calibrate(
     ] = False,
     rounds: Annotated[int, typer.Option(min=1, help="--multiclass: T calibration rounds.")] = 12,
     participation: Annotated[
-        float,
+        float | None,
         typer.Option(
             min=0.0,
             max=1.0,
             help="--multiclass: share p of clients in each round, drawn without replacement "
-            "across rounds (a client is charged only for the rounds it is in); with --epsilon "
-            "use 1 for fedtemp.",
+            "across rounds (a client is charged only for the rounds it is in) \\[default: 0.1; "
+            "1 for fedtemp with --epsilon].",
+            show_default=False,
         ),
-    ] = 0.1,
+    ] = None,
     clients: Annotated[
         int | None,
         typer.Option(

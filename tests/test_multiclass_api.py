@@ -247,11 +247,15 @@ def test_fedtemp_dp_statement_counts_the_rounds_a_client_is_in_plus_the_check():
         assert "plus 1 held-out NLL check" in mech["composition"]
         plan = res.fit.schedule
         assert plan.sum(axis=0).max() <= r and np.all(plan.sum(axis=1) == round(p * 100))
+    # Default participation: 1 for FedTemp under DP (every client in all 12 rounds), no check
+    # without held-out rows; 0.1 otherwise.
     res = calibrate_multiclass(
         y, logits=z, method="fedtemp", clients=100, holdout=0.0, epsilon=1.0, seed=0
     )
-    assert res.privacy.releases == 2 and res.safeguard is None
+    assert res.participation == 1.0 and res.privacy.releases == 12 and res.safeguard is None
     assert set(res.privacy.clip) == {"temperature"}
+    for kw in ({"method": "fedtemp"}, {"method": "fedbin", "epsilon": 1.0}):
+        assert calibrate_multiclass(y, logits=z, clients=100, seed=0, **kw).participation == 0.1
 
 
 @pytest.mark.parametrize("seed", range(4))
