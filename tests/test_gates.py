@@ -94,7 +94,7 @@ def test_evaluate_gates_exit_codes(scores):
     )
     assert bad.exit_code == 1
     assert "gate FAILED: auc" in bad.stderr and "1 of 1 quality gates failed: auc" in bad.stderr
-    assert "ROC AUC" in bad.stdout  # the report is still shown and saved
+    assert bad.stdout == ""  # -o: the report goes to the file (still saved), stdout stays empty
     doc = json.loads(open("r.json").read())
     # A gate's threshold is evaluated even though --thresholds did not name it.
     r = runner.invoke(
