@@ -257,3 +257,37 @@ def test_missing_dp_accounting_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "dp_accounting", None)
     with pytest.raises(UsageError, match=r"pip install 'fedeval\[accounting\]'"):
         dp_statement(1.0, 1e-5, releases=1, clip={"temperature": 0.5}, rounds=1, participation=1)
+
+
+def test_a_client_touches_only_the_rounds_it_is_scheduled_in():
+    # What the accountant charges for: with disjoint cohorts (m·T ≤ K) a client is in one round;
+    # removing its data changes nothing before that round (same schedule and noise draws), and
+    # the DP statement counts r = 1 release for it (plus the check), not T.
+    rng = np.random.default_rng(0)
+    k, c, rounds = 40, 3, 4
+    y = rng.integers(0, c, 2000)
+    z = 4.0 * np.eye(c)[y] + rng.normal(0, 1.5, (2000, c))
+    client = rng.integers(0, k, 2000)
+    st = dp_statement(
+        1.0, 1e-5, releases=1, clip={"temperature": 0.5}, rounds=rounds, participation=0.25
+    )
+    kw = dict(rounds=rounds, participation=0.25, dp=st)
+    plan = schedule(k, rounds, 0.25, np.random.default_rng(1))
+    assert plan.sum(axis=0).max() == 1  # m = 10, T = 4, K = 40: every client in one round
+    for who in (int(np.flatnonzero(plan[2])[0]), int(np.flatnonzero(plan[3])[0])):
+        keep = client != who
+        runs = [
+            fed_temperature(
+                z[rows],
+                y[rows],
+                client[rows],
+                k,
+                participation_rng=np.random.default_rng(1),
+                noise_rng=np.random.default_rng(2),
+                **kw,
+            )
+            for rows in (np.ones(len(y), bool), keep)
+        ]
+        first = int(np.flatnonzero(plan[:, who])[0])
+        np.testing.assert_array_equal(runs[0].history[:first], runs[1].history[:first])
+        assert runs[0].history[first] != runs[1].history[first]
