@@ -48,9 +48,11 @@ ACCOUNTING = (
 )
 
 DEFAULT_TEMPERATURE_CLIP = 0.5
-"""C for temperature updates: the paper's choice (appendix A.3.2: C < 1 worked best, C = 0.5 in
-every DP experiment). A temperature moves by at most C per client per round, which also keeps a
-skewed client from dragging the global temperature (appendix A.3.5)."""
+"""C for FedTemp's updates of log T: the paper's value (appendix A.3.2: C < 1 worked best,
+C = 0.5 in every DP experiment), read in log units: one client, and under DP one round's step
+(the trust region), moves T by a factor of at most e^0.5 ≈ 1.65. A far optimum (T₀ = 2.5 is
+log 2.5 ≈ 0.92 away from T = 1) is reached in the ⌈T/2⌉ travel rounds; a skewed client cannot
+drag the global temperature (appendix A.3.5)."""
 
 DEFAULT_POSITIVE_CLIP = 10.0
 DEFAULT_NEGATIVE_CLIP = 50.0
