@@ -45,7 +45,7 @@ from fedeval.hierarchy import bucket_counts, equidepth_edges
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.release import ScoreHistogram
-from fedeval.results import Estimate
+from fedeval.results import Estimate, undetermined_note
 from fedeval.simulate import Simulated, SimulationPath, reading_options, simulate
 
 DEFAULT_THRESHOLDS = tuple(i / 11 for i in range(1, 11))
@@ -186,11 +186,7 @@ def sparse_precision(
 
 def undetermined(metric: str, run: Simulated) -> str:
     """The reason shown where a class total the metric divides by is estimated at ≤ 0."""
-    hist = run.histogram
-    return (
-        f"the release estimates ≈ {hist.positives:,.0f} positives and ≈ {hist.negatives:,.0f} "
-        f"negatives: {metric} is undetermined"
-    )
+    return undetermined_note(metric, run.histogram.positives, run.histogram.negatives)
 
 
 def _defined(value: float, exact, interval, note: str) -> Estimate:

@@ -32,3 +32,11 @@ class Estimate:
         if self.exact is None or math.isnan(self.estimate) or math.isnan(self.exact):
             return None
         return abs(self.estimate - self.exact)
+
+
+def undetermined_note(metric: str, positives: float, negatives: float) -> str:
+    """The reason shown where a class total the metric divides by is estimated at ≤ 0."""
+    return (
+        f"the release estimates ≈ {positives:,.0f} positives and ≈ {negatives:,.0f} "
+        f"negatives: {metric} is undetermined"
+    )

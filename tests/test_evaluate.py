@@ -228,6 +228,9 @@ def test_no_silent_null_when_the_noisy_class_totals_are_not_positive():
             assert r.auc.estimate == 0.5 and r.auc.ci95 == (0.0, 1.0)
             assert "undetermined" in r.auc.note
             assert all(m.recall.note and m.recall.ci95 == (0.0, 1.0) for m in r.thresholds)
+            for area in (r.curves.roc_auc, r.curves.average_precision):
+                assert area.estimate == 0.5 and area.ci95 == (0.0, 1.0)
+                assert "undetermined" in area.note
     assert seen > 0  # the case was exercised
 
 
