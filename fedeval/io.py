@@ -6,10 +6,8 @@ one row is to blame, the row (1-based, not counting a CSV header).
 
 from __future__ import annotations
 
-import bz2
 import contextlib
 import csv
-import gzip
 import io
 import os
 import sys
@@ -402,8 +400,11 @@ def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Itera
 
     The header is read first so every column can be declared text, and nothing is guessed.
     """
+    # bounded header, capped decompression (gzip, bz2, zstd), errors as InputError
+    from fedeval.limits import CappedReader, open_source, read_header
+
     if str(source) == STDIN:
-        stream, owned = sys.stdin.buffer, False
+        stream, owned = CappedReader(sys.stdin.buffer, name, None), False
     else:
         path = Path(source)
         if not path.exists():
@@ -411,19 +412,15 @@ def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Itera
         if path.is_dir():
             raise InputError(f"cannot read '{name}': it is a directory, not a table.")
         _check_regular(path, name)
-        opener = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix.lower(), open)
-        stream, owned = opener(path, "rb"), True
+        stream, owned = open_source(path, name), True
     try:
-        header = stream.readline()
-        if not header.strip():
-            raise InputError(f"'{name}' is empty: expected a header row and data rows.")
         try:
-            names = next(csv.reader([header.decode("utf-8-sig").rstrip("\r\n")]))
-        except (UnicodeDecodeError, csv.Error) as e:
-            raise InputError(f"cannot read the header of '{name}': {e}") from e
+            names, rest = read_header(stream, name)
+        except (OSError, EOFError, pa.ArrowException) as e:  # a bad gzip
+            raise InputError(f"cannot read '{name}': {_one_line(e)}") from e
         try:
             reader = pacsv.open_csv(
-                stream,
+                CappedReader(stream, name, None, pending=rest),
                 read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 24),
                 convert_options=pacsv.ConvertOptions(
                     column_types=dict.fromkeys(names, pa.string()),
@@ -480,6 +477,13 @@ def csv_bytes(batch: pa.RecordBatch, *, header: bool) -> bytes:
     out = io.StringIO()
     if header:
         csv.writer(out, lineterminator="\n").writerow(batch.schema.names)
+    nested = [f.name for f in batch.schema if pa.types.is_nested(f.type)]
+    if nested:
+        raise InputError(
+            f"column '{nested[0]}' holds {batch.schema.field(nested[0]).type} values, which CSV "
+            "cannot hold; write Parquet (.parquet) instead.",
+            column=nested[0],
+        )
     for style in ("none", "needed"):
         buf = pa.BufferOutputStream()
         try:
