@@ -126,19 +126,7 @@ class FedevalGroup(TyperGroup):
         if ctx is not None:
             hint = f"see '{ctx.command_path} --help'."
         message = e.format_message()
-        doc = (
-            {
-                "message": message,
-                "type": "UsageError",
-                "file": None,
-                "column": None,
-                "row": None,
-                "hint": hint,
-            }
-            if as_json
-            else None
-        )
-        print_error(message, hint=hint, doc=doc)
+        print_error(message, hint=hint, doc=_doc(message, "UsageError", hint) if as_json else None)
         return e.exit_code
 
     def parse_args(self, ctx, args):
@@ -152,7 +140,7 @@ class FedevalGroup(TyperGroup):
             raise
         except SystemExit as e:
             # rich answers a broken pipe with SystemExit(1) after pointing stdout at /dev/null
-            if _is_broken_pipe(e.__context__) if e.__context__ else False:
+            if e.__context__ is not None and _is_broken_pipe(e.__context__):
                 raise typer.Exit(0) from None
             raise
         except click_exceptions.ClickException as e:
@@ -172,16 +160,7 @@ class FedevalGroup(TyperGroup):
                 raise
             message = _internal(e)
             hint = "this is a bug in fedeval; run again with --debug for the traceback."
-            doc = None
-            if ctx.meta.get(_META_JSON):
-                doc = {
-                    "message": message,
-                    "type": "InternalError",
-                    "file": None,
-                    "column": None,
-                    "row": None,
-                    "hint": hint,
-                }
+            doc = _doc(message, "InternalError", hint) if ctx.meta.get(_META_JSON) else None
             print_error(message, hint=hint, doc=doc)
             raise typer.Exit(EXIT_INTERNAL) from None
 
@@ -190,12 +169,16 @@ def set_debug(ctx: typer.Context, value: bool) -> None:
     ctx.meta[_META_DEBUG] = bool(value)
 
 
-def print_failure(e: FedevalError) -> None:
-    """For code that reports an error itself (inside a command) the same way the group does."""
-    ctx = click_context()
-    print_error(
-        e.message, hint=e.hint, doc=e.to_dict() if ctx and ctx.meta.get(_META_JSON) else None
-    )
+def _doc(message: str, kind: str, hint: str | None) -> dict[str, Any]:
+    """The JSON error document of an error that is not a `FedevalError` (nothing located)."""
+    return {
+        "message": message,
+        "type": kind,
+        "file": None,
+        "column": None,
+        "row": None,
+        "hint": hint,
+    }
 
 
 def click_context():
