@@ -24,6 +24,11 @@ MIN_ALIGN_HEIGHT = 4
 """The coarsest height thresholds are aligned to (more when there are more thresholds): a warp
 at height 4 moves a threshold at most 1/32 of the range from where the linear map puts it."""
 
+MAX_RAISED_HEIGHT = 5
+"""`--height auto` is raised to the alignment height only up to here (31 thresholds): a finer
+tree costs every estimate noise, and many thresholds (a sweep) are better served by the height
+auto picks, with the within-leaf interval where one falls inside a leaf."""
+
 
 @dataclass(frozen=True)
 class ScoreAxis:
@@ -100,6 +105,12 @@ class ScoreAxis:
             while (u * (1 << h)) % 1:
                 h += 1
         return h
+
+    def auto_floor(self, resolution: int) -> int:
+        """The least height `--height auto` may pick for data read at `resolution`: the
+        alignment height when it is at most MAX_RAISED_HEIGHT and the resolution, else 0."""
+        h = self.align_height()
+        return h if h <= min(resolution, MAX_RAISED_HEIGHT) else 0
 
     def to_unit(self, x: np.ndarray | float) -> np.ndarray:
         """Scores (or thresholds) onto [0, 1]. A score at or above a knot lands at or above its

@@ -266,7 +266,7 @@ def encode_file(
         unit=unit,
         max_examples=max_examples,
         relation=relation,
-        min_height=data.axis.align_height() if data.axis.align_height() <= data.resolution else 0,
+        min_height=data.axis.auto_floor(data.resolution),
     )
     n = data.n_clients
     min_cohort = check_min_cohort(min_cohort)

@@ -303,7 +303,7 @@ def simulate(
         unit=unit,
         max_examples=max_examples,
         relation=relation,
-        min_height=data.axis.align_height() if data.axis.align_height() <= data.resolution else 0,
+        min_height=data.axis.auto_floor(data.resolution),
     )
     path = SimulationPath(path)
     _check_ci_draws(ci_draws)

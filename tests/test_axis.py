@@ -75,3 +75,11 @@ def test_round_trip_and_bad_documents():
     ):
         with pytest.raises(ValueError):
             ScoreAxis.from_dict(doc)
+
+
+def test_auto_is_raised_for_a_few_thresholds_only():
+    few = ScoreAxis.aligned(0.0, 1.0, np.arange(1, 11) / 11)
+    assert few.auto_floor(16) == few.align_height() == 4
+    assert few.auto_floor(3) == 0  # data read too coarsely: nothing to align to
+    sweep = ScoreAxis.aligned(0.0, 1.0, np.linspace(0.01, 0.99, 99))
+    assert sweep.align_height() == 7 and sweep.auto_floor(16) == 0
