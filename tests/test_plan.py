@@ -300,7 +300,10 @@ def test_cli_plan_like_uses_a_scored_file(tmp_path):
     pq.write_table(pa.table({"score": s, "label": y}), path)
     doc = invoke_json("--rows", "20000", "--like", str(path))
     assert doc["reference"] == {"source": str(path)}
-    pred, _ = plan(20_000, like=read_scored(path, keep_scores=False))
+    like = read_scored(path, keep_scores=False)
+    # the positive share, like the score distribution, comes from the file (issue 14)
+    assert doc["positives_fraction"] == like.positives / like.rows
+    pred, _ = plan(20_000, like=like, positives_fraction=like.positives / like.rows)
     assert doc["expected_abs_error"] == {m: getattr(pred, m) for m in METRICS}
 
 

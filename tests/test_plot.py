@@ -203,7 +203,7 @@ def test_failed_save_keeps_the_old_file(tmp_path, monkeypatch, curves):
 def test_missing_matplotlib(tmp_path, monkeypatch, curves, calibration):
     for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(UsageError, match=r"pip install 'fedeval\[plot\]'"):
+    with pytest.raises(UsageError, match=r"pip install matplotlib"):
         plot.plot_curves(curves, tmp_path / "c.png")
     with pytest.raises(UsageError, match="plotting needs matplotlib"):
         plot.plot_reliability(calibration, tmp_path / "r.svg")
