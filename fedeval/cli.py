@@ -503,6 +503,8 @@ def _keys_apply(
 
 def _save(out: Outputs, path: Path | None, run, sign_key: Path | None = None) -> None:
     """Stage the release --save-release asks for (written when the run commits)."""
+    if is_stdout(path):
+        raise UsageError("--save-release takes a file name (stdout carries the report).")
     if path is not None:
         from fedeval.releasefile import save_release
 
@@ -1995,6 +1997,8 @@ def encode(
     from fedeval.io import Columns, source_name
 
     with _errors_to_exit(), _progress_bar("encoding client reports", True) as progress:
+        if is_stdout(output):
+            raise UsageError("encode writes a directory of reports: -o - (stdout) cannot hold it.")
         s = encode_file(
             file,
             output,
@@ -2114,7 +2118,13 @@ def aggregate(
             verify_key=_public_key(verify_key),
             progress=progress,
         )
-        save_release(output, s.release, s.axis, sign_key=_private_key(sign_key))
+        if is_stdout(output):  # -o -: the release document on stdout
+            from fedeval.releasefile import release_dict
+
+            doc = release_dict(s.release, s.axis)
+            sys.stdout.write(document_text(doc, sign_key=_private_key(sign_key)))
+        else:
+            save_release(output, s.release, s.axis, sign_key=_private_key(sign_key))
     recovered = f" ({s.recovered:,} dropped, masks removed)" if s.recovered else ""
     # Participation is what the server sees anyway; no count of examples is printed (under
     # add-remove none is known, and the log is a document too).
@@ -2158,6 +2168,8 @@ def keygen(
     from fedeval.integrity import fingerprint, generate_keypair
 
     with _errors_to_exit():
+        if is_stdout(output):
+            raise UsageError("keygen writes two files, NAME.key and NAME.pub: -o - cannot.")
         base = output.with_suffix("") if output.suffix in (".key", ".pub") else output
         private, public = Path(f"{base}.key"), Path(f"{base}.pub")
         key = generate_keypair(private, public)

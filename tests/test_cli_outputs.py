@@ -353,3 +353,24 @@ def test_apply_reads_the_score_column_the_map_was_fitted_on(table):
     assert r.stdout.startswith("p,label,calibrated\n")
     r = invoke("apply", "m.json", "s.csv", "--score-col", "label")  # given: it wins
     assert r.exit_code == 0, r.stderr
+
+
+def test_dash_for_outputs_that_are_not_one_document(table):
+    r = invoke("encode", table, "-m", "federated", "--min-cohort", "10", "-o", "-")
+    assert r.exit_code == 2 and "directory" in r.stderr
+    assert invoke("keygen", "-o", "-").exit_code == 2
+    r = invoke("evaluate", table, *FAST, "--save-release", "-")
+    assert r.exit_code == 2 and "--save-release takes a file name" in r.stderr
+    assert files() == ["t.csv"]
+
+
+def test_aggregate_dash_writes_the_release_to_stdout(table):
+    r = invoke("encode", table, "-m", "federated", "--min-cohort", "10", "-o", "reports")
+    assert r.exit_code == 0, r.stderr
+    r = invoke("aggregate", "reports", "-o", "-")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["schema"] == "fedeval.aggregate/2"
+    Path("run.fedeval").write_text(r.stdout)
+    r = invoke("evaluate", "--from", "run.fedeval", *FAST, "-o", "-")
+    assert r.exit_code == 0, r.stderr
+    assert "-" not in files()
