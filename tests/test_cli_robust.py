@@ -575,10 +575,38 @@ def _mutate_map(rng: random.Random, valid: dict) -> bytes:
     return json.dumps(doc).encode()
 
 
+OPTION_NAMES = [
+    "--epsilon", "--height", "--shape", "--buckets", "--thresholds", "--quantiles",
+    "--score-range", "--pos-label", "--ci-draws", "--max-examples", "--unit", "--relation",
+    "--model", "--fail-under", "--fail-over", "--gate-on", "--bins", "--method",
+    "--curve-method", "--client-col", "--score-col", "--label-col",
+]  # fmt: skip
+OPTION_VALUES = [
+    "-1", "0", "1e-300", "1e300", "nan", "inf", "abc", "", "3", "0.5", "1,2", "-5,5",
+    "0.2,0.8", "auto", "2", "20", "1e-5", "client", "example", "replace", "add-remove",
+    "auc=0.5", "ece=nan", "recall@0.5=0.1", "precision@2=0.1", "x=1", "bbq", "binning",
+    "pchip", "leaves", "flat", "hierarchy", "yes", "1",
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("seed", range(N_GENERATED))
 def test_generated_inputs(workdir, seed):
     rng = random.Random(seed)
-    kind = seed % 4
+    kind = seed % 5
+    if kind == 4:  # good data, random option values
+        write("t.csv", good_csv(80))
+        args = [rng.choice(["evaluate", "curves", "calibrate"]), "t.csv", "--ci-draws", "3"]
+        for _ in range(rng.randint(1, 3)):
+            args += [rng.choice(OPTION_NAMES), rng.choice(OPTION_VALUES)]
+        result = invoke(*args, "-o", "out.json")
+        gated = "--fail-under" in args or "--fail-over" in args
+        if gated and result.exit_code == 1:  # a gate may fail: that is its job
+            assert result.exception is None or isinstance(result.exception, SystemExit)
+            return
+        assert_no_traceback(result)
+        if result.exit_code == 2:
+            assert not Path("out.json").exists()
+        return
     if kind == 0:
         write("t.csv", _mutate_csv(rng))
         command = rng.choice(["evaluate", "curves", "calibrate"])
