@@ -281,9 +281,8 @@ def _render_header(run: Simulated, console: Console, source: str | None) -> None
         f"h = {cfg.height} ({cfg.n_leaves:,} leaves)"
     )
     console.print(head, soft_wrap=True)
-    console.print(
-        f"[dim]{run.mechanism.parameters()['name']} · {guarantee(run)}[/dim]", soft_wrap=True
-    )
+    # the guarantee is a paragraph (some 270 characters): wrapped at words, for people
+    console.print(f"[dim]{run.mechanism.parameters()['name']} · {guarantee(run)}[/dim]")
 
 
 def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
