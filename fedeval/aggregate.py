@@ -123,6 +123,16 @@ def _verified(directory: Path, entry: dict) -> bytes:
         raise _bad(directory, f"manifest lists '{name}', which is not a file name")
     path = directory / name
     try:
+        # A part is a regular file inside the report directory: a symlink out of it (to
+        # /dev/zero, a FIFO, another run's file) would hang the read or smuggle data in.
+        if path.exists() and (
+            not path.is_file() or directory.resolve() not in path.resolve().parents
+        ):
+            raise InputError(
+                f"'{path}' is not a regular file inside '{directory}' (a symlink out of it, a "
+                "FIFO or a device): refused, nothing was aggregated.",
+                file=str(path),
+            )
         data = path.read_bytes()
     except FileNotFoundError:
         raise InputError(

@@ -680,3 +680,20 @@ def test_malformed_table_under_partition_and_apply(workdir, case):
             assert_clean_error(result)
             assert not Path("out.csv").exists()
         Path("out.csv").unlink(missing_ok=True)
+
+
+def test_report_parts_that_escape_their_directory_are_refused(workdir):
+    write("t.csv", good_csv(40))
+    r = invoke("encode", "t.csv", "-m", "federated", "--min-cohort", "10", "-o", "reports")
+    assert r.exit_code == 0, r.stderr
+    manifest = json.loads(Path("reports/manifest.json").read_text())
+    part = Path("reports") / manifest["parts"][0]["file"]
+    Path("outside.parquet").write_bytes(part.read_bytes())  # the same bytes, outside the run
+    for target in ("/dev/zero", str(Path("outside.parquet").resolve())):
+        if not Path(target).exists():
+            continue
+        part.unlink()
+        os.symlink(target, part)
+        msg = assert_clean_error(invoke("aggregate", "reports", "-o", "run.fedeval"))
+        assert "not a regular file inside" in msg
+        assert not Path("run.fedeval").exists()
