@@ -78,6 +78,8 @@ def _errors_to_exit() -> Iterator[None]:
         finally:
             shown = set()
             for w in caught:
+                if issubclass(w.category, RuntimeWarning):  # numpy's arithmetic, not for people
+                    continue
                 text = " ".join(str(w.message).split())
                 if text not in shown:
                     shown.add(text)
@@ -1548,6 +1550,12 @@ def plan(
         }
         best, others = planning.plan(rows, heights=range(2, 17) if heights else None, **kwargs)
         cfg = best.config
+        predicted = (best.auc, best.precision, best.recall, best.accuracy)
+        if not all(math.isfinite(x) for x in predicted):
+            raise UsageError(
+                f"no finite error can be predicted for {rows:,} examples at ε = {cfg.epsilon:g}: "
+                "the noise swamps every count. Plan with a larger ε or population."
+            )
         needed = None
         if target_error is not None:
             needed = planning.population_needed(target_error, metric=metric, **kwargs)
