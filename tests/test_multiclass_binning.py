@@ -239,3 +239,25 @@ def test_sparse_cells_equal_dense_cells(monkeypatch):
     sparse = client_cells(p, y, client, 7, 16)
     for field in ("client", "group", "slot", "count"):
         np.testing.assert_array_equal(getattr(dense, field), getattr(sparse, field))
+
+
+def test_monotone_values_make_the_shrunk_map_non_decreasing():
+    from scipy.optimize import isotonic_regression
+
+    from fedeval.multiclass.binning import monotone_values
+
+    rng = np.random.default_rng(4)
+    b = 16
+    mid = (np.arange(b) + 0.5) / b
+    values = np.clip(mid + rng.normal(0, 0.2, (3, b)), 0, 1)  # noisy, crossing bins
+    weights = rng.uniform(0, 1, (3, b))
+    weights[:, 0] = 0.0
+    mass = rng.uniform(1, 100, (3, b))
+    g, w = monotone_values(values, weights, mass)
+    assert np.all((g >= 0) & (g <= 1) & (w >= 0) & (w <= 1))
+    eff = w * g + (1 - w) * mid
+    assert np.all(np.diff(eff[:, 1:], axis=1) >= -1e-12)  # bin 0 (w = 0) is the identity
+    for j in range(3):  # and the effective values are the weighted isotonic fit
+        before = weights[j] * values[j] + (1 - weights[j]) * mid
+        iso = isotonic_regression(before[1:], weights=weights[j, 1:] * mass[j, 1:]).x
+        np.testing.assert_allclose(eff[j, 1:], iso, atol=1e-12)
