@@ -198,7 +198,7 @@ def test_fail_if_worse_passes_when_the_check_shows_a_gain(work):
         (
             ["--multiclass", "--method", "fedtemp", "--fail-if-worse", "--holdout", "0"],
             "needs held-out rows",
-        ),  # fmt: skip
+        ),
         (["--multiclass", "--method", "fedtemp", "--holdout", "1"], "--holdout must be in"),
         (["--multiclass", "--method", "fedtemp", "--server-lr", "-1"], "--server-lr must be"),
         (["--multiclass", "--method", "fedbin", "--server-lr", "0.5"], "fedtemp only"),
