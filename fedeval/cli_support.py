@@ -131,7 +131,7 @@ class FedevalGroup(TyperGroup):
 
     def parse_args(self, ctx, args):
         ctx.meta[_META_JSON] = wants_json(list(args))
-        return super().parse_args(ctx, args)
+        return super().parse_args(ctx, _globals_first(list(args)))
 
     def invoke(self, ctx):
         try:
@@ -163,6 +163,19 @@ class FedevalGroup(TyperGroup):
             doc = _doc(message, "InternalError", hint) if ctx.meta.get(_META_JSON) else None
             print_error(message, hint=hint, doc=doc)
             raise typer.Exit(EXIT_INTERNAL) from None
+
+
+GLOBAL_FLAGS = ("-Q", "--quiet", "--debug")
+"""Options of the whole program that are as natural after the command as before it
+(`fedeval evaluate FILE -Q` is `fedeval -Q evaluate FILE`); none takes a value."""
+
+
+def _globals_first(args: list[str]) -> list[str]:
+    """`args` with every GLOBAL_FLAGS flag moved before the command (none after `--`)."""
+    end = args.index("--") if "--" in args else len(args)
+    head, tail = args[:end], args[end:]
+    flags = [a for a in head if a in GLOBAL_FLAGS]
+    return flags + [a for a in head if a not in GLOBAL_FLAGS] + tail
 
 
 def set_debug(ctx: typer.Context, value: bool) -> None:

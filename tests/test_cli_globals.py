@@ -1,0 +1,39 @@
+"""Program-wide flags work after the command as well as before it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from fedeval.cli import app
+from fedeval.cli_support import _globals_first
+
+runner = CliRunner()
+
+
+def test_globals_move_before_the_command_but_not_past_the_end_of_options():
+    assert _globals_first(["evaluate", "f", "-Q", "--debug"]) == ["-Q", "--debug", "evaluate", "f"]
+    assert _globals_first(["evaluate", "--", "-Q"]) == ["evaluate", "--", "-Q"]
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_quiet_after_the_command(tmp_path, monkeypatch, where):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    s = np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1)
+    client = np.arange(400) % 40
+    pq.write_table(pa.table({"score": s, "label": y, "client": client}), "d.parquet")
+
+    def encode(out: str) -> list[str]:
+        return ["encode", "d.parquet", "-o", out, "--client-col", "client", "--seed", "1"]
+
+    loud = runner.invoke(app, encode("r"))
+    assert loud.exit_code == 0 and "examples of" in loud.stderr
+    args = ["-Q", *encode("r2")] if where == "before" else [*encode("r2"), "-Q"]
+    quiet = runner.invoke(app, args)
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stderr == ""
