@@ -168,8 +168,9 @@ def _leaf_ap_interval(run: Simulated, estimate: float) -> tuple[float, float]:
     draws = run.noise_draws[:AP_DRAWS]
     renoised = np.array([leaf_ap(*leaf_tails(leaves + d), "integral") for d in draws])
     sd = float(noise_sd(renoised))
-    debiased = estimate - CONSTRAINT_BIAS_FACTOR * (float(np.nanmean(renoised)) - estimate)
-    if np.isfinite(debiased):
+    finite = renoised[np.isfinite(renoised)]
+    if finite.size:
+        debiased = estimate - CONSTRAINT_BIAS_FACTOR * (float(finite.mean()) - estimate)
         lo, hi = min(lo, debiased), max(hi, debiased)
     ap_lo, ap_hi = within_leaf_bounds(leaves)[2:]
     if not sd < ap_hi - ap_lo:

@@ -56,7 +56,8 @@ def consistent_leaves(
     variances (equal for siblings). The result is the generalised-least-squares estimate, so every
     range query answered from these leaves is unbiased and has the least variance among linear
     unbiased estimators. Nodes measured without noise (variance 0) are kept exactly; a level
-    with infinite variance (nothing measured) is ignored.
+    with infinite variance (nothing measured) is ignored, and where nothing below a node was
+    measured the top-down pass splits it equally between its children.
     """
     levels = list(levels)
     if len(levels) == 1:
@@ -75,6 +76,8 @@ def consistent_leaves(
         if not np.isfinite(v_own):  # nothing measured at this level (e.g. no OUE reporters)
             z[i] = child_sum
             vz[i] = v_children
+            continue
+        if not np.isfinite(v_children):  # nothing measured below: the node's own value stands
             continue
         if v_children == 0.0:
             z[i] = child_sum

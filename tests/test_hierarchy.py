@@ -108,3 +108,19 @@ def test_unmeasured_level_is_ignored():
     parts = [rng.normal(size=1 << k) for k in range(1, 4)]
     got = consistent_leaves(parts, [np.inf, 1.0, 1.0], [1, 2, 3])
     np.testing.assert_allclose(got, consistent_leaves(parts[1:], [1.0, 1.0], [2, 3]))
+
+
+@pytest.mark.parametrize("empty", [0, 1, 2])
+def test_a_level_measured_by_nobody_leaves_no_nan(empty):
+    # Tiny localdp runs can leave a level without reporters (infinite variance). The leaves stay
+    # finite, and consistent: each level's sum of leaves is what the measured levels say.
+    rng = np.random.default_rng(empty)
+    levels = [1, 2, 3]
+    measured = [rng.normal(10, 1, 1 << k) for k in levels]
+    variances = [1.0, 1.0, 1.0]
+    variances[empty] = float("inf")
+    measured[empty] = np.zeros(1 << levels[empty])
+    leaves = consistent_leaves(measured, variances, levels)
+    assert np.all(np.isfinite(leaves))
+    if empty == 2:  # the leaves split their parents equally
+        np.testing.assert_allclose(leaves[0::2], leaves[1::2])
