@@ -340,3 +340,25 @@ def test_ap_interval_under_noise_covers_at_its_level(family):
         for r in range(40)
     )
     assert covered >= 34
+
+
+def test_localdp_noise_draws_match_the_release_spread_of_a_range_count():
+    # The level sampling is redrawn jointly over the levels: a range count that combines
+    # several levels (here [21/64, 1), nodes at levels 6, 4, 2 and 1) gets the spread the release
+    # really has. Over R = 400 releases the sd of the ratio is ≈ 1/√(2R) ≈ 3.5%, so the bounds
+    # are ±3 of those; draws that took each level's sampling alone overstated this spread by
+    # 15% (ratio 0.84) and fail them.
+    from fedeval.estimate.metrics import threshold_counts
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, 60_000)
+    data = scored_from_arrays(y, np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1), keep_scores=False)
+    t = np.array([21 / 64])
+    actual, claimed = [], []
+    for r in range(400):
+        run = simulate(data, model="localdp", epsilon=5.0, height=6, seed=r, ci_draws=100)
+        actual.append(threshold_counts(run.histogram.leaves, t)[0][0])
+        draws = threshold_counts(run.histogram.leaves + run.noise_draws, t)[0][:, 0]
+        claimed.append(np.std(draws, ddof=1))
+    ratio = np.std(actual, ddof=1) / np.mean(claimed)
+    assert 0.895 < ratio < 1.105, ratio

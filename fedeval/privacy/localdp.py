@@ -171,20 +171,42 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     return measured, variances
 
 
-def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Fresh noise of each decoded count, per level (n_draws, 2, 2^k): normal with the OUE
-    variance at the estimated count, plus the sampling error of the level's share of examples.
+JOINT_SAMPLING_CELLS = 1 << 24
+"""Draws × leaves × levels up to which the level sampling is redrawn jointly (larger trees take
+each level's sampling variance alone, a slight overestimate of prefix-sum variances)."""
 
-    The decoded count is a rescaled sum of many independent bits, so it is close to normal.
+
+def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Fresh noise of each decoded count, per level (n_draws, 2, 2^k).
+
+    Two parts. Sampling: each example reports one level, chosen uniformly, so a level-k count
+    is estimated from about 1/g of the examples; the choice is redrawn for the estimated leaf
+    counts jointly over the levels (an example that reports one level reports no other, so the
+    levels' sampling errors are negatively correlated, and range queries that combine levels
+    are less variable than independent draws would make them). OUE: normal with its variance at
+    the estimated count (a rescaled sum of many independent bits is close to normal).
     """
     p, q = oue_probabilities(report_epsilon(hist.config))
     n_total = float(sum(hist.reporters))
+    levels = list(hist.config.levels)
+    g = len(levels)
+    leaves = np.clip(hist.leaves, 0.0, n_total)  # estimated true counts, (2, L)
+    joint = None
+    if g > 1 and n_draws * leaves.size * g <= JOINT_SAMPLING_CELLS:
+        counts = np.broadcast_to(np.rint(leaves).astype(np.int64), (n_draws, *leaves.shape))
+        joint = rng.multinomial(counts, np.full(g, 1.0 / g))  # (n_draws, 2, L, g)
     out = []
-    for k, n_k in zip(hist.config.levels, hist.reporters, strict=True):
-        c = np.clip(coarsen(hist.leaves, k), 0.0, n_total)  # estimated true counts
+    for i, (k, n_k) in enumerate(zip(levels, hist.reporters, strict=True)):
+        c = coarsen(leaves, k)
         scale = n_total / n_k if n_k else 0.0
         c_k = np.minimum(c / scale, n_k) if n_k else c * 0
         oue = (c_k * p * (1 - p) + (n_k - c_k) * q * (1 - q)) / (p - q) ** 2
-        var = scale**2 * oue + c * max(scale - 1.0, 0.0)
-        out.append(rng.standard_normal((n_draws, 2, 1 << k)) * np.sqrt(var))
+        noise = rng.standard_normal((n_draws, 2, 1 << k)) * np.sqrt(scale**2 * oue)
+        if joint is not None and n_k:
+            chosen = coarsen(joint[..., i].astype(np.float64), k)
+            expected = coarsen(np.rint(leaves), k) / g
+            noise += scale * (chosen - expected)
+        elif n_k:
+            noise += rng.standard_normal(noise.shape) * np.sqrt(c * max(scale - 1.0, 0.0))
+        out.append(noise)
     return out
