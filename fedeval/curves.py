@@ -26,11 +26,9 @@ from fedeval.estimate.curves import (
     Curves,
     curve_height,
     estimate_curves,
-    exact_curves,
+    exact_diagnostics,
     leaf_ap,
     leaf_tails,
-    pr_area_error,
-    roc_area_error,
     within_leaf_bounds,
 )
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
@@ -51,6 +49,8 @@ class CurveResult:
 
     `points` are the curves at the 2(Q + 1) estimated quantiles; `dense` is what the areas are
     integrated on: every leaf edge ('leaves' method) or the knots plus a uniform grid ('pchip').
+    `exact` is thinned to a few thousand points for display (its `roc_auc`/`average_precision`
+    and the area errors are over every distinct score; `exact_curves` gives every point).
     Thresholds are in the scores' own units.
     """
 
@@ -99,8 +99,9 @@ def curve_result(
     exact = None
     roc_err = pr_err = None
     if run.truth is not None:
-        exact = exact_curves(run.truth)  # thresholds already in the scores' units
-        roc_err, pr_err = roc_area_error(dense, exact), pr_area_error(dense, exact)
+        # One blocked pass over the distinct scores: AUC, AP and both areas on every point,
+        # the curves thinned for display; thresholds already in the scores' units.
+        exact, roc_err, pr_err = exact_diagnostics(run.truth, dense)
     roc_auc = Estimate(dense.roc_auc, None if exact is None else exact.roc_auc, roc_ci)
     ap = Estimate(
         dense.average_precision, None if exact is None else exact.average_precision, ap_ci

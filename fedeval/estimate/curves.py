@@ -394,24 +394,26 @@ def _area_between(x1, y1, x2, y2) -> float:
     below1 = below2 = 0  # knots of each curve before the block
     for s in range(0, len(grid) - 1, AREA_BLOCK):
         e = min(s + AREA_BLOCK + 1, len(grid))  # the block's points: its intervals' both ends
-        g = grid[s:e]
         le1, le2 = below1 + np.cumsum(on1[s:e]), below2 + np.cumsum(on2[s:e])
         below1, below2 = int(le1[-2]), int(le2[-2])  # the last point starts the next block
-        leave1, arrive1 = _on_grid(*c1, g, le1, on1[s:e])
-        leave2, arrive2 = _on_grid(*c2, g, le2, on2[s:e])
-        # On each grid interval both curves are linear: difference d0 at the start, d1 at the
-        # end.
-        d0 = leave1[:-1] - leave2[:-1]
-        d1 = arrive1[1:] - arrive2[1:]
-        width = g[1:] - g[:-1]
-        a0, a1 = np.abs(d0), np.abs(d1)
-        area = (a0 + a1) / 2
-        crossing = d0 * d1 < 0  # the difference changes sign inside: two triangles
-        area[crossing] = (d0[crossing] ** 2 + d1[crossing] ** 2) / (
-            2 * (a0[crossing] + a1[crossing])
-        )
-        total += float(np.sum(area * width))
+        total += _area_on_grid(c1, c2, grid[s:e], le1, on1[s:e], le2, on2[s:e])
     return total
+
+
+def _area_on_grid(c1, c2, g, le1, on1, le2, on2) -> float:
+    """∫|y1 − y2| over the grid points g (ascending, every knot of either curve between its
+    ends among them), given each curve's limits, its knots ≤ each point and which are knots."""
+    leave1, arrive1 = _on_grid(*c1, g, le1, on1)
+    leave2, arrive2 = _on_grid(*c2, g, le2, on2)
+    # On each grid interval both curves are linear: difference d0 at the start, d1 at the end.
+    d0 = leave1[:-1] - leave2[:-1]
+    d1 = arrive1[1:] - arrive2[1:]
+    width = g[1:] - g[:-1]
+    a0, a1 = np.abs(d0), np.abs(d1)
+    area = (a0 + a1) / 2
+    crossing = d0 * d1 < 0  # the difference changes sign inside: two triangles
+    area[crossing] = (d0[crossing] ** 2 + d1[crossing] ** 2) / (2 * (a0[crossing] + a1[crossing]))
+    return float(np.sum(area * width))
 
 
 def roc_area_error(estimate: Curves, exact: Curves) -> float:
@@ -424,3 +426,174 @@ def pr_area_error(estimate: Curves, exact: Curves) -> float:
     return _area_between(
         estimate.recall[1:], estimate.precision[1:], exact.recall[1:], exact.precision[1:]
     )
+
+
+EXACT_BLOCK = 1 << 16
+"""Distinct scores taken at a time by `exact_diagnostics`: its temporaries stay this size."""
+
+THIN_CELLS = 1000
+"""`exact_diagnostics` keeps a point where the rank or the ROC arc (FPR + TPR) enters a new one
+of this many cells, and the point before it (the corner of a step): at most 4·THIN_CELLS + 2
+points, enough for a figure to draw the same line."""
+
+
+@dataclass(frozen=True, eq=False)
+class ExactCurves(Curves):
+    """The exact curves thinned for display, with the areas under the full curves: `roc_auc`
+    and `average_precision` are those of every distinct score, not of the kept points."""
+
+    auc: float = math.nan
+
+    @property
+    def roc_auc(self) -> float:
+        return self.auc
+
+
+class _AreaStream:
+    """∫|exact − estimate| dx with the exact curve fed a block of points at a time, in curve
+    order (x non-decreasing): the same sum as `_area_between` over the whole curve, with
+    memory the size of a block.
+
+    The last run of equal x seen may go on in the next block (its right limit can still move),
+    so it is carried; each block's final knots are integrated together with the knot before
+    them, and the estimate's knots between."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray):
+        self.estimate = _limits(x, y)
+        self.carry: tuple[float, float, float] | None = None
+        self.prev: tuple[float, float, float] | None = None  # the last knot integrated up to
+        self.pending: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.total = 0.0
+
+    def add(self, x: np.ndarray, y: np.ndarray) -> None:
+        if self.carry is not None:
+            cx, cl, cr = self.carry
+            x, y = np.r_[cx, cx, x], np.r_[cl, cr, y]
+        ux, left, right = _limits(x, y)
+        self.carry = (float(ux[-1]), float(left[-1]), float(right[-1]))
+        if len(ux) > 1:
+            self._integrate(ux[:-1], left[:-1], right[:-1], last=False)
+
+    def finish(self) -> float:
+        if self.carry is not None:
+            self._integrate(*(np.array([v]) for v in self.carry), last=True)
+            self.carry = None
+        return self.total
+
+    def _integrate(self, ux, left, right, *, last: bool) -> None:
+        if self.pending is not None:
+            ux, left, right = (
+                np.r_[a, b] for a, b in zip(self.pending, (ux, left, right), strict=True)
+            )
+            self.pending = None
+        first = self.prev is None
+        if first and len(ux) < 2 and not last:
+            # The estimate is extrapolated before the exact curve's first segment: wait for it.
+            self.pending = (ux, left, right)
+            return
+        if not first:
+            ux, left, right = (
+                np.r_[p, a] for p, a in zip(self.prev, (ux, left, right), strict=True)
+            )
+        ex = self.estimate
+        lo = 0 if first else int(np.searchsorted(ex[0], ux[0], side="left"))
+        hi = len(ex[0]) if last else int(np.searchsorted(ex[0], ux[-1], side="right"))
+        grid, on1, on2 = _merged_grid(ux, ex[0][lo:hi])
+        self.total += _area_on_grid(
+            (ux, left, right), ex, grid, np.cumsum(on1), on1, lo + np.cumsum(on2), on2
+        )
+        self.prev = (float(ux[-1]), float(left[-1]), float(right[-1]))
+
+
+def exact_diagnostics(
+    s: SortedScores,
+    estimate: Curves | None = None,
+    *,
+    block: int = EXACT_BLOCK,
+    cells: int = THIN_CELLS,
+) -> tuple[ExactCurves, float | None, float | None]:
+    """(exact curves thinned for display, ROC area error, PR area error) in one pass over the
+    distinct scores from the top, `block` at a time: AUC, AP and the areas between `estimate`
+    and the exact curves are summed over every point on the way (the same values as
+    `exact_curves` with `roc_area_error`/`pr_area_error`, up to the order of float sums), but
+    only a few thousand points of the curves are kept. Memory: a block, not the curves' four
+    float64 arrays over every distinct score.
+
+    AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
+    form); AP is Σ ΔTPR·precision, as scikit-learn sums it."""
+    d = s.distinct
+    p, n = len(s.positives), len(s.negatives)
+    size = len(d.values)
+    total = size + 1  # the points: (0, 0) at +inf, then every distinct score from the top
+    roc = pr = None
+    if estimate is not None:
+        roc = _AreaStream(estimate.fpr, estimate.tpr)
+        pr = _AreaStream(estimate.recall[1:], estimate.precision[1:])
+        roc.add(np.zeros(1), np.zeros(1))
+    kept: list[tuple[np.ndarray, ...]] = [
+        (np.array([np.inf]), np.zeros(1), np.zeros(1), np.ones(1))
+    ]
+    # The last point seen: (index, t, tpr, fpr, precision, rank cell, arc cell).
+    last = (0, 0.0, 0.0, 0.0, 1.0, -1, -1)
+    last_kept = 0
+    tp0 = fp0 = 0
+    tpr0 = 0.0
+    twice_auc = 0
+    ap = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for top in range(size, 0, -block):
+            bottom = max(top - block, 0)
+            t = d.values[bottom:top][::-1]
+            dp = d.positives[bottom:top][::-1].astype(np.int64)
+            dn = d.negatives[bottom:top][::-1].astype(np.int64)
+            tp = np.cumsum(dp)
+            tp += tp0
+            fp = np.cumsum(dn)
+            fp += fp0
+            twice_auc += int(np.dot(dn, 2 * tp - dp))
+            tpr, fpr = tp / p, fp / n
+            precision = tp / (tp + fp)  # every distinct score has a count
+            ap += float(np.sum(np.diff(tpr, prepend=tpr0) * precision))
+            if roc is not None and pr is not None:
+                roc.add(fpr, tpr)
+                pr.add(tpr, precision)
+            # Thinning: a new cell of rank or of arc, and the point before each such one.
+            index = np.arange(size - top + 1, size - bottom + 1)
+            rank_cell = index * cells // total
+            arc_cell = np.floor(np.nan_to_num(tpr + fpr) * (cells / 2)).astype(np.int64)
+            new = (rank_cell != np.r_[last[5], rank_cell[:-1]]) | (
+                arc_cell != np.r_[last[6], arc_cell[:-1]]
+            )
+            keep = new.copy()
+            keep[:-1] |= new[1:]
+            if bottom == 0:
+                keep[-1] = True
+            if new[0] and last[0] > last_kept:  # the corner before this block's first point
+                kept.append(tuple(np.array([v]) for v in last[1:5]))
+            if keep.any():
+                kept.append((t[keep], tpr[keep], fpr[keep], precision[keep]))
+                last_kept = int(index[keep][-1])
+            last = (
+                int(index[-1]),
+                float(t[-1]),
+                float(tpr[-1]),
+                float(fpr[-1]),
+                float(precision[-1]),
+                int(rank_cell[-1]),
+                int(arc_cell[-1]),
+            )
+            tp0, fp0, tpr0 = int(tp[-1]), int(fp[-1]), float(tpr[-1])
+    thresholds, tpr_k, fpr_k, precision_k = (np.concatenate(a) for a in zip(*kept, strict=True))
+    denom = 2 * p * n
+    auc = twice_auc / denom if denom else math.nan
+    curves = ExactCurves(
+        thresholds.astype(np.float64),
+        tpr_k,
+        fpr_k,
+        precision_k,
+        ap if p else math.nan,
+        auc,
+    )
+    if roc is None or pr is None:
+        return curves, None, None
+    return curves, roc.finish(), pr.finish()

@@ -83,6 +83,10 @@ class SortedScores:
         return DistinctScores.of_sorted(self.negatives, self.positives)
 
 
+AUC_BLOCK = 1 << 16
+"""Distinct scores summed at a time by `exact_auc`."""
+
+
 def exact_auc(s: SortedScores) -> float:
     """Mann-Whitney AUC with ties counted ½: for each positive, negatives below plus ½ equal.
 
@@ -90,11 +94,15 @@ def exact_auc(s: SortedScores) -> float:
     division.
     """
     d = s.distinct
-    below = np.cumsum(d.negatives, dtype=np.int64)  # negatives at or below each score
-    below -= d.negatives  # strictly below
-    below *= 2
-    below += d.negatives
-    twice = int(np.dot(d.positives.astype(np.int64), below))
+    twice = below_block = 0  # negatives below the block
+    for start in range(0, len(d.values), AUC_BLOCK):  # int64 temporaries a block long, not n
+        neg = d.negatives[start : start + AUC_BLOCK].astype(np.int64)
+        below = np.cumsum(neg)  # negatives at or below each score
+        below += below_block
+        below_block = int(below[-1])
+        below *= 2
+        below -= neg  # twice those strictly below, plus the ties
+        twice += int(np.dot(d.positives[start : start + AUC_BLOCK].astype(np.int64), below))
     denom = 2 * len(s.positives) * len(s.negatives)
     return twice / denom if denom else float("nan")
 

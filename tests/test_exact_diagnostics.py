@@ -1,0 +1,105 @@
+"""`exact_diagnostics`: one blocked pass over the distinct scores gives the same AUC, AP and
+areas between curves as the full exact curves, and keeps a thinned curve made of their points."""
+
+import numpy as np
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from fedeval.estimate import curves as C
+from fedeval.estimate.exact import SortedScores, exact_auc
+
+
+def _data(seed: int, n: int, decimals: int | None):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.3
+    y[:2] = [True, False]
+    s = (1 / (1 + np.exp(-(rng.normal(size=n) + 1.2 * y)))).astype(np.float32)
+    if decimals is not None:
+        s = np.round(s, decimals).astype(np.float32)
+    leaves = np.stack(
+        [np.histogram(s[~y], 64, (0, 1))[0], np.histogram(s[y], 64, (0, 1))[0]]
+    ).astype(float)
+    leaves += rng.normal(0, 3, leaves.shape)  # a noisy estimate
+    return s, y, leaves
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("decimals", [1, 2, 3, None])
+@pytest.mark.parametrize("block", [2, 7, 100, 1 << 16])
+def test_blocked_pass_equals_the_full_curves(seed, decimals, block):
+    s, y, leaves = _data(seed, 3000, decimals)
+    ss = SortedScores.from_arrays(s, y)
+    full = C.exact_curves(ss)
+    for est in C.leaf_curves(leaves, 16):
+        thin, roc, pr = C.exact_diagnostics(ss, est, block=block)
+        assert roc == pytest.approx(C.roc_area_error(est, full), rel=1e-12, abs=1e-15)
+        assert pr == pytest.approx(C.pr_area_error(est, full), rel=1e-12, abs=1e-15)
+        assert thin.roc_auc == pytest.approx(full.roc_auc, abs=1e-12)
+        assert thin.average_precision == pytest.approx(full.average_precision, abs=1e-12)
+    assert thin.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert thin.roc_auc == exact_auc(ss)
+    assert thin.average_precision == pytest.approx(average_precision_score(y, s), abs=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 16])
+@pytest.mark.parametrize("cells", [3, 50, 1000])
+def test_thinned_curve_is_made_of_the_exact_points(block, cells):
+    """Every kept point is one of the full curve's, in order; both ends are kept; at most
+    4·cells + 2 points; and when there are fewer points than that, all of them."""
+    s, y, _ = _data(5, 20_000, None)
+    ss = SortedScores.from_arrays(s, y)
+    full = C.exact_curves(ss)
+    thin, roc, pr = C.exact_diagnostics(ss, block=block, cells=cells)
+    assert roc is None and pr is None
+    assert len(thin.thresholds) <= 4 * cells + 2
+    where = np.searchsorted(-full.thresholds, -thin.thresholds)  # thresholds descend
+    assert np.all(np.diff(where) > 0)
+    assert where[0] == 0 and where[-1] == len(full.thresholds) - 1
+    for name in ("thresholds", "tpr", "fpr", "precision"):
+        np.testing.assert_array_equal(getattr(thin, name), getattr(full, name)[where])
+    few = SortedScores.from_arrays(s[:300], y[:300])
+    thin_few = C.exact_diagnostics(few, block=block, cells=1000)[0]
+    np.testing.assert_array_equal(thin_few.tpr, C.exact_curves(few).tpr)
+
+
+def test_thinning_keeps_both_corners_of_a_big_step():
+    """A tie of most negatives at one score among distinct others: the ROC jumps there, and
+    both ends of the jump are kept whatever the rank spacing."""
+    rng = np.random.default_rng(1)
+    neg = np.sort(np.r_[rng.random(50_000), np.full(50_000, 0.5)])
+    pos = np.sort(rng.random(50_000) * 0.5 + 0.5)
+    ss = SortedScores(neg, pos)
+    full = C.exact_curves(ss)
+    thin = C.exact_diagnostics(ss, cells=20)[0]
+    k = int(np.flatnonzero(full.thresholds == 0.5)[0])
+    for i in (k - 1, k):
+        assert np.any((thin.fpr == full.fpr[i]) & (thin.tpr == full.tpr[i]))
+
+
+@pytest.mark.parametrize(
+    "neg, pos",
+    [
+        ([0.5, 0.5], [0.5, 0.5]),  # all tied: the diagonal
+        ([0.1, 0.2], [0.8, 0.9]),  # perfect
+        ([0.1, 0.2, 0.3], [0.9, 0.9]),  # every positive at the top: recall jumps to 1 at once
+        ([0.7], [0.1, 0.2, 0.3, 0.9]),
+    ],
+)
+@pytest.mark.parametrize("block", [1, 2, 1 << 16])
+def test_small_and_degenerate_curves(neg, pos, block):
+    ss = SortedScores(np.array(neg), np.array(pos))
+    full = C.exact_curves(ss)
+    est = C.leaf_curves(np.array([[1.0, 2.0, 0.0, 1.0], [0.0, 1.0, 2.0, 1.0]]), 4)[0]
+    thin, roc, pr = C.exact_diagnostics(ss, est, block=block)
+    assert roc == pytest.approx(C.roc_area_error(est, full), rel=1e-12, abs=1e-15)
+    assert pr == pytest.approx(C.pr_area_error(est, full), rel=1e-12, abs=1e-15)
+    assert thin.roc_auc == pytest.approx(full.roc_auc, abs=1e-12)
+    assert thin.average_precision == pytest.approx(full.average_precision, abs=1e-12)
+    np.testing.assert_array_equal(thin.fpr, full.fpr)
+    np.testing.assert_array_equal(thin.precision, full.precision)
+
+
+def test_one_class_only_has_no_auc():
+    ss = SortedScores(np.array([0.1, 0.4]), np.zeros(0))
+    thin = C.exact_diagnostics(ss)[0]
+    assert np.isnan(thin.roc_auc) and np.isnan(thin.average_precision)
