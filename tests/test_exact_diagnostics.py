@@ -103,3 +103,41 @@ def test_one_class_only_has_no_auc():
     ss = SortedScores(np.array([0.1, 0.4]), np.zeros(0))
     thin = C.exact_diagnostics(ss)[0]
     assert np.isnan(thin.roc_auc) and np.isnan(thin.average_precision)
+
+
+@pytest.mark.parametrize("decimals", [1, 3, None])
+@pytest.mark.parametrize("block", [1, 3, 50, 1 << 16])
+@pytest.mark.parametrize("descending", [False, True])
+def test_distinct_blocks_are_the_distinct_table_in_pieces(decimals, block, descending):
+    s, y, _ = _data(2, 2000, decimals)
+    whole = SortedScores.from_arrays(s, y).distinct
+    fresh = SortedScores.from_arrays(s, y)  # the table not made: blocks from the sorted classes
+    parts = list(fresh.distinct_blocks(block, descending=descending))
+    assert "distinct" not in fresh.__dict__
+    if descending:
+        parts = parts[::-1]
+    for name in ("values", "negatives", "positives"):
+        np.testing.assert_array_equal(
+            np.concatenate([getattr(d, name) for d in parts]), getattr(whole, name)
+        )
+    # Each block holds about `block` scores of each class (more only for a run of ties).
+    assert all(len(d.values) <= 2 * block for d in parts) or decimals is not None
+
+
+def test_distinct_blocks_of_one_class():
+    ss = SortedScores(np.array([0.1, 0.1, 0.4]), np.zeros(0))
+    (d,) = ss.distinct_blocks(8)
+    np.testing.assert_array_equal(d.values, [0.1, 0.4])
+    np.testing.assert_array_equal(d.negatives, [2, 1])
+    assert d.positives.sum() == 0
+
+
+@pytest.mark.parametrize("decimals", [1, 2, None])
+def test_exact_auc_by_ranges_equals_the_distinct_table_form(decimals):
+    """The AUC from binary searches in ranges of scores equals the sum over the distinct table
+    (used when the classes' dtypes differ), and scikit-learn's."""
+    s, y, _ = _data(4, 5000, decimals)
+    same = SortedScores.from_arrays(s, y)
+    mixed = SortedScores(np.sort(s[~y]), np.sort(s[y]).astype(np.float64))
+    assert exact_auc(same) == exact_auc(mixed)
+    assert exact_auc(same) == pytest.approx(roc_auc_score(y, s), abs=1e-12)

@@ -516,15 +516,13 @@ def exact_diagnostics(
     distinct scores from the top, `block` at a time: AUC, AP and the areas between `estimate`
     and the exact curves are summed over every point on the way (the same values as
     `exact_curves` with `roc_area_error`/`pr_area_error`, up to the order of float sums), but
-    only a few thousand points of the curves are kept. Memory: a block, not the curves' four
+    only a few thousand points of the curves are kept (all of them when there are no more
+    than 4·`cells` + 2). Memory: a block, not the curves' four
     float64 arrays over every distinct score.
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
     form); AP is Σ ΔTPR·precision, as scikit-learn sums it."""
-    d = s.distinct
     p, n = len(s.positives), len(s.negatives)
-    size = len(d.values)
-    total = size + 1  # the points: (0, 0) at +inf, then every distinct score from the top
     roc = pr = None
     if estimate is not None:
         roc = _AreaStream(estimate.fpr, estimate.tpr)
@@ -533,19 +531,20 @@ def exact_diagnostics(
     kept: list[tuple[np.ndarray, ...]] = [
         (np.array([np.inf]), np.zeros(1), np.zeros(1), np.ones(1))
     ]
-    # The last point seen: (index, t, tpr, fpr, precision, rank cell, arc cell).
-    last = (0, 0.0, 0.0, 0.0, 1.0, -1, -1)
+    every: list[tuple[np.ndarray, ...]] | None = list(kept)  # while there are few points
+    # The last point seen, (0, 0) at +inf first: (index, t, tpr, fpr, precision, rank cell,
+    # arc cell). The rank is the examples at or above the threshold, over all of them.
+    last = (0, np.inf, 0.0, 0.0, 1.0, 0, 0)
     last_kept = 0
     tp0 = fp0 = 0
     tpr0 = 0.0
     twice_auc = 0
     ap = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        for top in range(size, 0, -block):
-            bottom = max(top - block, 0)
-            t = d.values[bottom:top][::-1]
-            dp = d.positives[bottom:top][::-1].astype(np.int64)
-            dn = d.negatives[bottom:top][::-1].astype(np.int64)
+        for d in s.distinct_blocks(block, descending=True):
+            t = d.values[::-1]
+            dp = d.positives[::-1].astype(np.int64)
+            dn = d.negatives[::-1].astype(np.int64)
             tp = np.cumsum(dp)
             tp += tp0
             fp = np.cumsum(dn)
@@ -557,17 +556,19 @@ def exact_diagnostics(
             if roc is not None and pr is not None:
                 roc.add(fpr, tpr)
                 pr.add(tpr, precision)
+            if every is not None:
+                every.append((t, tpr, fpr, precision))
+                if last[0] + len(t) + 1 > 4 * cells + 2:
+                    every = None
             # Thinning: a new cell of rank or of arc, and the point before each such one.
-            index = np.arange(size - top + 1, size - bottom + 1)
-            rank_cell = index * cells // total
+            index = np.arange(last[0] + 1, last[0] + 1 + len(t))
+            rank_cell = (tp + fp) * cells // (p + n)
             arc_cell = np.floor(np.nan_to_num(tpr + fpr) * (cells / 2)).astype(np.int64)
             new = (rank_cell != np.r_[last[5], rank_cell[:-1]]) | (
                 arc_cell != np.r_[last[6], arc_cell[:-1]]
             )
             keep = new.copy()
             keep[:-1] |= new[1:]
-            if bottom == 0:
-                keep[-1] = True
             if new[0] and last[0] > last_kept:  # the corner before this block's first point
                 kept.append(tuple(np.array([v]) for v in last[1:5]))
             if keep.any():
@@ -583,6 +584,10 @@ def exact_diagnostics(
                 int(arc_cell[-1]),
             )
             tp0, fp0, tpr0 = int(tp[-1]), int(fp[-1]), float(tpr[-1])
+    if last[0] > last_kept:  # the last point: every example predicted positive
+        kept.append(tuple(np.array([v]) for v in last[1:5]))
+    if every is not None:  # few enough to keep them all
+        kept = every
     thresholds, tpr_k, fpr_k, precision_k = (np.concatenate(a) for a in zip(*kept, strict=True))
     denom = 2 * p * n
     auc = twice_auc / denom if denom else math.nan

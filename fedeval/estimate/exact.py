@@ -10,6 +10,7 @@ ECE are cumulative sums over it. Scores with few distinct values make it small.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -66,6 +67,10 @@ def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a[starts], counts.astype(np.min_scalar_type(int(counts.max())))
 
 
+DISTINCT_BLOCK = 1 << 16
+"""Scores of each class taken at a time by `SortedScores.distinct_blocks`."""
+
+
 @dataclass(frozen=True, eq=False)
 class SortedScores:
     """Each class's scores, sorted ascending."""
@@ -82,9 +87,55 @@ class SortedScores:
         """The distinct scores with each class's count: what every exact value is summed from."""
         return DistinctScores.of_sorted(self.negatives, self.positives)
 
+    def distinct_blocks(
+        self, block: int = DISTINCT_BLOCK, *, descending: bool = False
+    ) -> Iterator[DistinctScores]:
+        """The distinct table a range of scores at a time (each block ascending; the blocks
+        from the bottom, or from the top), made from about `block` scores of each class: the
+        same rows as `distinct`, with memory the size of a block instead of the whole table."""
+        if "distinct" in self.__dict__ or self.negatives.dtype != self.positives.dtype:
+            d = self.distinct  # already made, or classes that do not compare in one dtype
+            starts = range(0, len(d.values), block)
+            for i in reversed(starts) if descending else starts:
+                yield DistinctScores(
+                    d.values[i : i + block],
+                    d.negatives[i : i + block],
+                    d.positives[i : i + block],
+                )
+            return
+        for _, neg, pos in self.chunks(block, descending=descending):
+            yield DistinctScores.of_sorted(neg, pos)
 
-AUC_BLOCK = 1 << 16
-"""Distinct scores summed at a time by `exact_auc`."""
+    def chunks(
+        self, block: int = DISTINCT_BLOCK, *, descending: bool = False
+    ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(negatives below the range, its negatives, its positives) for consecutive ranges of
+        scores (views, ascending inside), about `block` of each class in each; the classes
+        must have one dtype.
+
+        A range ends at a score taken from one class, and the other class is cut there by one
+        binary search in its own dtype, so a run of equal scores never straddles two ranges."""
+        neg, pos = self.negatives, self.positives
+        lo_n, lo_p, hi_n, hi_p = 0, 0, len(neg), len(pos)
+        while lo_n < hi_n or lo_p < hi_p:
+            live = _live(neg, pos, lo_n, lo_p, hi_n, hi_p)
+            if descending:  # the range's lowest score: the higher of each class's candidate
+                cut = max(a[max(hi - block, lo)] for a, lo, hi in live)
+                new_n = int(np.searchsorted(neg[lo_n:hi_n], cut, side="left")) + lo_n
+                new_p = int(np.searchsorted(pos[lo_p:hi_p], cut, side="left")) + lo_p
+                yield new_n, neg[new_n:hi_n], pos[new_p:hi_p]
+                hi_n, hi_p = new_n, new_p
+            else:  # the range's highest score: the lower of each class's candidate
+                cut = min(a[min(lo + block, hi) - 1] for a, lo, hi in live)
+                new_n = int(np.searchsorted(neg[lo_n:hi_n], cut, side="right")) + lo_n
+                new_p = int(np.searchsorted(pos[lo_p:hi_p], cut, side="right")) + lo_p
+                yield lo_n, neg[lo_n:new_n], pos[lo_p:new_p]
+                lo_n, lo_p = new_n, new_p
+
+
+def _live(neg, pos, lo_n, lo_p, hi_n, hi_p):
+    """(scores, lo, hi) of each class with scores left in [lo, hi)."""
+    return [(a, lo, hi) for a, lo, hi in ((neg, lo_n, hi_n), (pos, lo_p, hi_p)) if lo < hi]
 
 
 def exact_auc(s: SortedScores) -> float:
@@ -93,16 +144,24 @@ def exact_auc(s: SortedScores) -> float:
     Counts are summed as int64 (exact: 2PN < 2^63 up to 3·10^9 examples) before one float
     division.
     """
-    d = s.distinct
-    twice = below_block = 0  # negatives below the block
-    for start in range(0, len(d.values), AUC_BLOCK):  # int64 temporaries a block long, not n
-        neg = d.negatives[start : start + AUC_BLOCK].astype(np.int64)
-        below = np.cumsum(neg)  # negatives at or below each score
-        below += below_block
-        below_block = int(below[-1])
-        below *= 2
-        below -= neg  # twice those strictly below, plus the ties
-        twice += int(np.dot(d.positives[start : start + AUC_BLOCK].astype(np.int64), below))
+    twice = 0
+    if s.negatives.dtype == s.positives.dtype:
+        # Each positive's negatives below, plus at or below, found by binary search in its
+        # range of scores (a cache-sized piece of the negatives).
+        for below_range, neg, pos in s.chunks():
+            twice += 2 * below_range * len(pos)
+            twice += int(np.searchsorted(neg, pos, side="left").sum())
+            twice += int(np.searchsorted(neg, pos, side="right").sum())
+    else:
+        below_block = 0  # negatives below the block
+        for d in s.distinct_blocks():  # temporaries a block long, not n
+            neg = d.negatives.astype(np.int64)
+            below = np.cumsum(neg)  # negatives at or below each score
+            below += below_block
+            below_block = int(below[-1])
+            below *= 2
+            below -= neg  # twice those strictly below, plus the ties
+            twice += int(np.dot(d.positives.astype(np.int64), below))
     denom = 2 * len(s.positives) * len(s.negatives)
     return twice / denom if denom else float("nan")
 
@@ -168,9 +227,13 @@ def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
             score_sum = np.sum(pos, dtype=np.float64) + np.sum(neg, dtype=np.float64)
             ece += abs(len(pos) - score_sum)
         return float(ece / total)
-    d = s.distinct
-    x = np.asarray(transform(d.values), dtype=np.float64)
-    b = np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
-    positives = np.bincount(b, d.positives, minlength=n_bins)
-    score_sum = np.bincount(b, x * (d.positives + d.negatives.astype(np.int64)), minlength=n_bins)
+    positives = np.zeros(n_bins)
+    score_sum = np.zeros(n_bins)
+    for d in s.distinct_blocks():
+        x = np.asarray(transform(d.values), dtype=np.float64)
+        b = np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
+        positives += np.bincount(b, d.positives, minlength=n_bins)
+        score_sum += np.bincount(
+            b, x * (d.positives + d.negatives.astype(np.int64)), minlength=n_bins
+        )
     return float(np.sum(np.abs(positives - score_sum)) / total)
