@@ -21,7 +21,7 @@ import numpy as np
 from common import SAMPLE, ensure_big
 
 from fedeval.data import read_scored
-from fedeval.evaluate import evaluate_data
+from fedeval.evaluate import evaluate_data, threshold_axis
 from fedeval.params import resolve_config
 
 RUNS = 10
@@ -79,7 +79,8 @@ def main() -> None:
     print("-" * len(header))
     t0 = time.perf_counter()
     for label, path in sets:
-        data = read_scored(path)
+        # Read as `evaluate` reads it: the default thresholds are cell edges (fedeval.axis).
+        data = read_scored(path, axis=threshold_axis((0.0, 1.0), None))
         for model, eps, shape, height, buckets in settings():
             res = measure(data, model, eps, shape, height, buckets)
             h = f"{res['h']}" + ("*" if height == "auto" else "")
