@@ -714,7 +714,9 @@ def evaluate(
         str | None,
         typer.Option(
             help="Comma-separated thresholds for precision/recall/accuracy (positive means score "
-            "≥ t) \\[default: 1/11 … 10/11 of the score range].",
+            "≥ t). Declared here, they become cell edges of the release: exact sums of cells, no "
+            "interpolation (asked later from a saved release, a threshold inside a cell gets the "
+            "worst case of where its examples sit) \\[default: 1/11 … 10/11 of the score range].",
             show_default=False,
         ),
     ] = None,
