@@ -109,8 +109,8 @@ class _Accumulator:
         self.keep_examples = keep_examples
         self.counts = np.zeros(2 << resolution, np.int64)
         self.rows = 0
-        self.neg: list[np.ndarray] = []
-        self.pos: list[np.ndarray] = []
+        self.neg = _Growing()
+        self.pos = _Growing()
         self.unit: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
         self.clients: list[pa.Array] = []
@@ -143,8 +143,8 @@ class _Accumulator:
         self.counts += part.counts
         self.rows += part.rows
         if self.keep_scores:
-            self.neg.append(part.neg)
-            self.pos.append(part.pos)
+            self.neg.extend(part.neg)
+            self.pos.extend(part.pos)
         if self.keep_examples:
             self.unit.append(part.unit)
             self.labels.append(part.labels)
@@ -157,7 +157,7 @@ class _Accumulator:
     def finish(self) -> ScoredData:
         sorted_scores = None
         if self.keep_scores:
-            sorted_scores = SortedScores(_sorted(self.neg), _sorted(self.pos))
+            sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
         codes = uniques = None
         if self.clients:
             ids = pa.chunked_array(self.clients)
@@ -186,13 +186,36 @@ class _Accumulator:
         )
 
 
-def _sorted(parts: list[np.ndarray]) -> np.ndarray:
-    """The parts joined and sorted in place, the parts released first: one copy of the scores
-    at the peak, not three."""
-    out = np.concatenate(parts) if parts else np.zeros(0)
-    parts.clear()
-    out.sort()
-    return out
+class _Growing:
+    """Scores appended batch by batch into one array, then sorted in place.
+
+    The capacity doubles by `ndarray.resize`, a realloc: for a large buffer it remaps the
+    pages already written without copying them, and pages not yet written take no memory. So
+    n scores are held about once, never twice as when parts are kept and joined."""
+
+    def __init__(self) -> None:
+        self.data: np.ndarray | None = None
+        self.size = 0
+
+    def extend(self, a: np.ndarray) -> None:
+        if self.data is None:
+            self.data = np.empty(max(len(a), 1 << 16), a.dtype)
+        elif np.result_type(self.data, a) != self.data.dtype:  # a wider dtype in a later file
+            self.data = self.data[: self.size].astype(np.result_type(self.data, a))
+        need = self.size + len(a)
+        if need > len(self.data):
+            self.data.resize(max(need, 2 * len(self.data)), refcheck=False)
+        self.data[self.size : need] = a
+        self.size = need
+
+    def sorted(self) -> np.ndarray:
+        """The scores sorted (in place: the buffer, shrunk to them, is handed over)."""
+        if self.data is None:
+            return np.zeros(0)
+        out, self.data = self.data, None
+        out.resize(self.size, refcheck=False)
+        out.sort()
+        return out
 
 
 DEFAULT_RESOLUTION = 16

@@ -403,8 +403,11 @@ def _area_between(x1, y1, x2, y2) -> float:
 def _area_on_grid(c1, c2, g, le1, on1, le2, on2) -> float:
     """∫|y1 − y2| over the grid points g (ascending, every knot of either curve between its
     ends among them), given each curve's limits, its knots ≤ each point and which are knots."""
-    leave1, arrive1 = _on_grid(*c1, g, le1, on1)
-    leave2, arrive2 = _on_grid(*c2, g, le2, on2)
+    return _area_of(g, *_on_grid(*c1, g, le1, on1), *_on_grid(*c2, g, le2, on2))
+
+
+def _area_of(g, leave1, arrive1, leave2, arrive2) -> float:
+    """∫|y1 − y2| over the grid g from each curve's value leaving and arriving at each point."""
     # On each grid interval both curves are linear: difference d0 at the start, d1 at the end.
     d0 = leave1[:-1] - leave2[:-1]
     d1 = arrive1[1:] - arrive2[1:]
@@ -449,6 +452,30 @@ class ExactCurves(Curves):
         return self.auc
 
 
+def _on_own_knots(ux, left, right, g, le, on) -> tuple[np.ndarray, np.ndarray]:
+    """`_on_grid` for a grid made mostly of the curve's own knots: each point's knot read
+    directly (one gather), and only the few other points interpolated."""
+    k = np.maximum(le - 1, 0)
+    leaving, arriving = right[k], left[k]
+    off = np.flatnonzero(~on)
+    if len(off):
+        leaving[off], arriving[off] = _on_grid(ux, left, right, g[off], le[off], on[off])
+    return leaving, arriving
+
+
+def _off_own_knots(c, doubled, g, le, on) -> tuple[np.ndarray, np.ndarray]:
+    """`_on_grid` for a grid made mostly of points between the curve's knots: one `np.interp`
+    through the knots each given twice, (x, left) then (x, right), so a point inside a segment
+    gets the line from the right limit to the next left limit (the same line, up to the last
+    bit of rounding); the curve's own knots and the points beyond its ends as `_on_grid`."""
+    leaving = np.interp(g, *doubled)
+    arriving = leaving.copy()
+    special = np.flatnonzero(on | (le == 0) | (le == len(c[0])))
+    if len(special):
+        leaving[special], arriving[special] = _on_grid(*c, g[special], le[special], on[special])
+    return leaving, arriving
+
+
 class _AreaStream:
     """∫|exact − estimate| dx with the exact curve fed a block of points at a time, in curve
     order (x non-decreasing): the same sum as `_area_between` over the whole curve, with
@@ -459,7 +486,8 @@ class _AreaStream:
     them, and the estimate's knots between."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray):
-        self.estimate = _limits(x, y)
+        self.estimate = ux, left, right = _limits(x, y)
+        self.doubled = np.repeat(ux, 2), np.column_stack([left, right]).ravel()
         self.carry: tuple[float, float, float] | None = None
         self.prev: tuple[float, float, float] | None = None  # the last knot integrated up to
         self.pending: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -499,8 +527,12 @@ class _AreaStream:
         lo = 0 if first else int(np.searchsorted(ex[0], ux[0], side="left"))
         hi = len(ex[0]) if last else int(np.searchsorted(ex[0], ux[-1], side="right"))
         grid, on1, on2 = _merged_grid(ux, ex[0][lo:hi])
-        self.total += _area_on_grid(
-            (ux, left, right), ex, grid, np.cumsum(on1), on1, lo + np.cumsum(on2), on2
+        le2 = np.cumsum(on2)
+        le2 += lo
+        self.total += _area_of(
+            grid,
+            *_on_own_knots(ux, left, right, grid, np.cumsum(on1), on1),
+            *_off_own_knots(ex, self.doubled, grid, le2, on2),
         )
         self.prev = (float(ux[-1]), float(left[-1]), float(right[-1]))
 
