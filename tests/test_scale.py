@@ -184,3 +184,22 @@ def test_to_unit_clamps_only_near_edges_and_gives_the_same_bits(seed):
     )
     for values in (x, x.astype(np.float32)):
         np.testing.assert_array_equal(axis.to_unit(values), _to_unit_reference(axis, values))
+
+
+def test_kept_scores_grow_in_one_buffer_and_sort_like_joined_parts():
+    """Batches appended to the growing buffer (across its doublings, and a wider dtype in a
+    later batch) sort to exactly what joining the parts and sorting gives."""
+    from fedeval.data import _Growing
+
+    rng = np.random.default_rng(3)
+    parts = [rng.random(int(k)).astype(np.float32) for k in rng.integers(0, 40_000, 12)]
+    parts.append(rng.random(5))  # float64: the buffer widens
+    parts += [rng.random(70_000).astype(np.float32), np.zeros(0, np.float32)]
+    g = _Growing()
+    for p in parts:
+        g.extend(p)
+    out = g.sorted()
+    expected = np.sort(np.concatenate(parts))
+    assert out.dtype == expected.dtype == np.float64
+    np.testing.assert_array_equal(out, expected)
+    assert _Growing().sorted().size == 0
