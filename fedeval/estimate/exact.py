@@ -147,11 +147,16 @@ def exact_auc(s: SortedScores) -> float:
     twice = 0
     if s.negatives.dtype == s.positives.dtype:
         # Each positive's negatives below, plus at or below, found by binary search in its
-        # range of scores (a cache-sized piece of the negatives).
+        # range of scores (a cache-sized piece of the negatives); the second search only for
+        # positives tied with a negative.
         for below_range, neg, pos in s.chunks():
-            twice += 2 * below_range * len(pos)
-            twice += int(np.searchsorted(neg, pos, side="left").sum())
-            twice += int(np.searchsorted(neg, pos, side="right").sum())
+            if not len(neg) or not len(pos):
+                twice += 2 * below_range * len(pos)
+                continue
+            left = np.searchsorted(neg, pos, side="left")
+            tied = np.flatnonzero(neg[np.minimum(left, len(neg) - 1)] == pos)
+            twice += 2 * (below_range * len(pos) + int(left.sum()))
+            twice += int(np.searchsorted(neg, pos[tied], side="right").sum() - left[tied].sum())
     else:
         below_block = 0  # negatives below the block
         for d in s.distinct_blocks():  # temporaries a block long, not n
