@@ -31,8 +31,9 @@ class DistinctScores:
     @classmethod
     def of_sorted(cls, negatives: np.ndarray, positives: np.ndarray) -> DistinctScores:
         """From each class's scores sorted ascending: a linear pass over each (its runs of equal
-        scores), then the positives' distinct scores found among the negatives' by binary
-        search (no sort)."""
+        scores), then one merge of the two runs of distinct scores: numpy's stable sort of the
+        two joined (timsort for floats) finds the two sorted runs and merges them in linear
+        time."""
         vn, cn = _runs(negatives)
         vp, cp = _runs(positives)
         if not len(vp) or not len(vn):
@@ -40,15 +41,19 @@ class DistinctScores:
             values = (vn if len(vn) else vp).astype(dtype, copy=False)
             zero = np.zeros(len(values), np.int8)
             return cls(values, cn if len(vn) else zero, cp if len(vp) else zero)
-        # Merge the positives' distinct scores into the negatives': each lands at its search
-        # position plus the number of new values inserted before it.
-        at = np.searchsorted(vn, vp, side="left")
-        new = (at == len(vn)) | (vn[np.minimum(at, len(vn) - 1)] != vp)
-        values = np.insert(vn, at[new], vp[new])
-        neg = np.insert(cn, at[new], 0)
-        pos = np.zeros(len(values), cp.dtype)
-        inserted_before = np.cumsum(new) - new
-        pos[at + inserted_before] = cp
+        values = np.concatenate([vn, vp])
+        order = np.argsort(values, kind="stable")
+        values = values[order]
+        neg = np.concatenate([cn, np.zeros(len(vp), cn.dtype)])[order]
+        pos = np.concatenate([np.zeros(len(vn), cp.dtype), cp])[order]
+        both = np.flatnonzero(values[1:] == values[:-1])
+        if len(both):
+            # A score in both classes: its negatives' entry comes first (stable), and takes the
+            # positives' count from the entry after it, which is dropped.
+            pos[both] = pos[both + 1]
+            keep = np.ones(len(values), bool)
+            keep[both + 1] = False
+            values, neg, pos = values[keep], neg[keep], pos[keep]
         return cls(values, neg, pos)
 
 
