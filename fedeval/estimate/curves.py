@@ -592,28 +592,36 @@ def exact_diagnostics(
                 every.append((t, tpr, fpr, precision))
                 if last[0] + len(t) + 1 > 4 * cells + 2:
                     every = None
-            # Thinning: a new cell of rank or of arc, and the point before each such one.
-            index = np.arange(last[0] + 1, last[0] + 1 + len(t))
-            rank_cell = (tp + fp) * cells // (p + n)
-            arc_cell = np.floor(np.nan_to_num(tpr + fpr) * (cells / 2)).astype(np.int64)
-            new = (rank_cell != np.r_[last[5], rank_cell[:-1]]) | (
-                arc_cell != np.r_[last[6], arc_cell[:-1]]
-            )
-            keep = new.copy()
-            keep[:-1] |= new[1:]
-            if new[0] and last[0] > last_kept:  # the corner before this block's first point
-                kept.append(tuple(np.array([v]) for v in last[1:5]))
-            if keep.any():
+            # Thinning: the first point in each new cell of rank or of arc, and the point
+            # before each. Both rise along the curve, so each cell's first point is found by a
+            # binary search for its lower edge (cell ≥ c: count·cells ≥ c·(P + N), arc ≥ c).
+            count = tp + fp
+            rank_hi = int(count[-1]) * cells // (p + n)
+            edges = -(-np.arange(last[5] + 1, rank_hi + 1) * (p + n) // cells)
+            starts = np.searchsorted(count, edges, side="left")
+            arc_hi = last[6]
+            if p and n:  # otherwise the arc is undefined: rank alone
+                arc = tpr + fpr
+                arc *= cells / 2
+                arc_hi = math.floor(arc[-1])
+                edges = np.arange(last[6] + 1, arc_hi + 1)
+                starts = np.r_[starts, np.searchsorted(arc, edges, side="left")]
+            keep = np.unique(np.r_[starts - 1, starts])
+            if len(keep) and keep[0] < 0:  # the corner before this block's first point
+                keep = keep[1:]
+                if last[0] > last_kept:
+                    kept.append(tuple(np.array([v]) for v in last[1:5]))
+            if len(keep):
                 kept.append((t[keep], tpr[keep], fpr[keep], precision[keep]))
-                last_kept = int(index[keep][-1])
+                last_kept = last[0] + 1 + int(keep[-1])
             last = (
-                int(index[-1]),
+                last[0] + len(t),
                 float(t[-1]),
                 float(tpr[-1]),
                 float(fpr[-1]),
                 float(precision[-1]),
-                int(rank_cell[-1]),
-                int(arc_cell[-1]),
+                rank_hi,
+                arc_hi,
             )
             tp0, fp0, tpr0 = int(tp[-1]), int(fp[-1]), float(tpr[-1])
     if last[0] > last_kept:  # the last point: every example predicted positive
