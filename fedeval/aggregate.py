@@ -292,7 +292,7 @@ def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
         raise InputError(
             f"'{d}': {len(exposed)} surviving client(s) lost every masking neighbour; revealing "
             "their keys would expose their reports, so the cohort is not unmasked. Re-run the "
-            "round (or encode with more --neighbours)."
+            "round (or encode with more `neighbours`)."
         )
     table = _table(d, entry, rf.RECOVERY_SCHEMA)
     need_first, need_second = secagg.broken_pairs(missing, n, k)

@@ -145,7 +145,7 @@ def calibrate_run(
             return histogram_binning(x, b)
     else:
         if buckets != "auto":
-            raise UsageError("--buckets does not apply to bbq, which averages many binnings.")
+            raise UsageError("`buckets` does not apply to bbq, which averages many binnings.")
         fit = bbq
     cmap = fit(leaves)
 
@@ -293,7 +293,7 @@ def apply_map_file(
             if i == 0 and output_col in rb.schema.names:
                 raise UsageError(
                     f"'{source_name(source)}' already has a column '{output_col}'; "
-                    "choose another name with --output-col."
+                    "choose another name with `output_col`."
                 )
             yield rb.append_column(output_col, pa.array(cmap(scores), pa.float64()))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import sys
 from typing import Any
 
@@ -47,10 +48,58 @@ def wants_json(args: list[str]) -> bool:
     return False
 
 
+_PARAMETER = re.compile(r"`([a-z][a-z0-9_]*)`")
+_FLAG_ALIASES = {"method": "--curve-method"}
+"""Library parameters whose option has another name (tried after the same-named option)."""
+
+
+def _long_flags() -> set[str]:
+    """The long options of the running command and of the program, e.g. '--score-col'."""
+    ctx = click_context()
+    if ctx is None:
+        return set()
+    root_ctx = ctx.find_root()
+    root = root_ctx.command
+    sub = getattr(root, "commands", {}).get(root_ctx.invoked_subcommand or "")
+    if sub is None and ctx.command is not root:
+        sub = ctx.command
+    commands = [root] if sub is None else [root, sub]
+    return {
+        opt
+        for command in commands
+        for param in command.params
+        for opt in getattr(param, "opts", ())
+        if opt.startswith("--")
+    }
+
+
+def in_cli_words(text: str, flags: set[str] | None = None) -> str:
+    """A library message as the command line speaks: a parameter the library names in
+    backticks (`score_range`) becomes the option that sets it (--score-range), where there is
+    one. The library itself names no command-line flag."""
+    flags = _long_flags() if flags is None else flags
+
+    def flag(m: re.Match[str]) -> str:
+        for name in ("--" + m.group(1).replace("_", "-"), _FLAG_ALIASES.get(m.group(1))):
+            if name in flags:
+                return name
+        return m.group(0)
+
+    return _PARAMETER.sub(flag, text)
+
+
 def print_error(
     message: str, *, hint: str | None = None, doc: dict[str, Any] | None = None
 ) -> None:
     """One line `fedeval: error: …` (and a hint line) on stderr; `doc` also as JSON on stdout."""
+    flags = _long_flags()
+    message = in_cli_words(message, flags)
+    hint = None if hint is None else in_cli_words(hint, flags)
+    if doc is not None:
+        doc = dict(doc)
+        for key in ("message", "hint"):
+            if isinstance(doc.get(key), str):
+                doc[key] = in_cli_words(doc[key], flags)
     out = error_console()
     out.print(Text.assemble(("fedeval: error:", "bold red"), " ", " ".join(message.split())))
     if hint:

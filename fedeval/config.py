@@ -59,7 +59,7 @@ def check_relation(model: PrivacyModel, relation: Relation | str | None) -> Rela
     if model is PrivacyModel.FEDERATED:
         if relation is not None:
             raise UsageError(
-                "--relation does not apply to --model federated (no differential privacy: "
+                "`relation` does not apply to `model` federated (no differential privacy: "
                 "there is no ε to state over a relation); drop it, or choose distdp/localdp."
             )
         return None
@@ -73,9 +73,9 @@ def check_relation(model: PrivacyModel, relation: Relation | str | None) -> Rela
         ) from None
     if model is PrivacyModel.LOCALDP and relation is Relation.ADD_REMOVE:
         raise UsageError(
-            "--relation add-remove is not available under --model localdp: every report a "
+            "`relation` add-remove is not available under `model` localdp: every report a "
             "client sends is visible to the server, so whether an example (or client) is present "
-            "cannot be hidden. Use --relation replace (the local-DP relation), or --model distdp."
+            "cannot be hidden. Use `relation` replace (the local-DP relation), or `model` distdp."
         )
     return relation
 
@@ -96,16 +96,16 @@ def check_epsilon(model: PrivacyModel, epsilon: float | None) -> None:
     if model is PrivacyModel.FEDERATED:
         if epsilon is not None:
             raise UsageError(
-                "`epsilon` does not apply to --model federated (secure aggregation adds no "
-                "noise); drop --epsilon or choose --model distdp/localdp."
+                "`epsilon` does not apply to `model` federated (secure aggregation adds no "
+                "noise); drop `epsilon` or choose `model` distdp/localdp."
             )
     elif epsilon is None or not (epsilon > 0 and math.isfinite(epsilon)):
         raise UsageError(
-            f"`epsilon` must be a positive finite number under --model {model}. Found {epsilon}."
+            f"`epsilon` must be a positive finite number under `model` {model}. Found {epsilon}."
         )
     elif not MIN_EPSILON <= epsilon <= MAX_EPSILON:
         raise UsageError(
-            f"`epsilon` must lie in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] under --model {model}. "
+            f"`epsilon` must lie in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] under `model` {model}. "
             f"Found {epsilon:g}: beyond that range the noise parameters leave float64 "
             "(exp(±ε) under- or overflows) and the release means nothing."
         )
@@ -132,19 +132,19 @@ def check_unit(unit: Unit | str, max_examples: int | None) -> Unit:
     if unit is Unit.CLIENT:
         if isinstance(max_examples, int) and max_examples > MAX_EXAMPLES:
             raise UsageError(
-                f"--max-examples {max_examples:,} is beyond the largest cap fedeval accepts "
+                f"`max_examples` {max_examples:,} is beyond the largest cap fedeval accepts "
                 f"({MAX_EXAMPLES:,}): the noise would drown every count. Cap clients at the "
                 "number of examples a client really holds."
             )
         if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
             found = "" if max_examples is None else f" Found {max_examples!r}."
             raise UsageError(
-                "--unit client needs --max-examples L (an integer ≥ 1): each client's "
+                "`unit` client needs `max_examples` L (an integer ≥ 1): each client's "
                 f"contribution is capped at L examples and the noise scaled to it.{found}"
             )
     elif max_examples is not None:
         raise UsageError(
-            "--max-examples applies to --unit client only (under --unit example every example "
+            "`max_examples` applies to `unit` client only (under `unit` example every example "
             "is protected on its own)."
         )
     return unit

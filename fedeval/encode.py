@@ -56,10 +56,10 @@ ABSOLUTE_MIN_COHORT = 2
 
 def check_min_cohort(min_cohort: int) -> int:
     if isinstance(min_cohort, bool) or not isinstance(min_cohort, int):
-        raise UsageError(f"--min-cohort must be an integer. Found {min_cohort!r}.")
+        raise UsageError(f"`min_cohort` must be an integer. Found {min_cohort!r}.")
     if min_cohort < ABSOLUTE_MIN_COHORT:
         raise UsageError(
-            f"--min-cohort must be at least {ABSOLUTE_MIN_COHORT}: a one-client cohort's sum is "
+            f"`min_cohort` must be at least {ABSOLUTE_MIN_COHORT}: a one-client cohort's sum is "
             f"its report. Found {min_cohort}."
         )
     return min_cohort
@@ -273,26 +273,26 @@ def encode_file(
     if n < min_cohort:
         raise UsageError(
             f"'{source}' holds {n} clients: a cohort needs at least {min_cohort} (the server "
-            "learns each cohort's sum). Merge clients into larger cohorts, or lower --min-cohort "
+            "learns each cohort's sum). Merge clients into larger cohorts, or lower `min_cohort` "
             f"(at least {ABSOLUTE_MIN_COHORT})."
         )
     if population is None:
         population = n
     if isinstance(population, bool) or not isinstance(population, int) or population < n:
         raise UsageError(
-            f"--population is the number of clients the protocol is set up for, at least the "
+            f"`population` is the number of clients the protocol is set up for, at least the "
             f"{n:,} clients in '{source}'. Found {population!r}."
         )
     if not 0.0 <= dropout < 1.0:
-        raise UsageError(f"--dropout must be a fraction in [0, 1). Found {dropout}.")
+        raise UsageError(f"`dropout` must be a fraction in [0, 1). Found {dropout}.")
     if dropout > 0 and config.model is PrivacyModel.DISTDP:
         raise UsageError(
-            "--dropout cannot be simulated under distdp: a client that drops out takes its noise "
+            "`dropout` cannot be simulated under distdp: a client that drops out takes its noise "
             "share with it, and the sum would be less private than claimed. Use federated, or "
             "localdp (where reports need no masks)."
         )
     if neighbours is not None and (isinstance(neighbours, bool) or neighbours < 1):
-        raise UsageError(f"--neighbours must be a positive integer. Found {neighbours!r}.")
+        raise UsageError(f"`neighbours` must be a positive integer. Found {neighbours!r}.")
     rng, seed_used = rng_and_seed(seed)
     # Children in the order `simulate` spawns them (intervals, cap), so one seed gives the
     # one-shot per-client path and `encode` the same reports; then the simulated network.

@@ -54,7 +54,7 @@ class Verdict:
 
 def parse_gates(specs: list[str] | None, kind: Kind) -> list[Gate]:
     """'auc=0.85' or 'auc=0.85,recall@0.5=0.7' (repeatable) → gates."""
-    option = "--fail-under" if kind is Kind.FLOOR else "--fail-over"
+    option = "`fail_under`" if kind is Kind.FLOOR else "`fail_over`"
     gates = []
     for spec in specs or []:
         for part in filter(None, (p.strip() for p in spec.split(","))):
@@ -135,7 +135,7 @@ def _find(metrics: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
         shown += "; precision/recall/accuracy@t for t in " + ", ".join(f"{t:.4g}" for t in ts)
     raise UsageError(
         f"the report has no metric {name!r}. It has: {shown}. Run evaluate with the gate (it "
-        "adds the threshold) or with --thresholds."
+        "adds the threshold) or with `thresholds`."
     )
 
 
@@ -150,7 +150,7 @@ def judge(
             if not m.get("ci95"):
                 raise UsageError(
                     f"{g.metric} has no 95% interval in this report; judge it with "
-                    "--gate-on estimate, or produce the report with intervals."
+                    "`gate_on` estimate, or produce the report with intervals."
                 )
             value = m["ci95"][0] if g.kind is Kind.FLOOR else m["ci95"][1]
         else:

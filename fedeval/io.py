@@ -309,7 +309,7 @@ def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_row
     )
     from_dirs = [c for c in wanted if c in partition and c not in names]
     names = [*names, *from_dirs]
-    for col, option in ((columns.score, "--score-col"), (columns.label, "--label-col")):
+    for col, option in ((columns.score, "`score_col`"), (columns.label, "`label_col`")):
         if col not in names:
             raise InputError(
                 f"'{name}' has no column '{col}' (it has: {', '.join(names) or 'none'}); "
@@ -318,7 +318,7 @@ def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_row
     if columns.client and columns.client not in names:
         raise InputError(
             f"'{name}' has no column '{columns.client}' (it has: {', '.join(names)}); "
-            "drop --client-col to treat every row as its own client."
+            "drop `client_col` to treat every row as its own client."
         )
     has_client = client_col in names
     client = client_col if has_client else None
@@ -515,7 +515,7 @@ def read_with_scores(
     if score_col not in names:
         raise InputError(
             f"'{name}' has no column '{score_col}' (it has: {', '.join(names) or 'none'}); "
-            "name the right one with --score-col."
+            "name the right one with `score_col`."
         )
     _check_unique(names, [score_col], name)
 
@@ -625,7 +625,7 @@ def _scores(
         i = _first_true((s < lo) | (s > hi))
         raise InputError(
             f"{where}, row {offset + i + 1}: score {float(s[i])!r} is outside the score range "
-            f"[{lo:g}, {hi:g}]; pass --score-range lo,hi if scores are not probabilities."
+            f"[{lo:g}, {hi:g}]; pass `score_range` lo,hi if scores are not probabilities."
         )
     return s, float(s_max)
 
@@ -668,7 +668,7 @@ def positive_labels(
             target = pa.scalar(pos_label).cast(arr.type)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             raise InputError(
-                f"{where}: --pos-label {pos_label!r} cannot be compared with labels of type "
+                f"{where}: `pos_label` {pos_label!r} cannot be compared with labels of type "
                 f"{arr.type}."
             ) from e
         if len(seen) == 2 and target.as_py() not in seen:
@@ -685,7 +685,7 @@ def positive_labels(
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
         raise InputError(
             f"{where}: labels must be 0/1 or true/false, found type {arr.type}; "
-            "pass --pos-label VALUE to say which value is the positive class."
+            "pass `pos_label` VALUE to say which value is the positive class."
         )
     y = arr.to_numpy(zero_copy_only=False)
     if pa.types.is_integer(arr.type):
@@ -696,7 +696,7 @@ def positive_labels(
         i = _first_true((y != 0) & (y != 1))
         raise InputError(
             f"{where}, row {offset + i + 1}: label {y[i].item()!r} is not binary (expected 0/1 or "
-            "true/false); pass --pos-label VALUE for other codings."
+            "true/false); pass `pos_label` VALUE for other codings."
         )
     return y == 1
 

@@ -317,8 +317,8 @@ def make_entry(
     _leaves(event)
     if p.get("reproducible_simulation"):
         raise UsageError(
-            "a --seed run is a reproducible simulation, not a private release; it cannot be "
-            "charged to a privacy budget. Run without --seed to make a private release."
+            "a `seed` run is a reproducible simulation, not a private release; it cannot be "
+            "charged to a privacy budget. Run without `seed` to make a private release."
         )
     mechanism = p.get("mechanism") or {}
     return {

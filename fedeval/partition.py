@@ -114,7 +114,7 @@ def _scheme(scheme: Scheme | str) -> Scheme:
         return Scheme(str(scheme).lower())
     except ValueError:
         names = ", ".join(s.value for s in Scheme)
-        raise UsageError(f"--scheme takes one of {names}. Found {scheme!r}.") from None
+        raise UsageError(f"`scheme` takes one of {names}. Found {scheme!r}.") from None
 
 
 def _positive_finite(value: float, option: str, meaning: str) -> float:
@@ -125,9 +125,9 @@ def _positive_finite(value: float, option: str, meaning: str) -> float:
 
 def _check_n_clients(n_clients: object) -> int:
     if isinstance(n_clients, bool) or not isinstance(n_clients, int | np.integer):
-        raise UsageError(f"--clients must be a whole number ≥ 1. Found {n_clients!r}.")
+        raise UsageError(f"`clients` must be a whole number ≥ 1. Found {n_clients!r}.")
     if n_clients < 1:
-        raise UsageError(f"--clients must be at least 1. Found {n_clients}.")
+        raise UsageError(f"`clients` must be at least 1. Found {n_clients}.")
     return int(n_clients)
 
 
@@ -162,23 +162,23 @@ def assign_clients(
         raise UsageError(f"y_positive must be 1-D. Found shape {y.shape}.")
     n = len(y)
     if scheme is Scheme.COLUMN:
-        raise UsageError("--scheme column keeps an existing client column; nothing to assign.")
+        raise UsageError("`scheme` column keeps an existing client column; nothing to assign.")
     client = np.empty(n, np.int64)
     if scheme is Scheme.IID:
         if k > n:
             raise UsageError(
-                f"--scheme iid gives every client at least one example, but there are {n:,} "
+                f"`scheme` iid gives every client at least one example, but there are {n:,} "
                 f"rows for {k:,} clients; ask for at most {n:,} clients."
             )
         client[rng.permutation(n)] = np.arange(n, dtype=np.int64) % k
     elif scheme is Scheme.DIRICHLET:
-        alpha = np.full(k, _positive_finite(beta, "--beta", _BETA))
+        alpha = np.full(k, _positive_finite(beta, "`beta`", _BETA))
         for c in np.unique(y):  # one pass per class
             rows = np.flatnonzero(y == c)
             counts = rng.multinomial(len(rows), rng.dirichlet(alpha))
             client[rng.permutation(rows)] = np.repeat(np.arange(k, dtype=np.int64), counts)
     elif scheme is Scheme.SIZES:
-        s = _positive_finite(zipf, "--zipf", _ZIPF)
+        s = _positive_finite(zipf, "`zipf`", _ZIPF)
         weights = (rng.permutation(k) + 1.0) ** -s
         counts = rng.multinomial(n, weights / weights.sum())
         client[rng.permutation(n)] = np.repeat(np.arange(k, dtype=np.int64), counts)
@@ -281,22 +281,22 @@ def partition_file(
 
     scheme = _scheme(scheme)
     if beta is not None and scheme is not Scheme.DIRICHLET:
-        raise UsageError("--beta (the Dirichlet concentration) goes with --scheme dirichlet only.")
+        raise UsageError("`beta` (the Dirichlet concentration) goes with `scheme` dirichlet only.")
     if zipf is not None and scheme is not Scheme.SIZES:
         raise UsageError(
-            "--zipf (the Zipf exponent of client sizes) goes with --scheme sizes only."
+            "`zipf` (the Zipf exponent of client sizes) goes with `scheme` sizes only."
         )
     if scheme is Scheme.COLUMN:
         if n_clients is not None:
             raise UsageError(
-                f"--scheme column keeps the clients of column '{client_col}'; drop --clients."
+                f"`scheme` column keeps the clients of column '{client_col}'; drop `clients`."
             )
     elif n_clients is None:
-        raise UsageError(f"--scheme {scheme.value} needs the number of clients: pass --clients K.")
+        raise UsageError(f"`scheme` {scheme.value} needs the number of clients: pass `clients` K.")
     else:
         n_clients = _check_n_clients(n_clients)
-    beta = _positive_finite(DEFAULT_BETA if beta is None else beta, "--beta", _BETA)
-    zipf = _positive_finite(DEFAULT_ZIPF if zipf is None else zipf, "--zipf", _ZIPF)
+    beta = _positive_finite(DEFAULT_BETA if beta is None else beta, "`beta`", _BETA)
+    zipf = _positive_finite(DEFAULT_ZIPF if zipf is None else zipf, "`zipf`", _ZIPF)
 
     name = source_name(source)
     to_stdout = output is None or str(output) == STDIN
@@ -306,18 +306,18 @@ def partition_file(
     if label_col not in names:
         raise InputError(
             f"'{name}' has no column '{label_col}' (it has: {', '.join(names) or 'none'}); "
-            "name the right one with --label-col."
+            "name the right one with `label_col`."
         )
     if scheme is Scheme.COLUMN and client_col not in names:
         raise InputError(
-            f"'{name}' has no column '{client_col}' (it has: {', '.join(names)}); --scheme "
-            "column keeps an existing client column: name it with --client-col, or choose "
+            f"'{name}' has no column '{client_col}' (it has: {', '.join(names)}); `scheme` "
+            "column keeps an existing client column: name it with `client_col`, or choose "
             "another scheme."
         )
     if scheme is not Scheme.COLUMN and client_col in names:
         raise UsageError(
-            f"'{name}' already has a column '{client_col}'; pass --scheme column to keep it, or "
-            "name the new column with --client-col."
+            f"'{name}' already has a column '{client_col}'; pass `scheme` column to keep it, or "
+            "name the new column with `client_col`."
         )
     # The whole table: a partition deals rows out globally (and the output may be the input).
     held = [rb for rb in batches if rb.num_rows]

@@ -228,7 +228,7 @@ def test_epsilon_with_federated_is_a_usage_error(scores):
     assert result.stdout == ""
     msg = flat(result.stderr)
     assert msg.startswith("fedeval: error:")
-    assert "`epsilon` does not apply to --model federated" in msg
+    assert "--epsilon does not apply to --model federated" in msg
     assert not Path("r.json").exists()
 
 
@@ -529,8 +529,8 @@ BAD_INPUTS = {
         ["t.parquet", "--thresholds", "1.5"],
         ["thresholds must lie in the score range [0, 1]"],
     ),
-    "bad height": (_table(), ["t.parquet", "--height", "tall"], ["`height` must be an integer"]),
-    "bad buckets": (_table(), ["t.parquet", "--buckets", "0"], ["`buckets` must be a positive"]),
+    "bad height": (_table(), ["t.parquet", "--height", "tall"], ["--height must be an integer"]),
+    "bad buckets": (_table(), ["t.parquet", "--buckets", "0"], ["--buckets must be a positive"]),
 }
 
 

@@ -37,3 +37,26 @@ def test_quiet_after_the_command(tmp_path, monkeypatch, where):
     quiet = runner.invoke(app, args)
     assert quiet.exit_code == 0, quiet.output
     assert quiet.stderr == ""
+
+
+def test_library_messages_name_parameters_and_the_cli_names_its_options(tmp_path, monkeypatch):
+    import fedeval
+    from fedeval.cli_support import in_cli_words
+
+    with pytest.raises(fedeval.InputError) as e:
+        fedeval.evaluate([0, 1], [0.5, 1.5])
+    assert "`score_range`" in str(e.value) and "--" not in str(e.value)
+    with pytest.raises(fedeval.UsageError) as e:
+        fedeval.evaluate([0, 1, 1, 0], [0.1, 0.2, 0.7, 0.9], model="federated", epsilon=1.0)
+    assert "--" not in str(e.value)
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.csv").write_text("score,label\n0.5,1\n1.5,0\n")
+    result = runner.invoke(app, ["evaluate", "bad.csv"])
+    assert result.exit_code == 2
+    assert "pass --score-range lo,hi" in result.stderr and "`" not in result.stderr
+
+    flags = {"--score-range", "--curve-method"}
+    assert in_cli_words("pass `score_range`; `method` or `nope`", flags) == (
+        "pass --score-range; --curve-method or `nope`"
+    )

@@ -141,7 +141,7 @@ def test_missing_score_column(tmp_path):
     msg = raises_input_error(read_all, path)
     assert f"'{path}' has no column 'score'" in msg
     assert "it has: prob, label" in msg
-    assert "--score-col" in msg
+    assert "`score_col`" in msg
 
 
 def test_missing_label_column(tmp_path):
@@ -149,7 +149,7 @@ def test_missing_label_column(tmp_path):
     msg = raises_input_error(read_all, path)
     assert f"'{path}' has no column 'label'" in msg
     assert "it has: score, target" in msg
-    assert "--label-col" in msg
+    assert "`label_col`" in msg
 
 
 def test_renamed_columns_are_used(tmp_path):
@@ -163,14 +163,14 @@ def test_client_col_naming_a_missing_column(tmp_path):
     path = write_parquet(tmp_path / "t.parquet", score=_scores(), label=_labels())
     msg = raises_input_error(read_all, path, Columns(client="hospital"))
     assert f"'{path}' has no column 'hospital'" in msg
-    assert "--client-col" in msg
+    assert "`client_col`" in msg
 
 
 def test_csv_missing_score_column(tmp_path):
     path = write_csv(tmp_path / "t.csv", "prob,label\n0.1,0\n0.9,1\n")
     msg = raises_input_error(read_all, path)
     assert f"'{path}' has no column 'score'" in msg
-    assert "--score-col" in msg
+    assert "`score_col`" in msg
 
 
 # --- scores -----------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def test_score_outside_range_names_row_and_value(tmp_path):
     assert msg.startswith(f"'{path}', column 'score', row 3: score ")
     assert re.search(r"\b1\.5\b", msg)
     assert "outside the score range [0, 1]" in msg
-    assert "--score-range" in msg
+    assert "`score_range`" in msg
 
 
 def test_negative_score_outside_range(tmp_path):
@@ -285,7 +285,7 @@ def test_label_two_names_the_row(tmp_path):
     assert msg.startswith(f"'{path}', column 'label', row 6: label ")
     assert re.search(r"\b2\b", msg.split("row 6:")[1])
     assert "is not binary" in msg
-    assert "--pos-label" in msg
+    assert "`pos_label`" in msg
 
 
 def test_float_label_half_names_the_row(tmp_path):
@@ -319,7 +319,7 @@ def test_string_labels_refused_without_pos_label(tmp_path):
     msg = raises_input_error(read_all, path)
     assert f"'{path}', column 'label'" in msg
     assert "labels must be 0/1 or true/false" in msg
-    assert "--pos-label" in msg
+    assert "`pos_label`" in msg
 
 
 def test_string_labels_accepted_with_pos_label(tmp_path):
@@ -349,7 +349,7 @@ def test_pos_label_of_the_wrong_type_refused(tmp_path):
     path = write_parquet(tmp_path / "t.parquet", score=_scores(), label=_labels())
     msg = raises_input_error(read_all, path, pos_label="yes")
     assert f"'{path}', column 'label'" in msg
-    assert "--pos-label 'yes' cannot be compared" in msg
+    assert "`pos_label` 'yes' cannot be compared" in msg
 
 
 def test_integer_labels_with_string_pos_label(tmp_path):

@@ -178,20 +178,20 @@ def small():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"method": "platt"}, "--method takes one of fedbin, fedbbq, fedtemp"),
-        ({"method": "fedtemp", "bins": 16}, "--buckets applies to fedbin and fedbbq"),
+        ({"method": "platt"}, "`method` takes one of fedbin, fedbbq, fedtemp"),
+        ({"method": "fedtemp", "bins": 16}, "`buckets` applies to fedbin and fedbbq"),
         ({"method": "fedtemp", "weighted": False}, "weighting is for binning"),
-        ({"method": "fedbin", "server_lr": 0.5}, "--server-lr applies to fedtemp only"),
-        ({"method": "fedbbq", "bins": 100}, "--buckets must be 2\\^M"),
+        ({"method": "fedbin", "server_lr": 0.5}, "`server_lr` applies to fedtemp only"),
+        ({"method": "fedbbq", "bins": 100}, "`buckets` must be 2\\^M"),
         ({"method": "fedtemp", "pooled": True}, "pooling classes applies to fedbin"),
-        ({"method": "fedbin", "holdout": "a"}, "--holdout must be a number"),
-        ({"method": "fedbin", "rounds": 0}, "--rounds must be a whole number ≥ 1"),
-        ({"method": "fedbin", "participation": 0.0}, "--participation"),
-        ({"method": "fedbin", "holdout": 1.0}, "--holdout must be in \\[0, 1\\)"),
-        ({"method": "fedbin", "delta": 1e-5}, "--delta goes with --epsilon"),
-        ({"method": "fedbin", "beta": -1.0}, "--beta must be a finite number > 0"),
+        ({"method": "fedbin", "holdout": "a"}, "`holdout` must be a number"),
+        ({"method": "fedbin", "rounds": 0}, "`rounds` must be a whole number ≥ 1"),
+        ({"method": "fedbin", "participation": 0.0}, "`participation`"),
+        ({"method": "fedbin", "holdout": 1.0}, "`holdout` must be in \\[0, 1\\)"),
+        ({"method": "fedbin", "delta": 1e-5}, "`delta` goes with `epsilon`"),
+        ({"method": "fedbin", "beta": -1.0}, "`beta` must be a finite number > 0"),
         ({"method": "fedbin", "epsilon": 1.0, "clip": (1.0, 2.0, 3.0)}, "two clip norms"),
-        ({"method": "fedtemp", "epsilon": 1.0, "clip": 0.0}, "--clip must be"),
+        ({"method": "fedtemp", "epsilon": 1.0, "clip": 0.0}, "`clip` must be"),
     ],
 )
 def test_bad_options_are_named(options, message):
@@ -202,7 +202,7 @@ def test_bad_options_are_named(options, message):
 
 def test_client_column_excludes_clients_and_beta():
     y, z = small()
-    with pytest.raises(UsageError, match="drop --clients and --beta"):
+    with pytest.raises(UsageError, match="drop `clients` and `beta`"):
         calibrate_multiclass(y, logits=z, client_ids=y, clients=5, method="fedbin")
 
 
@@ -226,9 +226,9 @@ def test_fedtemp_on_probabilities_equals_fedtemp_on_logits(sample):
 
 def test_input_kind_and_holdout_are_checked():
     y, z = small()
-    with pytest.raises(UsageError, match="--input takes probs or logits"):
+    with pytest.raises(UsageError, match="`input` takes probs or logits"):
         calibrate_multiclass(y, logits=z, method="fedtemp", input_kind="scores")
-    with pytest.raises(UsageError, match=r"--input probs: .* has no such columns"):
+    with pytest.raises(UsageError, match=r"`input` probs: .* has no such columns"):
         calibrate_multiclass(y, logits=z, method="fedtemp", input_kind="probs")
     with pytest.raises(UsageError, match="leaves none to calibrate on"):
         calibrate_multiclass(y[:1], logits=z[:1], method="fedtemp", clients=1, holdout=0.9)

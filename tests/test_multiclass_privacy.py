@@ -241,13 +241,13 @@ def test_temperature_noise_has_the_claimed_sigma():
 
 @pytest.mark.parametrize("eps", [0.0, -1.0, math.inf, math.nan, "1", True, None])
 def test_epsilon_is_checked_by_the_shared_rule(eps):
-    with pytest.raises(UsageError, match="--epsilon must be a positive finite number"):
+    with pytest.raises(UsageError, match="`epsilon` must be a positive finite number"):
         check_budget(eps, 1e-5)
 
 
 def test_budget_is_checked():
     for delta in (0.0, 1.0, -1e-5, True, None):
-        with pytest.raises(UsageError, match=r"--delta must be in \(0, 1\)"):
+        with pytest.raises(UsageError, match=r"`delta` must be in \(0, 1\)"):
             check_budget(1.0, delta)
     with pytest.warns(UserWarning, match="weak guarantee"):
         check_budget(20.0, 1e-5)

@@ -171,14 +171,14 @@ def test_summarise_by_hand():
     ("args", "kw", "message"),
     [
         ((10, Scheme.IID), {}, None),
-        ((0, Scheme.IID), {}, "--clients must be at least 1"),
-        ((2.5, Scheme.IID), {}, "--clients must be a whole number"),
+        ((0, Scheme.IID), {}, "`clients` must be at least 1"),
+        ((2.5, Scheme.IID), {}, "`clients` must be a whole number"),
         ((20, Scheme.IID), {}, "at most 10 clients"),
-        ((3, Scheme.DIRICHLET), {"beta": 0.0}, "--beta"),
-        ((3, Scheme.DIRICHLET), {"beta": math.inf}, "--beta"),
-        ((3, Scheme.SIZES), {"zipf": -1.0}, "--zipf"),
+        ((3, Scheme.DIRICHLET), {"beta": 0.0}, "`beta`"),
+        ((3, Scheme.DIRICHLET), {"beta": math.inf}, "`beta`"),
+        ((3, Scheme.SIZES), {"zipf": -1.0}, "`zipf`"),
         ((3, Scheme.COLUMN), {}, "nothing to assign"),
-        ((3, "round-robin"), {}, "--scheme takes one of iid, dirichlet, sizes, column"),
+        ((3, "round-robin"), {}, "`scheme` takes one of iid, dirichlet, sizes, column"),
     ],
 )
 def test_assign_validation(args, kw, message):

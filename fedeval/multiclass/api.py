@@ -210,7 +210,7 @@ def _input_kind(kind: InputKind | str | None) -> InputKind | None:
     try:
         return None if kind is None else InputKind(kind)
     except ValueError:
-        raise UsageError(f"--input takes probs or logits. Found {kind!r}.") from None
+        raise UsageError(f"`input` takes probs or logits. Found {kind!r}.") from None
 
 
 def _method(method: Method | str) -> Method:
@@ -218,7 +218,7 @@ def _method(method: Method | str) -> Method:
         return Method(str(method).lower())
     except ValueError:
         names = ", ".join(m.value for m in Method)
-        raise UsageError(f"--method takes one of {names}. Found {method!r}.") from None
+        raise UsageError(f"`method` takes one of {names}. Found {method!r}.") from None
 
 
 def _positive_number(x: object, option: str) -> float:
@@ -239,8 +239,8 @@ def _clip_pair(
             raise UsageError(
                 f"binning takes two clip norms C₊,C₋ (positive, negative). Found {clip!r}."
             )
-        return _positive_number(clip[0], "--clip C₊"), _positive_number(clip[1], "--clip C₋")
-    c = _positive_number(clip, "--clip")
+        return _positive_number(clip[0], "`clip` C₊"), _positive_number(clip[1], "`clip` C₋")
+    c = _positive_number(clip, "`clip`")
     return c, c
 
 
@@ -276,25 +276,25 @@ def calibrate_multiclass_data(
     if not isinstance(ece_bins, int) or ece_bins < 1:
         raise UsageError(f"the ECE needs a whole number of bins ≥ 1. Found {ece_bins!r}.")
     if delta is not None and epsilon is None:
-        raise UsageError("--delta goes with --epsilon (user-level DP); pass both or neither.")
+        raise UsageError("`delta` goes with `epsilon` (user-level DP); pass both or neither.")
     if method.is_binning:
         if server_lr is not None:
-            raise UsageError("--server-lr applies to fedtemp only (binning sums histograms).")
+            raise UsageError("`server_lr` applies to fedtemp only (binning sums histograms).")
         if bins is None:
             n_bins = DEFAULT_BINS if epsilon is None else DEFAULT_DP_BINS
         else:
             n_bins = bins
         if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2:
-            raise UsageError(f"--buckets must be a whole number ≥ 2. Found {bins!r}.")
+            raise UsageError(f"`buckets` must be a whole number ≥ 2. Found {bins!r}.")
         if method is Method.FEDBBQ and n_bins & (n_bins - 1):
             raise UsageError(
-                f"fedbbq merges bins in powers of two: --buckets must be 2^M (e.g. 128). "
+                f"fedbbq merges bins in powers of two: `buckets` must be 2^M (e.g. 128). "
                 f"Found {n_bins}."
             )
         pooled = (epsilon is not None) if pooled is None else bool(pooled)
     else:
         if bins is not None:
-            raise UsageError("--buckets applies to fedbin and fedbbq, not fedtemp.")
+            raise UsageError("`buckets` applies to fedbin and fedbbq, not fedtemp.")
         if pooled:
             raise UsageError("pooling classes applies to fedbin and fedbbq, not fedtemp.")
         pooled = False
@@ -303,7 +303,7 @@ def calibrate_multiclass_data(
                 "the heterogeneity weighting is for binning; fedtemp keeps accuracy as it is."
             )
         if server_lr is not None:
-            server_lr = _positive_number(server_lr, "--server-lr")
+            server_lr = _positive_number(server_lr, "`server_lr`")
         n_bins = None
 
     # Which model outputs the calibrator reads: binning wants probabilities, scaling logits;
@@ -316,7 +316,7 @@ def calibrate_multiclass_data(
     else:
         kind = _input_kind(input_kind)
         if (data.probs if kind is InputKind.PROBS else data.logits) is None:
-            raise UsageError(f"--input {kind.value}: '{data.source}' has no such columns.")
+            raise UsageError(f"`input` {kind.value}: '{data.source}' has no such columns.")
     x = data.probs if kind is InputKind.PROBS else data.logits
     # "Before" is the model's own probabilities from the columns the calibrator reads, so the
     # before/after comparison is of the same input.
@@ -331,18 +331,18 @@ def calibrate_multiclass_data(
     if data.client is not None:
         if clients is not None or beta is not None:
             raise UsageError(
-                "the data have a client column; drop --clients and --beta (or the column)."
+                "the data have a client column; drop `clients` and `beta` (or the column)."
             )
         client, n_clients, partition = data.client, data.n_clients, Partition.COLUMN
     else:
         n_clients = DEFAULT_CLIENTS if clients is None else clients
         if beta is not None:
-            beta = _positive_number(beta, "--beta")
+            beta = _positive_number(beta, "`beta`")
         client = federation.assign(data.labels, n_clients, beta, r_partition)
         partition = Partition.IID if beta is None else Partition.DIRICHLET
 
     if not isinstance(holdout, int | float) or isinstance(holdout, bool):
-        raise UsageError(f"--holdout must be a number in [0, 1). Found {holdout!r}.")
+        raise UsageError(f"`holdout` must be a number in [0, 1). Found {holdout!r}.")
     held = federation.holdout_mask(data.rows, holdout, r_split)
     fit_rows = ~held if held.any() else np.ones(data.rows, bool)
     eval_rows = held if held.any() else fit_rows
@@ -375,7 +375,7 @@ def calibrate_multiclass_data(
                 "aggregation across rounds, unmasked once)",
             )
         else:
-            ct = DEFAULT_TEMPERATURE_CLIP if clip is None else _positive_number(clip, "--clip")
+            ct = DEFAULT_TEMPERATURE_CLIP if clip is None else _positive_number(clip, "`clip`")
             r = federation.max_client_rounds(n_clients, rounds, participation)
             check = bool(held.any())
             clips = {"temperature": ct}
@@ -402,7 +402,7 @@ def calibrate_multiclass_data(
     elif method.is_binning:
         clip_used = dict(zip(("positive", "negative"), _clip_pair(clip), strict=True))
     else:
-        clip_used = {"temperature": _positive_number(clip, "--clip")}
+        clip_used = {"temperature": _positive_number(clip, "`clip`")}
 
     fit: BinningFit | TemperatureFit
     if method.is_binning:

@@ -17,14 +17,14 @@ from fedeval.partition import Scheme, assign_clients
 
 def check_rounds(rounds: object) -> int:
     if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 1:
-        raise UsageError(f"--rounds must be a whole number ≥ 1. Found {rounds!r}.")
+        raise UsageError(f"`rounds` must be a whole number ≥ 1. Found {rounds!r}.")
     return int(rounds)
 
 
 def check_participation(p: object) -> float:
     if not (isinstance(p, int | float) and not isinstance(p, bool) and 0 < p <= 1):
         raise UsageError(
-            f"--participation (the share of clients sampled each round) must be in (0, 1]. "
+            f"`participation` (the share of clients sampled each round) must be in (0, 1]. "
             f"Found {p!r}."
         )
     return float(p)
@@ -46,12 +46,12 @@ def holdout_mask(n: int, fraction: float, rng: np.random.Generator) -> np.ndarra
     uniform split of rows does that in expectation for every client.
     """
     if not (isinstance(fraction, int | float) and 0 <= fraction < 1 and math.isfinite(fraction)):
-        raise UsageError(f"--holdout must be in [0, 1). Found {fraction!r}.")
+        raise UsageError(f"`holdout` must be in [0, 1). Found {fraction!r}.")
     mask = np.zeros(n, bool)
     k = round(fraction * n)
     if k >= n:
         raise UsageError(
-            f"--holdout {fraction:g} of {n} rows leaves none to calibrate on; hold out less."
+            f"`holdout` {fraction:g} of {n} rows leaves none to calibrate on; hold out less."
         )
     if k:
         mask[rng.permutation(n)[:k]] = True

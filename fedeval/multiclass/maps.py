@@ -124,7 +124,7 @@ def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
     if kind != KIND:
         raise InputError(
             f"'{name}' is a '{kind}' calibration map, not a multiclass one; it calibrates one "
-            "score column (apply it with --score-col)."
+            "score column (apply it with `score_col`)."
         )
 
     def bad(key: str, why: str) -> InputError:

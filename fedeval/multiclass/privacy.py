@@ -98,12 +98,12 @@ def check_budget(epsilon: float, delta: float) -> tuple[float, float]:
         check_epsilon(PrivacyModel.DISTDP, epsilon if number else math.nan)
     except UsageError:
         raise UsageError(
-            f"--epsilon must be a positive finite number for --multiclass user-level DP. "
+            f"`epsilon` must be a positive finite number for `multiclass` user-level DP. "
             f"Found {epsilon!r}."
         ) from None
     if isinstance(delta, bool) or not (isinstance(delta, int | float) and 0 < delta < 1):
         raise UsageError(
-            f"--delta must be in (0, 1) for user-level Gaussian DP (try 1e-5). Found {delta!r}."
+            f"`delta` must be in (0, 1) for user-level Gaussian DP (try 1e-5). Found {delta!r}."
         )
     if epsilon > LARGE_EPSILON:
         warnings.warn(
