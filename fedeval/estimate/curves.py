@@ -210,20 +210,21 @@ def leaf_curves(
 
     TP and FP at each edge come from `leaf_tails`; within a leaf the examples are taken as
     uniformly mixed, so the curves are straight between edges: the ROC AUC is the trapezoid over
-    the edges (= the half-credit-within-leaf AUC) and AP is integrated per `ap_rule`. The PR
-    curve starts at recall 0 with the precision of the top non-empty leaf (no precision-0 spike
-    where nothing is predicted positive).
+    the edges (= the half-credit-within-leaf AUC) and AP is integrated per `ap_rule`. Where the
+    recall is still 0 (no positive above the threshold: nothing, or under noise only a few
+    negatives the fit put at the top), the PR curve takes the precision of the first point with
+    a positive, so it starts at the right height with no precision-0 spike at recall 0.
     """
     fp, tp = leaf_tails(leaves)
     n_leaves = fp.size - 1
     positives, negatives = tp[-1], fp[-1]
     ap = leaf_ap(fp, tp, ap_rule)
-    top = np.flatnonzero(tp + fp > 0)
-    start = float(tp[top[0]] / (tp[top[0]] + fp[top[0]])) if top.size else 1.0
+    first = np.flatnonzero(tp > 0)
+    start = float(tp[first[0]] / (tp[first[0]] + fp[first[0]])) if first.size else 1.0
 
     def rates(tp_t: np.ndarray, fp_t: np.ndarray, t: np.ndarray) -> Curves:
         with np.errstate(divide="ignore", invalid="ignore"):
-            precision = np.where(tp_t + fp_t > 0, tp_t / (tp_t + fp_t), start)
+            precision = np.where(tp_t > 0, tp_t / (tp_t + fp_t), start)
             tpr = tp_t / positives if positives > 0 else (t == -np.inf).astype(float)
             fpr = fp_t / negatives if negatives > 0 else (t == -np.inf).astype(float)
         tpr, fpr = np.clip(tpr, 0.0, 1.0), np.clip(fpr, 0.0, 1.0)
@@ -287,7 +288,8 @@ def exact_curves(s: SortedScores) -> Curves:
 
     Cumulative sums over the distinct scores from the top (`SortedScores.distinct`, linear in
     n): no further sort or search. Precision is TP/(TP + FP) from the integer counts, as
-    scikit-learn computes it."""
+    scikit-learn computes it. Every point is kept (four float64 arrays over the distinct
+    scores); `exact_diagnostics` gives the same AUC, AP and areas in bounded memory."""
     d = s.distinct
     p, n = len(s.positives), len(s.negatives)
     size = len(d.values) + 1
