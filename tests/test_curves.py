@@ -570,3 +570,22 @@ def test_method_is_stated_in_the_report_and_chosen_on_the_command_line(tmp_path)
     assert docs["pchip"]["roc_auc"] != docs["leaves"]["roc_auc"]
     r = runner.invoke(app, ["curves", str(path), "--model", "federated", "--curve-method", "x"])
     assert r.exit_code == 2
+
+
+def test_pr_curve_under_noise_starts_where_the_positives_do():
+    # Noise leaves a few negatives at the top of the fitted tails, above any positive: a PR
+    # curve read literally there is precision 0 at recall 0, a spike down to the axis. It
+    # starts instead at the precision of the top 1% of the positives, and never near 0 while
+    # the exact top precision is high (rare positives score high: exact precision at the top
+    # is 1).
+    y, s = rare_scores(200_000, seed=3)
+    starts = []
+    for seed in range(10):
+        c = roc_pr_curves(y, s, model="distdp", epsilon=1.0, seed=seed, ci_draws=0)
+        for curve in (c.points, c.dense):
+            at_zero = curve.precision[curve.recall == 0]
+            first = curve.precision[np.flatnonzero(curve.recall > 0)[0]]
+            assert np.all(at_zero == at_zero[0])
+            starts.append(at_zero[0])
+            assert at_zero[0] >= min(first, 0.5)
+    assert min(starts) > 0.5

@@ -202,6 +202,10 @@ def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
     return float(np.clip(np.sum(p * np.clip(prec, 0.0, 1.0)) / total, 0.0, 1.0))
 
 
+MIN_TOP_RECALL = 0.01
+"""The share of the positives a PR-curve point needs above it to show its own precision."""
+
+
 def leaf_curves(
     leaves: np.ndarray, n_quantiles: int, *, ap_rule: str = "integral"
 ) -> tuple[Curves, Curves]:
@@ -210,21 +214,22 @@ def leaf_curves(
 
     TP and FP at each edge come from `leaf_tails`; within a leaf the examples are taken as
     uniformly mixed, so the curves are straight between edges: the ROC AUC is the trapezoid over
-    the edges (= the half-credit-within-leaf AUC) and AP is integrated per `ap_rule`. Where the
-    recall is still 0 (no positive above the threshold: nothing, or under noise only a few
-    negatives the fit put at the top), the PR curve takes the precision of the first point with
-    a positive, so it starts at the right height with no precision-0 spike at recall 0.
+    the edges (= the half-credit-within-leaf AUC) and AP is integrated per `ap_rule`. Above the
+    first MIN_TOP_RECALL of the positives (at least one), where a precision is a ratio of a few
+    examples or, under noise, of a few the fit put at the top, the PR curve takes the precision
+    of that whole top region: it starts at the right height, with no spike towards 0 at recall 0.
     """
     fp, tp = leaf_tails(leaves)
     n_leaves = fp.size - 1
     positives, negatives = tp[-1], fp[-1]
     ap = leaf_ap(fp, tp, ap_rule)
-    first = np.flatnonzero(tp > 0)
+    min_tp = max(1.0, MIN_TOP_RECALL * positives)
+    first = np.flatnonzero(tp >= min_tp)
     start = float(tp[first[0]] / (tp[first[0]] + fp[first[0]])) if first.size else 1.0
 
     def rates(tp_t: np.ndarray, fp_t: np.ndarray, t: np.ndarray) -> Curves:
         with np.errstate(divide="ignore", invalid="ignore"):
-            precision = np.where(tp_t > 0, tp_t / (tp_t + fp_t), start)
+            precision = np.where(tp_t >= min_tp, tp_t / (tp_t + fp_t), start)
             tpr = tp_t / positives if positives > 0 else (t == -np.inf).astype(float)
             fpr = fp_t / negatives if negatives > 0 else (t == -np.inf).astype(float)
         tpr, fpr = np.clip(tpr, 0.0, 1.0), np.clip(fpr, 0.0, 1.0)
