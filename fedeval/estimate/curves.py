@@ -497,39 +497,45 @@ class _AreaStream:
         self.doubled = np.repeat(ux, 2), np.column_stack([left, right]).ravel()
         self.carry: tuple[float, float, float] | None = None
         self.prev: tuple[float, float, float] | None = None  # the last knot integrated up to
-        self.pending: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.pending: list[tuple[float, float, float]] = []  # final knots not yet integrated
         self.total = 0.0
 
     def add(self, x: np.ndarray, y: np.ndarray) -> None:
-        if self.carry is not None:
-            cx, cl, cr = self.carry
-            x, y = np.r_[cx, cx, x], np.r_[cl, cr, y]
-        ux, left, right = _limits(x, y)
+        """The next points of the exact curve (x non-decreasing, continuing the last block)."""
+        if not len(x):
+            return
+        head = ([] if self.prev is None else [self.prev]) + self.pending
+        self.pending = []
+        carry = self.carry
+        goes_on = carry is not None and x[0] == carry[0]
+        if carry is not None and not goes_on:
+            head.append(carry)  # the carried run ended: a final knot
+        ux, left, right = _knots_after(head, x, y)
+        if carry is not None and goes_on:  # the run goes on: its left limit is the carry's
+            left[len(head)] = carry[1]
         self.carry = (float(ux[-1]), float(left[-1]), float(right[-1]))
-        if len(ux) > 1:
-            self._integrate(ux[:-1], left[:-1], right[:-1], last=False)
+        self._integrate(ux[:-1], left[:-1], right[:-1], last=False)
 
     def finish(self) -> float:
+        head = ([] if self.prev is None else [self.prev]) + self.pending
         if self.carry is not None:
-            self._integrate(*(np.array([v]) for v in self.carry), last=True)
-            self.carry = None
+            head.append(self.carry)
+        self.pending, self.carry = [], None
+        if head:
+            self._integrate(*(np.array(v) for v in zip(*head, strict=True)), last=True)
         return self.total
 
     def _integrate(self, ux, left, right, *, last: bool) -> None:
-        if self.pending is not None:
-            ux, left, right = (
-                np.r_[a, b] for a, b in zip(self.pending, (ux, left, right), strict=True)
-            )
-            self.pending = None
+        """The area over these knots: the last integrated one (if any) first, then final ones."""
         first = self.prev is None
         if first and len(ux) < 2 and not last:
             # The estimate is extrapolated before the exact curve's first segment: wait for it.
-            self.pending = (ux, left, right)
+            self.pending = [
+                (float(a), float(b), float(c)) for a, b, c in zip(ux, left, right, strict=True)
+            ]
             return
-        if not first:
-            ux, left, right = (
-                np.r_[p, a] for p, a in zip(self.prev, (ux, left, right), strict=True)
-            )
+        if not len(ux) or (not first and len(ux) < 2):
+            return  # no new knot
         ex = self.estimate
         lo = 0 if first else int(np.searchsorted(ex[0], ux[0], side="left"))
         hi = len(ex[0]) if last else int(np.searchsorted(ex[0], ux[-1], side="right"))
@@ -542,6 +548,24 @@ class _AreaStream:
             *_off_own_knots(ex, self.doubled, grid, le2, on2),
         )
         self.prev = (float(ux[-1]), float(left[-1]), float(right[-1]))
+
+
+def _knots_after(head: list, x: np.ndarray, y: np.ndarray):
+    """`_limits(x, y)` for x already non-decreasing, after the knots `head` ((x, left, right)
+    each): one allocation per array, no sort and no copy to prepend."""
+    new = np.empty(len(x), bool)
+    new[0] = True
+    np.not_equal(x[1:], x[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    h, m = len(head), len(first)
+    ux, left, right = np.empty(h + m), np.empty(h + m), np.empty(h + m)
+    for i, (a, b, c) in enumerate(head):
+        ux[i], left[i], right[i] = a, b, c
+    np.take(x, first, out=ux[h:])
+    np.take(y, first, out=left[h:])
+    np.take(y, first[1:] - 1, out=right[h : h + m - 1])
+    right[-1] = y[-1]
+    return ux, left, right
 
 
 def exact_diagnostics(
