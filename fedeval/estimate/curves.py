@@ -539,14 +539,32 @@ class _AreaStream:
         ex = self.estimate
         lo = 0 if first else int(np.searchsorted(ex[0], ux[0], side="left"))
         hi = len(ex[0]) if last else int(np.searchsorted(ex[0], ux[-1], side="right"))
-        grid, on1, on2 = _merged_grid(ux, ex[0][lo:hi])
-        le2 = np.cumsum(on2)
-        le2 += lo
-        self.total += _area_of(
-            grid,
-            *_on_own_knots(ux, left, right, grid, np.cumsum(on1), on1),
-            *_off_own_knots(ex, self.doubled, grid, le2, on2),
+        sub = ex[0][lo:hi]
+        if len(sub) > len(ux):  # more estimate knots than exact ones here (a small block)
+            grid, on1, on2 = _merged_grid(ux, sub)
+            exact = _on_own_knots(ux, left, right, grid, np.cumsum(on1), on1)
+            est_at = np.flatnonzero(on2)
+        else:
+            # The estimate's few knots inserted into the exact ones: the exact curve's values
+            # at its own knots are inserted along (no search), the few others interpolated.
+            at = np.searchsorted(ux, sub, side="left")
+            dup = (at < len(ux)) & (ux[np.minimum(at, len(ux) - 1)] == sub)
+            at = at[~dup]
+            grid = np.insert(ux, at, sub[~dup])
+            exact = np.insert(right, at, 0.0), np.insert(left, at, 0.0)
+            if len(at):
+                ins = at + np.arange(len(at))  # their places in the grid
+                exact[0][ins], exact[1][ins] = _on_grid(
+                    ux, left, right, grid[ins], at, np.zeros(len(at), bool)
+                )
+            est_at = np.searchsorted(grid, sub, side="left")
+            on2 = np.zeros(len(grid), bool)
+            on2[est_at] = True
+        # The estimate's knots at or below each grid point: a step at each of its few knots.
+        le2 = np.repeat(
+            np.arange(lo, lo + len(est_at) + 1), np.diff(est_at, prepend=0, append=len(grid))
         )
+        self.total += _area_of(grid, *exact, *_off_own_knots(ex, self.doubled, grid, le2, on2))
         self.prev = (float(ux[-1]), float(left[-1]), float(right[-1]))
 
 
