@@ -189,9 +189,10 @@ class _Accumulator:
 class _Growing:
     """Scores appended batch by batch into one array, then sorted in place.
 
-    The capacity doubles by `ndarray.resize`, a realloc: for a large buffer it remaps the
-    pages already written without copying them, and pages not yet written take no memory. So
-    n scores are held about once, never twice as when parts are kept and joined."""
+    The capacity grows by a quarter by `ndarray.resize`, a realloc: for a large buffer it
+    remaps the pages already written without copying them. numpy zero-fills the new quarter,
+    so at most a quarter more than the scores is held, never twice the scores as when parts
+    are kept and joined."""
 
     def __init__(self) -> None:
         self.data: np.ndarray | None = None
@@ -204,7 +205,7 @@ class _Growing:
             self.data = self.data[: self.size].astype(np.result_type(self.data, a))
         need = self.size + len(a)
         if need > len(self.data):
-            self.data.resize(max(need, 2 * len(self.data)), refcheck=False)
+            self.data.resize(max(need, len(self.data) + len(self.data) // 4), refcheck=False)
         self.data[self.size : need] = a
         self.size = need
 

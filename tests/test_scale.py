@@ -187,7 +187,7 @@ def test_to_unit_clamps_only_near_edges_and_gives_the_same_bits(seed):
 
 
 def test_kept_scores_grow_in_one_buffer_and_sort_like_joined_parts():
-    """Batches appended to the growing buffer (across its doublings, and a wider dtype in a
+    """Batches appended to the growing buffer (across its growth steps, and a wider dtype in a
     later batch) sort to exactly what joining the parts and sorting gives."""
     from fedeval.data import _Growing
 
