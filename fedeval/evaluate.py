@@ -292,11 +292,15 @@ def evaluate_run(
     if p_ci is not None:
         p_ci = np.where(sparse[:, None], np.array([0.0, 1.0]), p_ci)
 
+    curves = curve_result(run, quantiles)
     exact_auc_value: float | None = None
     exact_p = exact_r = exact_a = [None] * len(thr)
     if run.truth is not None:
         s = run.truth
-        exact_auc_value = exact_auc(s)
+        # The curves' one pass over the sorted scores already summed the exact AUC.
+        exact_auc_value = curves.roc_auc.exact
+        if exact_auc_value is None:
+            exact_auc_value = exact_auc(s)
         tp, fp = exact_threshold_counts(s, thr)
         ep, er, ea = precision_recall_accuracy(
             tp, fp, float(len(s.positives)), float(len(s.negatives))
@@ -328,7 +332,7 @@ def evaluate_run(
         auc=_defined(auc_value, exact_auc_value, auc_ci95, undetermined("AUC", run)),
         thresholds=rows,
         buckets=n_buckets,
-        curves=curve_result(run, quantiles),
+        curves=curves,
         ece=raw_ece(run),
     )
 
