@@ -47,6 +47,7 @@ class ScoreAxis:
     knots: tuple[tuple[float, float], ...] = ()
     _xs: np.ndarray = field(init=False, repr=False, compare=False)
     _us: np.ndarray = field(init=False, repr=False, compare=False)
+    _align: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         lo, hi = float(self.lo), float(self.hi)
@@ -60,6 +61,11 @@ class ScoreAxis:
         object.__setattr__(self, "hi", hi)
         object.__setattr__(self, "_xs", xs)
         object.__setattr__(self, "_us", us)
+        h = 0
+        for u in us[1:-1]:
+            while (u * (1 << h)) % 1:
+                h += 1
+        object.__setattr__(self, "_align", h)
 
     @classmethod
     def linear(cls, lo: float = 0.0, hi: float = 1.0) -> ScoreAxis:
@@ -100,11 +106,7 @@ class ScoreAxis:
 
     def align_height(self) -> int:
         """The coarsest height whose cell edges hold every knot (0 for the linear map)."""
-        h = 0
-        for _, u in self.knots:
-            while (u * (1 << h)) % 1:
-                h += 1
-        return h
+        return self._align
 
     def auto_floor(self, resolution: int) -> int:
         """The least height `--height auto` may pick for data read at `resolution`: the

@@ -142,9 +142,11 @@ constant: a two-level extrapolation (re-noising at √2σ and 2σ, fitting a pow
 the measured ratios worse than this."""
 
 
-def _leaf_ap_interval(run: Simulated, estimate: float) -> tuple[float, float]:
+def _leaf_ap_interval(
+    run: Simulated, estimate: float, hull: tuple[float, float]
+) -> tuple[float, float]:
     """95% interval of the 'leaves' AP: the span of what the release cannot tell apart, widened
-    by z·σ of the noise.
+    by z·σ of the noise. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`).
 
     The span holds (1) the AP with each leaf's examples tied (the step rule: exact for scores
     with point masses) and uniformly mixed (the integral rule, the estimate: exact in the limit
@@ -161,8 +163,7 @@ def _leaf_ap_interval(run: Simulated, estimate: float) -> tuple[float, float]:
     if run.noise_draws is None:
         # Exact sums: discretisation is all there is to cover, and the worst case is the only
         # bound that holds for every data set (at the federated height it is narrow).
-        ap_lo, ap_hi = within_leaf_bounds(leaves)[2:]
-        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+        return (float(min(estimate, hull[0])), float(max(estimate, hull[1])))
     fp, tp = leaf_tails(leaves)
     step = leaf_ap(fp, tp, "step")
     lo, hi = min(estimate, step), max(estimate, step)
@@ -173,7 +174,7 @@ def _leaf_ap_interval(run: Simulated, estimate: float) -> tuple[float, float]:
     if finite.size:
         debiased = estimate - CONSTRAINT_BIAS_FACTOR * (float(finite.mean()) - estimate)
         lo, hi = min(lo, debiased), max(hi, debiased)
-    ap_lo, ap_hi = within_leaf_bounds(leaves)[2:]
+    ap_lo, ap_hi = hull
     if not sd < ap_hi - ap_lo:
         # Noise beyond the leaves' own uncertainty: the fit's bias is then no small
         # perturbation, re-noising underestimates it (measured: 58% coverage at ε/L under unit
@@ -214,7 +215,7 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str
         )
 
     ap_interval = (
-        _leaf_ap_interval(run, dense.average_precision)
+        _leaf_ap_interval(run, dense.average_precision, (ap_lo, ap_hi))
         if method == "leaves"
         else hull(dense.average_precision, ap_lo, ap_hi, ap_sd)
     )

@@ -105,6 +105,8 @@ class _Accumulator:
     def __init__(self, resolution: int, axis: ScoreAxis, keep_scores: bool, keep_examples: bool):
         self.resolution = resolution
         self.axis = axis
+        # Scores already on [0, 1] are their own unit positions: no per-batch map.
+        self.identity = axis == ScoreAxis.linear()
         self.keep_scores = keep_scores
         self.keep_examples = keep_examples
         self.counts = np.zeros(2 << resolution, np.int64)
@@ -119,7 +121,7 @@ class _Accumulator:
         hi = self.axis.hi
         n_leaves = 1 << self.resolution
         unit = b.scores
-        if self.axis != ScoreAxis.linear():
+        if not self.identity:
             unit = self.axis.to_unit(b.scores)
         # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in any
         # float width; the clamp is needed only when a score sits on the top of the range; the
