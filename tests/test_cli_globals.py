@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedeval.cli import app
-from fedeval.cli_support import _globals_first
+from fedeval.cli.support import _globals_first
 
 runner = CliRunner()
 
@@ -41,7 +41,7 @@ def test_quiet_after_the_command(tmp_path, monkeypatch, where):
 
 def test_library_messages_name_parameters_and_the_cli_names_its_options(tmp_path, monkeypatch):
     import fedeval
-    from fedeval.cli_support import in_cli_words
+    from fedeval.cli.support import in_cli_words
 
     with pytest.raises(fedeval.InputError) as e:
         fedeval.evaluate([0, 1], [0.5, 1.5])

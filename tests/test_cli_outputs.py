@@ -327,9 +327,9 @@ def test_plan_like_takes_rows_and_positive_share_from_the_file(tmp_path, monkeyp
 
 
 def test_counts_in_messages_are_singular_for_one():
-    from fedeval.cli import _plural
+    from fedeval.cli.common import plural
 
-    assert [_plural(n, "part") for n in (0, 1, 2, 1000)] == [
+    assert [plural(n, "part") for n in (0, 1, 2, 1000)] == [
         "0 parts",
         "1 part",
         "2 parts",

@@ -1,0 +1,142 @@
+"""`fedeval aggregate` and `fedeval keygen`: the server's step, and the keys that sign it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from fedeval.cli.app import app
+from fedeval.cli.common import err, errors_to_exit, plural, progress_bar
+from fedeval.cli.options import MinCohortOpt, SignKeyOpt
+from fedeval.cli.run import private_key, public_key
+from fedeval.documents import document_text
+from fedeval.errors import UsageError
+from fedeval.outputs import is_stdout
+
+
+@app.command()
+def aggregate(
+    reports: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Report directories made by fedeval encode (one per cohort).",
+            metavar="REPORTS...",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The aggregate to write (a versioned release; use it with --from).",
+            show_default=False,
+        ),
+    ],
+    population: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="The population the server expects; the manifests must agree.",
+            show_default=False,
+        ),
+    ] = None,
+    min_cohort: MinCohortOpt = 10,
+    sign_key: SignKeyOpt = None,
+    verify_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--verify-key",
+            help="Ed25519 public key (fedeval keygen): refuse manifests not signed by it.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Verify, sum and unmask client reports into the aggregate release: the server's step.
+
+    Each manifest's seal (and signature, with --verify-key) and every file's SHA-256 are
+    checked first; stray files, duplicate clients, mixed parameters, cohorts below
+    --min-cohort and a wrong population are refused and nothing is written. The masks cancel
+    in the sum (dropped clients' masks are removed with the keys their neighbours revealed);
+    the server learns each cohort's sum and nothing per client. The release keeps only what
+    the mechanism may publish (no exact count under add-remove).
+
+    Example: [bold]fedeval aggregate reports/ -o run.fedeval && fedeval curves --from
+    run.fedeval[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    """
+    from fedeval.aggregate import aggregate_reports
+    from fedeval.releasefile import save_release
+
+    with errors_to_exit(), progress_bar("summing report parts", True) as progress:
+        s = aggregate_reports(
+            reports,
+            population=population,
+            min_cohort=min_cohort,
+            verify_key=public_key(verify_key),
+            progress=progress,
+        )
+        if is_stdout(output):  # -o -: the release document on stdout
+            from fedeval.releasefile import release_dict
+
+            doc = release_dict(s.release, s.axis)
+            sys.stdout.write(document_text(doc, sign_key=private_key(sign_key)))
+        else:
+            save_release(output, s.release, s.axis, sign_key=private_key(sign_key))
+    recovered = f" ({s.recovered:,} dropped, masks removed)" if s.recovered else ""
+    # Participation is what the server sees anyway; no count of examples is printed (under
+    # add-remove none is known, and the log is a document too).
+    err.print(
+        f"{plural(s.cohorts, 'cohort')}: {s.reported:,} of {s.clients:,} clients reported"
+        f"{recovered} → '{output}'",
+        highlight=False,
+    )
+
+
+@app.command()
+def keygen(
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="NAME of the key pair: writes NAME.key (private, mode 0600) and NAME.pub.",
+            metavar="NAME",
+            show_default=False,
+        ),
+    ],
+) -> None:
+    """Make an Ed25519 key pair to sign releases and report manifests, and to check who made them.
+
+    Every document fedeval writes carries a SHA-256 digest of its content, which catches edits
+    but proves nothing about its author: anyone can recompute it. A signature does. Keep
+    NAME.key secret; hand NAME.pub to whoever reads your files (over a channel they trust).
+
+    Sign with [bold]--sign-key NAME.key[/bold] on [bold]fedeval aggregate[/bold] and
+    [bold]fedeval evaluate --save-release[/bold]; verify with [bold]--verify-key NAME.pub[/bold]
+    on [bold]fedeval aggregate[/bold] (the report manifests) and wherever [bold]--from[/bold]
+    reads a release. The key's fingerprint is printed on stderr.
+
+    Example: [bold]fedeval keygen -o ci && fedeval aggregate reports/ -o run.fedeval --sign-key
+    ci.key && fedeval evaluate --from run.fedeval --verify-key ci.pub[/bold]
+
+    Exit codes: 0 ok · 2 NAME.key or NAME.pub already exists (never overwritten), or cannot be
+    written.
+    """
+    from fedeval.integrity import fingerprint, generate_keypair
+
+    with errors_to_exit():
+        if is_stdout(output):
+            raise UsageError("keygen writes two files, NAME.key and NAME.pub: -o - cannot.")
+        base = output.with_suffix("") if output.suffix in (".key", ".pub") else output
+        private, public = Path(f"{base}.key"), Path(f"{base}.pub")
+        key = generate_keypair(private, public)
+    err.print(
+        f"Ed25519 key {fingerprint(key)}: '{private}' (private, keep it secret) and '{public}' "
+        "(public: hand it to whoever verifies).",
+        highlight=False,
+    )

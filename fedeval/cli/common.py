@@ -1,0 +1,176 @@
+"""Helpers every command shares: the stderr console, warnings as one line, progress bars, and
+parsing of option values (numbers, score range, plot and output targets)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import warnings
+from collections.abc import Iterator
+from enum import StrEnum
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from fedeval.cli.support import error_console
+from fedeval.errors import UsageError
+from fedeval.outputs import Outputs, is_stdout, plot_target
+
+err = Console(stderr=True, soft_wrap=True)
+
+
+class OutputFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@contextlib.contextmanager
+def errors_to_exit() -> Iterator[None]:
+    """Library warnings become one `warning:` line each on stderr; errors pass on to the command
+    group (`fedeval.cli.support.FedevalGroup`), the one place they become messages and exit
+    codes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            shown = set()
+            for w in caught:
+                if issubclass(w.category, RuntimeWarning):  # numpy's arithmetic, not for people
+                    continue
+                text = " ".join(str(w.message).split())
+                if text not in shown:
+                    shown.add(text)
+                    error_console().print(Text.assemble(("fedeval: warning:", "yellow"), " ", text))
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator:
+    """A progress callback drawing a bar on stderr (only on a terminal), or None."""
+    if not enabled:
+        yield None
+        return
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+        yield lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def plural(n: int, noun: str) -> str:
+    """'1 part', '2 parts', '1,000 parts'."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def floats(text: str, option: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(
+            f"{option} takes numbers separated by commas, e.g. 0.3,0.5. Found {text!r}."
+        ) from None
+
+
+MAX_QUANTILES = 1 << 16
+MAX_BUCKETS = 1 << 20
+"""Beyond these, memory grows past a laptop's and no estimate gets better."""
+
+
+def check_buckets(text: str) -> None:
+    """--buckets: 'auto' or a positive integer up to MAX_BUCKETS (the library checks the rest)."""
+    try:
+        b = int(text)
+    except ValueError:
+        return
+    if b > MAX_BUCKETS:
+        raise UsageError(f"--buckets must be at most {MAX_BUCKETS:,}. Found {b:,}.")
+
+
+def parse_score_range(text: str) -> tuple[float, float]:
+    vals = floats(text, "--score-range")
+    if (
+        len(vals) != 2
+        or not vals[0] < vals[1]
+        or not all(map(math.isfinite, vals))
+        or not math.isfinite(vals[1] - vals[0])
+    ):
+        raise UsageError(
+            f"--score-range takes finite lo,hi with lo < hi, e.g. -5,5. Found {text!r}."
+        )
+    return vals[0], vals[1]
+
+
+def plot_file(plot: str | None, default_name: str) -> Path | None:
+    """Where --plot draws (a file, or `default_name` in a directory given with a final '/'),
+    its extension checked before any work."""
+    if plot is None:
+        return None
+    path = plot_target(plot, default_name)
+    check_plot_suffix(path)
+    return path
+
+
+def emit(text: str | None, output: Path | None, out: Outputs) -> bool:
+    """The -o convention of every command: -o PATH stages `text` for PATH (stdout stays empty);
+    -o - means stdout. Returns whether `text` goes to stdout once the run commits."""
+    if output is None or is_stdout(output):
+        return is_stdout(output)
+    if text is not None:
+        out.stage_text(output, text)
+    return False
+
+
+class ReadBar:
+    """`read_progress` for the library: a bar of rows read on stderr, shown only once a read
+    has taken READ_BAR_AFTER seconds (a short read draws nothing), gone when the read ends."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.bar: Progress | None = None
+        self.task = None
+
+    def __call__(self, rows: int | None) -> None:
+        if rows is None:  # the read is over
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
+            return
+        if self.bar is None:
+            if time.monotonic() - self.start < READ_BAR_AFTER:
+                return
+            self.bar = Progress(
+                TextColumn("reading"),
+                BarColumn(),
+                TextColumn("{task.completed:,} rows"),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("reading", total=None)
+        self.bar.update(self.task, completed=rows)
+
+
+READ_BAR_AFTER = 2.0
+"""Seconds a read runs before its progress bar appears."""
+
+
+def check_plot_suffix(path: Path) -> None:
+    """Before any work: the plot's format comes from its extension."""
+    if path.suffix.lower() not in {".png", ".svg"}:
+        raise UsageError(f"--plot '{path}': use a .png or .svg file name.")

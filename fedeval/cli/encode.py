@@ -1,0 +1,190 @@
+"""`fedeval encode`: every client's report, as the deployed client makes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from fedeval.cli.app import app
+from fedeval.cli.common import err, errors_to_exit, floats, parse_score_range, plural, progress_bar
+from fedeval.cli.options import (
+    ClientColOpt,
+    EpsilonOpt,
+    HeightOpt,
+    LabelColOpt,
+    MaxExamplesOpt,
+    MinCohortOpt,
+    ModelOpt,
+    PosLabelOpt,
+    RelationOpt,
+    ScoreColOpt,
+    ScoreRangeOpt,
+    SeedOpt,
+    ShapeOpt,
+    UnitOpt,
+)
+from fedeval.cli.run import private_key
+from fedeval.config import PrivacyModel, Unit
+from fedeval.errors import UsageError
+from fedeval.outputs import is_stdout
+
+
+@app.command()
+def encode(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="Scored, labelled table with a client column (Parquet or CSV, or - for CSV on "
+            "stdin); without one, every row is its own client.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="New directory for the reports (parts, roster, manifest.json).",
+            show_default=False,
+        ),
+    ],
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    height: HeightOpt = "auto",
+    shape: ShapeOpt = "auto",
+    population: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="N, the clients of the whole run over all its cohorts; the server checks the "
+            "cohorts do not exceed it (noise shares are sized to this cohort, not to N) "
+            "\\[default: the clients in FILE].",
+            show_default=False,
+        ),
+    ] = None,
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
+    neighbours: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
+            show_default=False,
+        ),
+    ] = None,
+    dropout: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="Simulate this fraction of clients dropping out after masking; survivors "
+            "reveal the mask keys shared with them (federated; localdp needs no masks).",
+        ),
+    ] = 0.0,
+    min_cohort: MinCohortOpt = 10,
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            "--sign-key",
+            help="Ed25519 private key (fedeval keygen) to sign the manifest with.",
+            show_default=False,
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    score_col: ScoreColOpt = "score",
+    label_col: LabelColOpt = "label",
+    client_col: ClientColOpt = None,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+    thresholds: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated thresholds the analyst will ask for, declared now: they become "
+            "cell edges of the release, so precision/recall/accuracy there are exact sums of "
+            "cells (no interpolation); the manifest states them. Every client must be encoded "
+            "with the same ones \\[default: none; cells evenly spaced over the score range].",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Encode every client's report as the deployed client would: the staged protocol's step 1.
+
+    Each client makes its report with the per-client encoder (one-hot level counts; a Pólya
+    noise share sized to this cohort under distdp, so the cohort's sum is private on its own;
+    OUE bits under localdp, exactly L reports per client under --unit client) and, under
+    federated and distdp, masks it for secure aggregation (pairwise masks mod 2^32 from keys
+    drawn from the OS CSPRNG and expanded with AES-CTR; they cancel in the sum, so no single
+    report reveals anything). Cohorts below --min-cohort clients are refused. The directory
+    appears only when complete, with a sealed manifest (--sign-key also signs it). Then run
+    [bold]fedeval aggregate[/bold].
+
+    Example: [bold]fedeval encode clients.parquet -m distdp -o reports/ && fedeval aggregate
+    reports/ -o run.fedeval && fedeval evaluate --from run.fedeval[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    """
+    from fedeval.encode import encode_file
+    from fedeval.io import Columns, source_name
+
+    with errors_to_exit(), progress_bar("encoding client reports", True) as progress:
+        if is_stdout(output):
+            raise UsageError("encode writes a directory of reports: -o - (stdout) cannot hold it.")
+        s = encode_file(
+            file,
+            output,
+            columns=Columns(score_col, label_col, client_col),
+            model=model,
+            epsilon=epsilon,
+            height=height,
+            shape=shape,
+            population=population,
+            unit=unit,
+            max_examples=max_examples,
+            relation=relation,
+            score_range=parse_score_range(score_range),
+            thresholds=None if thresholds is None else floats(thresholds, "--thresholds"),
+            pos_label=pos_label,
+            seed=seed,
+            neighbours=neighbours,
+            dropout=dropout,
+            min_cohort=min_cohort,
+            sign_key=private_key(sign_key),
+            progress=progress,
+        )
+    cfg = s.config
+    eps = "" if cfg.epsilon is None else f" ε={cfg.epsilon:g}"
+    err.print(
+        f"{source_name(file)}: {s.examples:,} examples of {s.clients:,} clients → '{output}' "
+        f"({plural(s.parts, 'part')}, {s.report_bytes:,} bytes)",
+        highlight=False,
+    )
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    rel = "" if cfg.relation is None else f" · {cfg.relation.value}"
+    t.add_row(
+        "release",
+        f"{cfg.model.value}{eps} · height {cfg.height} · {cfg.shape.value} · unit {cfg.unit.value}"
+        + (f" (≤ {cfg.max_examples} examples per client)" if cfg.max_examples else "")
+        + rel,
+    )
+    t.add_row("population", f"{s.population:,} clients ({s.clients:,} in this cohort)")
+    per = "per example" if cfg.model is PrivacyModel.LOCALDP else "per client"
+    t.add_row(per, f"{s.bytes_per_client:,.0f} bytes sent per report")
+    if cfg.model is not PrivacyModel.LOCALDP:
+        t.add_row(
+            "masking",
+            f"pairwise mod 2^32, {s.neighbours} neighbours per side, keys from the OS CSPRNG",
+        )
+    if s.dropped_examples:
+        t.add_row("cap", f"{s.dropped_examples:,} examples left out")
+    if s.dropped_out:
+        t.add_row("dropout", f"{s.dropped_out:,} clients sent no report")
+    if s.seed is not None:
+        t.add_row("seed", f"{s.seed} (reproducible simulation: noise not private)")
+    err.print(t, highlight=False)

@@ -1,0 +1,120 @@
+"""`fedeval ledger`: a privacy ledger's budget, composed ε per dataset and releases."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fedeval.cli.app import app
+from fedeval.cli.common import OutputFormat, errors_to_exit
+
+
+@app.command("ledger")
+def ledger_show(
+    path: Annotated[
+        Path, typer.Argument(help="A privacy ledger.", metavar="LEDGER", show_default=False)
+    ],
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            help="The budget you expect; refused if it differs from the one the ledger stores.",
+            show_default=False,
+        ),
+    ] = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--format", "-f", help="table, or json (budget, per-dataset totals, entries)."
+        ),
+    ] = OutputFormat.table,
+) -> None:
+    """Print a privacy ledger: its stored budget, each dataset's composed ε (with its unit and
+    neighbouring relation) and every release charged to it.
+
+    Pure ε-DP releases compose by adding up (exact, δ = 0); a dataset with Gaussian releases is
+    composed by dp_accounting's RDP accountant at the ledger's δ.
+
+    Exit codes: 0 ok · 2 bad input or usage.
+    """
+    from fedeval.errors import InputError
+    from fedeval.ledger import check_budget, composition, describe_event, read_ledger, totals
+
+    with errors_to_exit():
+        if not Path(path).exists():
+            raise InputError(f"cannot read ledger '{path}': no such file.")
+        check_budget(path, budget)
+        header, entries = read_ledger(path)
+        limit = header["budget"] if header else None
+        delta = limit["delta"] if limit else 0.0
+        datasets = {}
+        for name, spent in totals(header, entries).items():
+            group = [e for e in entries if e.get("dataset", "default") == name]
+            datasets[name] = {
+                "unit": group[0]["unit"],
+                "relation": group[0]["relation"],
+                "releases": len(group),
+                "epsilon_spent": spent,
+                "epsilon_left": None if limit is None else max(limit["epsilon"] - spent, 0.0),
+                "composition": composition(group, delta),
+            }
+        if output_format is OutputFormat.json:
+            doc = {
+                "schema": "fedeval.ledger-summary/2",
+                "budget": limit,
+                "created": header.get("created") if header else None,
+                "datasets": datasets,
+                "entries": entries,
+            }
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            return
+        out = Console()
+        if header is None:
+            out.print(f"ledger {path}: empty (no budget stored yet)", highlight=False)
+            return
+        out.print(
+            f"ledger {path} · budget ε = {limit['epsilon']:g}, δ = {limit['delta']:g} for each "
+            f"dataset · created {header.get('created')}",
+            soft_wrap=True,
+            highlight=False,
+        )
+
+        def num(x) -> str:
+            return "—" if x is None else f"{x:g}"
+
+        # What each release covered is in --format json; δ only when some release has one.
+        with_delta = any(e.get("delta") for e in entries)
+        t = Table(box=None, header_style="bold")
+        cols = ("time", "dataset", "command", "model", "unit", "relation", "ε")
+        for col in (*cols, *(["δ"] if with_delta else []), "dp event"):
+            t.add_column(col)
+        for e in entries:
+            t.add_row(
+                str(e.get("time"))[:19].replace("T", " "),
+                str(e.get("dataset")),
+                str(e.get("command")),
+                str(e.get("model")),
+                str(e.get("unit")),
+                str(e.get("relation")),
+                num(e.get("epsilon")),
+                *([num(e.get("delta"))] if with_delta else []),
+                describe_event(e.get("dp_event")),
+            )
+        out.print(t)
+        for name, d in datasets.items():
+            n = d["releases"]
+            out.print(
+                f"dataset '{name}' (unit {d['unit']}, relation {d['relation']}): "
+                f"{n} release{'s' if n != 1 else ''} · ε spent {d['epsilon_spent']:g} of "
+                f"{limit['epsilon']:g} (left: {d['epsilon_left']:g}) · composition: "
+                f"{d['composition']}",
+                soft_wrap=True,
+                highlight=False,
+            )
+        if not datasets:
+            out.print("no releases charged yet", highlight=False)

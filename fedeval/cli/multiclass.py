@@ -1,0 +1,177 @@
+"""`fedeval calibrate --multiclass`: a multiclass map over federated rounds."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fedeval.cli.common import OutputFormat, floats
+from fedeval.cli.run import charge_ledger, check_ledger_options
+from fedeval.documents import document_text
+from fedeval.errors import UsageError
+
+MulticlassOpt = Annotated[
+    bool,
+    typer.Option(
+        "--multiclass",
+        help="FILE holds integer labels 0..c−1 and logit_*/prob_* columns: fit a multiclass "
+        "map over T federated rounds (seed paper on federated multiclass calibration).",
+    ),
+]
+
+RoundsOpt = Annotated[int, typer.Option(min=1, help="--multiclass: T calibration rounds.")]
+
+ParticipationOpt = Annotated[
+    float | None,
+    typer.Option(
+        min=0.0,
+        max=1.0,
+        help="--multiclass: share p of clients in each round, drawn without replacement "
+        "across rounds (a client is charged only for the rounds it is in) \\[default: 0.1; "
+        "1 for fedtemp with --epsilon].",
+        show_default=False,
+    ),
+]
+
+ClientsOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="--multiclass: K simulated clients when FILE has no client column \\[default: 100].",
+        show_default=False,
+    ),
+]
+
+BetaOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="--multiclass: Dirichlet(β) label skew over the K clients \\[default: iid].",
+        show_default=False,
+    ),
+]
+
+DeltaOpt = Annotated[
+    float | None,
+    typer.Option(help="--multiclass with --epsilon: δ \\[default: 1e-5].", show_default=False),
+]
+
+ClipOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="--multiclass: clip norm C of each client's log T update (fedtemp) or C+,C- of "
+        "its histograms (binning); noise scales with it under --epsilon \\[default: 0.5; "
+        "10,50, or 10,1 for the class-pooled histograms under DP].",
+        show_default=False,
+    ),
+]
+
+UnweightedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unweighted",
+        help="--multiclass binning: no heterogeneity weighting (can cost accuracy under "
+        "label skew).",
+    ),
+]
+
+HoldoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="--multiclass: share of each client's rows held out of the fit; fedtemp's "
+        "held-out check (DP under --epsilon) and the simulation's before/after metrics use "
+        "them; 0: no check, metrics in-sample \\[default: 0.2].",
+        show_default=False,
+    ),
+]
+
+ServerLrOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--server-lr",
+        help="--multiclass fedtemp: server step η on log T, last round released "
+        "\\[default: a schedule — without DP the running mean of the rounds, with DP η = 1 "
+        "for the first half of the rounds, then their mean].",
+        show_default=False,
+    ),
+]
+
+FailIfWorseOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fail-if-worse",
+        help="--multiclass fedtemp: exit 1 when the held-out check finds no gain over the "
+        "identity (the map written then holds T = 1, the safe fallback).",
+    ),
+]
+
+
+def calibrate_multiclass(
+    file: str,
+    *,
+    clip,
+    buckets: str,
+    holdout,
+    fail_if_worse: bool,
+    output,
+    output_format,
+    ledger,
+    budget,
+    **options,
+) -> None:
+    from fedeval.io import source_name
+    from fedeval.multiclass import (
+        calibrate_multiclass_file,
+        multiclass_map_dict,
+        render_multiclass_table,
+        shareable_map,
+        write_map,
+    )
+
+    check_ledger_options(ledger, budget)
+    clip_value = None
+    if clip is not None:
+        values = floats(clip, "--clip")
+        if len(values) not in (1, 2):
+            raise UsageError(f"--clip takes C or C+,C-. Found {clip!r}.")
+        clip_value = values[0] if len(values) == 1 else (values[0], values[1])
+    bins = None  # the method's default number of histogram bins (B = 2^M)
+    if buckets != "auto":
+        try:
+            bins = int(buckets)
+        except ValueError:
+            raise UsageError(f"--buckets takes an integer or 'auto'. Found {buckets!r}.") from None
+    if holdout is not None:
+        options["holdout"] = holdout
+    if fail_if_worse and str(options.get("method", "")).lower() != "fedtemp":
+        raise UsageError(
+            "--fail-if-worse needs fedtemp's held-out check; binning has none (use --method "
+            "fedtemp)."
+        )
+    if fail_if_worse and holdout == 0:
+        raise UsageError("--fail-if-worse needs held-out rows; drop --holdout 0.")
+    result = calibrate_multiclass_file(file, clip=clip_value, bins=bins, **options)
+    name = source_name(file)
+    # The JSON report holds the simulation's exact metrics ("exact_values": true); the map file
+    # is made to be shared: under DP it holds the calibrator and the privacy section only.
+    doc = multiclass_map_dict(result, source=name)
+    shared = shareable_map(doc)
+    covered = f"calibrate --multiclass: {result.name} map"
+    charge_ledger(ledger, budget, shared, "calibrate --multiclass", covered, name)
+    if output is not None:
+        write_map(shared, output)
+    if output_format is OutputFormat.json:
+        sys.stdout.write(document_text(doc))
+    else:
+        render_multiclass_table(result, Console(), source=name)
+    if fail_if_worse and result.fell_back:
+        from fedeval.errors import GateFailed
+
+        g = result.safeguard
+        raise GateFailed(
+            f"the held-out check found no gain for T = {g.fitted:.4g} (NLL gain {g.gain:+.4f} "
+            f"{g.unit}, 95% lower bound {g.lower:+.4f}); the map holds T = 1, the model's own "
+            "probabilities."
+        )
