@@ -393,5 +393,11 @@ def aggregate_reports(
         releases.append(r)
         reported, recovered, nbytes = reported + rep, recovered + rec, nbytes + b
     return AggregateSummary(
-        sum(releases), first.axis, len(cohorts), in_cohorts, reported, recovered, nbytes
+        sum(releases[1:], start=releases[0]),
+        first.axis,
+        len(cohorts),
+        in_cohorts,
+        reported,
+        recovered,
+        nbytes,
     )

@@ -260,6 +260,13 @@ class Scenario:
     short_client: bool = False
 
     @property
+    def _cap(self) -> int:
+        """L, the most examples a client holds under unit client."""
+        if self.max_examples is None:
+            raise ValueError(f"scenario {self.model} · {self.relation}: unit client needs an L")
+        return self.max_examples
+
+    @property
     def name(self) -> str:
         unit = self.unit if self.max_examples is None else f"client (L={self.max_examples})"
         short = ", one example left" if self.short_client else ""
@@ -286,7 +293,7 @@ class Scenario:
         """(D, D′) as columns score, label, client."""
         rest_s, rest_y, rest_c = [], [], []
         # Under unit client nobody holds more than the cap (the cap is not what is audited).
-        per_client = self.per_client if self.unit == "example" else self.max_examples
+        per_client = self.per_client if self.unit == "example" else self._cap
         for c in range(1, self.clients):
             for j in range(per_client):
                 rest_s.append(((c * per_client + j) * 0.37) % 1.0)
@@ -295,12 +302,12 @@ class Scenario:
         if self.relation == "add-remove" and self.unit == "example":
             zero_d, zero_dp = [(0.1, 0), (0.6, 1)], [(0.6, 1)]
         elif self.relation == "add-remove":
-            zero_d, zero_dp = [(0.1, 0)] * self.max_examples, []
+            zero_d, zero_dp = [(0.1, 0)] * self._cap, []
         elif self.unit == "example":
             zero_d, zero_dp = [(0.1, 0)], [(0.9, 1)]
         else:
-            moved = 1 if self.short_client else self.max_examples
-            zero_d, zero_dp = [(0.1, 0)] * self.max_examples, [(0.9, 1)] * moved
+            moved = 1 if self.short_client else self._cap
+            zero_d, zero_dp = [(0.1, 0)] * self._cap, [(0.9, 1)] * moved
 
         def table(zero):
             return {

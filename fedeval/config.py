@@ -204,7 +204,10 @@ class PrivacyConfig:
     @property
     def examples_per_unit(self) -> int:
         """How many examples one protected unit may contribute: 1, or L under unit client."""
-        return self.max_examples if self.unit is Unit.CLIENT else 1
+        # Under unit client, __post_init__ has checked that max_examples is an int ≥ 1.
+        if self.unit is Unit.CLIENT and self.max_examples is not None:
+            return self.max_examples
+        return 1
 
     @property
     def levels(self) -> tuple[int, ...]:

@@ -299,8 +299,10 @@ def encode_file(
     # Masking keys never come from the seed (`secagg.round_key` reads the OS CSPRNG).
     _, cap_rng, _, network_rng = rng.spawn(4)
     if config.unit is Unit.CLIENT:
-        data = cap_examples(data, config.max_examples, cap_rng)
+        data = cap_examples(data, config.examples_per_unit, cap_rng)
     ex = data.examples
+    if ex is None:
+        raise AssertionError("the table was read without keeping its examples")
     cells = cell_index(ex.unit_scores, config.height)
     masked = config.model is not PrivacyModel.LOCALDP
     k = secagg.neighbours_per_side(n, neighbours) if masked else 0
@@ -313,7 +315,8 @@ def encode_file(
     length = width
 
     with _staging_dir(Path(output)) as tmp:
-        parts, total_bytes = [], 0
+        parts: list[dict[str, Any]] = []
+        total_bytes = 0
         for c0, c1, sel in client_batches(ex.client, n, batch_width(config), max_cells):
             if masked:
                 vectors = masked_reports(

@@ -36,7 +36,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -182,7 +182,7 @@ def verify(
         ) from None
 
 
-def _is_hex(value: object, n_bytes: int) -> bool:
+def _is_hex(value: object, n_bytes: int) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) == 2 * n_bytes and set(value) <= _HEX
 
 

@@ -295,6 +295,7 @@ def partition_file(
         raise UsageError(f"`scheme` {scheme.value} needs the number of clients: pass `clients` K.")
     else:
         n_clients = _check_n_clients(n_clients)
+    n_assign = n_clients or 0  # a number ≥ 1 for every scheme but column (checked just above)
     beta = _positive_finite(DEFAULT_BETA if beta is None else beta, "`beta`", _BETA)
     zipf = _positive_finite(DEFAULT_ZIPF if zipf is None else zipf, "`zipf`", _ZIPF)
 
@@ -338,12 +339,12 @@ def partition_file(
         if seed is None:
             seed = secrets.randbits(63)
         rng, seed_used = rng_and_seed(seed)
-        k = n_clients
+        k = n_assign
         codes = assign_clients(y, k, scheme, rng, beta=beta, zipf=zipf)
         table = table.append_column(client_col, pa.array(codes, pa.int64()))
     summary = summarise(codes, y, n_clients=k)
 
-    if to_stdout:
+    if output is None or to_stdout:
         _write(table, sys.stdout.buffer, parquet=False)
     else:
         with atomic_output(output, "wb") as f:

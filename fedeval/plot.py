@@ -28,6 +28,7 @@ from fedeval.io import atomic_output
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.typing import LegendLocType, RcKeyType
 
     from fedeval.calibration import CalibrationResult
     from fedeval.curves import CurveResult
@@ -183,7 +184,7 @@ def _style(ax: Axes, title: str, xlabel: str, ylabel: str) -> None:
     ax.tick_params(labelsize=8)
 
 
-def _legend(ax: Axes, loc: str, area_error: float | None) -> None:
+def _legend(ax: Axes, loc: LegendLocType, area_error: float | None) -> None:
     """Legend in a corner, with the area error (if known) as its last line."""
     from matplotlib.lines import Line2D
 
@@ -374,7 +375,7 @@ def _save(fig: Figure, path: str | os.PathLike, fmt: str) -> None:
     import matplotlib
 
     options = {"dpi": PNG_DPI} if fmt == "png" else {"metadata": {"Date": None}}
-    rc = {"svg.fonttype": "none", "svg.hashsalt": "fedeval"}
+    rc: dict[RcKeyType, str] = {"svg.fonttype": "none", "svg.hashsalt": "fedeval"}
     try:
         with matplotlib.rc_context(rc), atomic_output(path, "wb") as f:
             fig.savefig(f, format=fmt, facecolor="white", **options)

@@ -162,7 +162,7 @@ def _expand_into(keys: np.ndarray, out: np.ndarray) -> None:
         raise ValueError(f"keys must have shape ({m}, {KEY_BYTES}); got {keys.shape}")
     row = 4 * length
     zeros = bytes(row)
-    flat = memoryview(out.reshape(-1)).cast("B")
+    flat = out.reshape(-1).data.cast("B")
     raw = keys.tobytes()
     algorithm = algorithms.AES256(raw[:KEY_BYTES])
     encryptor = Cipher(algorithm, modes.CTR(_NONCE)).encryptor

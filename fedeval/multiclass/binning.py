@@ -263,6 +263,8 @@ def class_weights(
     """
     if noise_sd is not None:
         return np.clip(seen / (math.sqrt(2 / math.pi) * noise_sd * n_bins), 0.0, 1.0)
+    if totals is None:
+        raise ValueError("without DP noise the class weights need the class totals N_j")
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(totals > 0, np.minimum(seen / np.where(totals > 0, totals, 1), 1.0), 0.0)
 
@@ -428,7 +430,7 @@ def fed_binning(
         clip = (dp.clip["positive"], dp.clip["negative"])
     c = probs.shape[1]
     plan = schedule(n_clients, rounds, participation, participation_rng)
-    taking_part = plan.any(axis=0)
+    taking_part: np.ndarray = np.asarray(plan.any(axis=0))
     skip = dp is not None
     if per_client:
         total = reference_round(
@@ -442,6 +444,8 @@ def fed_binning(
     sigma = None
     if dp is not None:
         sigma = (dp.sigma["positive"], dp.sigma["negative"])
+        if noise_rng is None:
+            raise ValueError("a DP fit needs `noise_rng` to draw its noise from")
         sd = np.array([sigma[1], sigma[0]])[None, :, None]
         total = total + sd * noise_rng.standard_normal(total.shape)
     totals = np.bincount(labels, minlength=c).astype(np.float64)

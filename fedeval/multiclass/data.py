@@ -63,25 +63,31 @@ class MulticlassData:
     n_clients: int = 0
     source: str = "<arrays>"
 
+    def _scores(self) -> np.ndarray:
+        """The probability matrix, else the logit matrix (one of the two is always held)."""
+        if self.probs is not None:
+            return self.probs
+        if self.logits is not None:
+            return self.logits
+        raise AssertionError("MulticlassData holds neither probabilities nor logits")
+
     @property
     def rows(self) -> int:
-        arr = self.probs if self.probs is not None else self.logits
-        return len(arr)
+        return len(self._scores())
 
     @property
     def n_classes(self) -> int:
-        arr = self.probs if self.probs is not None else self.logits
-        return arr.shape[1]
+        return self._scores().shape[1]
 
     def probabilities(self) -> np.ndarray:
         """Class probabilities: the prob columns, else softmax of the logits."""
-        return self.probs if self.probs is not None else softmax(self.logits)
+        return self.probs if self.probs is not None else softmax(self._scores())
 
     def log_scores(self) -> np.ndarray:
         """Logits: the logit columns, else log of the probabilities (softmax(log p) = p)."""
         if self.logits is not None:
             return self.logits
-        return np.log(np.maximum(self.probs, LOG_FLOOR))
+        return np.log(np.maximum(self._scores(), LOG_FLOOR))
 
     def take(self, rows: np.ndarray) -> MulticlassData:
         """The same data restricted to `rows` (indices or a mask); clients keep their codes."""
@@ -353,15 +359,19 @@ def read_multiclass(
             f"'{name}' has no column '{spec.client}' (it has: {', '.join(names)}); drop the "
             "client column option to assign clients instead."
         )
-    ys, ps, zs, ids = [], [], [], []
+    ys: list[np.ndarray] = []
+    ps: list[np.ndarray] = []
+    zs: list[np.ndarray] = []
+    ids: list[pa.Array] = []
     offset = 0
     for rb in batches:
         if rb.num_rows == 0:
             continue
         y, p, z = parse_batch(rb, name, spec, prob_cols, logit_cols, offset=offset, labels=True)
-        ys.append(y)
-        ps.append(p)
-        zs.append(z)
+        # labels=True always yields labels; p and z are there exactly when their columns are.
+        for parts, part in ((ys, y), (ps, p), (zs, z)):
+            if part is not None:
+                parts.append(part)
         if spec.client is not None:
             col = _chunk(rb.column(spec.client))
             if col.null_count:
@@ -456,9 +466,11 @@ def iter_unlabelled(
             for start in range(0, batch.num_rows, step):
                 rb = batch.slice(start, step)
                 if kind is InputKind.PROBS:
-                    _, m, _ = parse_batch(rb, name, spec, cols, [], offset=offset, labels=False)
+                    m = check_probs(
+                        _matrix(rb, cols, name, offset, "probability"), name, cols, offset
+                    )
                 else:
-                    _, _, m = parse_batch(rb, name, spec, [], cols, offset=offset, labels=False)
+                    m = check_logits(_matrix(rb, cols, name, offset, "logit"), name, cols, offset)
                 yield rb, m
                 offset += rb.num_rows
         if offset == 0:

@@ -280,29 +280,32 @@ def fed_temperature(
     plan = schedule(n_clients, rounds, participation, participation_rng)
     sizes = np.bincount(client, minlength=n_clients)
     m = cohort_size(n_clients, participation)
-    local = info = None
-    if not per_client:
-        local, info = local_optima(logits, labels, client, n_clients)
+    # Each client's own optimum T_k and information H_k: computed once here, or (reference
+    # path) per round from the participants' data and once more at the end.
+    optima = None if per_client else local_optima(logits, labels, client, n_clients)
     u_now = math.log(initial)
     history = np.empty(rounds)
     travel = -(-rounds // 2)
     acc_num = acc_den = 0.0  # running sums of the default schedule's average
     for r in range(rounds):
         part = plan[r] & (sizes > 0)
-        if per_client:
+        if optima is None:
             mine = part[client]
             t_k = reference_local_temperatures(logits[mine], labels[mine], client[mine], n_clients)
             h_k = local_information(logits[mine], labels[mine], client[mine], n_clients, t_k)
             u_k, h_k = np.log(t_k[part]), h_k[part]
         else:
-            u_k, h_k = np.log(local[part]), info[part]
+            u_k, h_k = np.log(optima[0][part]), optima[1][part]
         d_k = u_k - u_now
         if clip is not None:
             d_k = np.clip(d_k, -clip, clip)
         if dp is not None:
+            if noise_rng is None:
+                raise ValueError("a DP fit needs `noise_rng` to draw its noise from")
+            c_t = dp.clip["temperature"]
             w_k = h_k / (h_k + 1.0 / (spread * spread))
             noise = dp.sigma["temperature"] * noise_rng.standard_normal()
-            step = float(np.clip((w_k @ d_k + noise) / m, -clip, clip))
+            step = float(np.clip((w_k @ d_k + noise) / m, -c_t, c_t))
             weight = 1.0
         elif h_k.sum() > 0:
             step = float(h_k @ d_k / h_k.sum())
@@ -324,10 +327,10 @@ def fed_temperature(
             u_now = acc_num / acc_den
         u_now = float(np.clip(u_now, math.log(T_MIN), math.log(T_MAX)))
         history[r] = math.exp(u_now)
-    if local is None:
+    if optima is None:
         local = reference_local_temperatures(logits, labels, client, n_clients)
-        info = local_information(logits, labels, client, n_clients, local)
-    return TemperatureFit(TemperatureCalibrator(math.exp(u_now)), history, local, info, plan)
+        optima = (local, local_information(logits, labels, client, n_clients, local))
+    return TemperatureFit(TemperatureCalibrator(math.exp(u_now)), history, *optima, plan)
 
 
 DEFAULT_EVALUATION_CLIP = 2.0
@@ -421,6 +424,8 @@ def check_temperature(
     if dp is None:
         est, sd = float(gain.mean()), 0.0
     else:
+        if noise_rng is None:
+            raise ValueError("a DP check needs `noise_rng` to draw its noise from")
         ce = dp.clip["evaluation"]
         per = np.bincount(client, gain, minlength=n_clients)
         total = float(np.clip(per, -ce, ce).sum())

@@ -29,7 +29,10 @@ from fedeval.release import Release, level_offsets
 
 def alpha(config: PrivacyConfig) -> float:
     """α = exp(−ε/Δ) of every count (the mechanism's)."""
-    return mechanism_of(config).alpha
+    a = mechanism_of(config).alpha
+    if a is None:
+        raise ValueError(f"alpha is defined under distdp only; the model is {config.model.value}")
+    return a
 
 
 def draw(

@@ -54,22 +54,36 @@ class Mechanism:
         cfg = self.config
         if cfg.model is not PrivacyModel.DISTDP:
             return None
+        return self._sensitivity()
+
+    def _sensitivity(self) -> int:
+        """Δ of the release under the relation, for a model that adds noise to counts."""
+        cfg = self.config
         factor = 2 if cfg.relation is Relation.REPLACE else 1
         return factor * len(cfg.levels) * cfg.examples_per_unit
+
+    def _epsilon(self) -> float:
+        """ε of a DP model (PrivacyConfig has checked that distdp and localdp carry one)."""
+        if self.config.epsilon is None:
+            raise AssertionError(f"{self.config.model.value} configuration without epsilon")
+        return self.config.epsilon
 
     @property
     def alpha(self) -> float | None:
         """Discrete Laplace parameter α = exp(−ε/Δ) of every count (distdp), else None."""
         if self.config.model is not PrivacyModel.DISTDP:
             return None
-        return laplace_alpha(self.config.epsilon, self.sensitivity)
+        return laplace_alpha(self._epsilon(), self._sensitivity())
 
     @property
     def report_epsilon(self) -> float | None:
         """ε of one OUE report (localdp): ε, or ε/L when a client's L reports share it."""
         if self.config.model is not PrivacyModel.LOCALDP:
             return None
-        return self.config.epsilon / self.config.examples_per_unit
+        return self._report_epsilon()
+
+    def _report_epsilon(self) -> float:
+        return self._epsilon() / self.config.examples_per_unit
 
     @property
     def noise_variance(self) -> float | None:
@@ -136,7 +150,7 @@ class Mechanism:
                     "discrete Laplace P(k) ∝ α^|k| by itself",
                 }
             case PrivacyModel.LOCALDP:
-                p, q = oue_probabilities(self.report_epsilon)
+                p, q = oue_probabilities(self._report_epsilon())
                 return {
                     "name": "Optimal Unary Encoding",
                     "p": p,
@@ -160,7 +174,7 @@ class Mechanism:
             case PrivacyModel.DISTDP:
                 return {
                     "type": "discrete_laplace",
-                    "parameter": self.config.epsilon / self.sensitivity,
+                    "parameter": self._epsilon() / self._sensitivity(),
                     "sensitivity": self.sensitivity,
                 }
             case PrivacyModel.LOCALDP:
