@@ -18,7 +18,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from fedeval.config import PrivacyModel, Shape, Unit
+from fedeval.config import PrivacyModel, Shape, Unit, check_buckets
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.calibration import (
@@ -138,8 +138,7 @@ def calibrate_run(
                 raise UsageError(
                     f"`buckets` must be an integer or 'auto'. Found {buckets!r}"
                 ) from e
-            if b < 1:
-                raise UsageError(f"`buckets` must be a positive integer. Found {b}.")
+            b = check_buckets(b)
 
         def fit(x: np.ndarray) -> CalibrationMap:
             return histogram_binning(x, b)

@@ -6,6 +6,7 @@ Frozen records with Enums for choices, so a configuration can be stored in a rep
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 from enum import StrEnum
@@ -152,6 +153,40 @@ def check_unit(unit: Unit | str, max_examples: int | None) -> Unit:
 
 MAX_HEIGHT = 20
 """Finest leaf height: 2^20 cells per class, the resolution data is reduced to while streaming."""
+MAX_BUCKETS = 1 << 20
+"""Most equi-depth buckets B: the finest release has 2^20 leaves, so more buckets than that
+split leaves and estimate nothing better; each costs memory in every bucket sweep."""
+MAX_QUANTILES = 1 << 16
+"""Most quantiles Q per class for the curves: the PCHIP grid grows with Q while the area error
+stops shrinking long before (it is bounded by the release's noise and leaf width)."""
+
+
+def check_count(value: object, name: str, least: int, most: int) -> int:
+    """`value` as an int in [least, most]; otherwise a UsageError that names the parameter."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise UsageError(
+            f"`{name}` must be an integer from {least:,} to {most:,}. Found {value!r}."
+        )
+    v = int(value)
+    if not least <= v <= most:
+        raise UsageError(f"`{name}` must be from {least:,} to {most:,}. Found {v:,}.")
+    return v
+
+
+def check_height(height: object) -> int:
+    """h, the leaf height: 1..MAX_HEIGHT (2^h cells per class)."""
+    return check_count(height, "height", 1, MAX_HEIGHT)
+
+
+def check_buckets(buckets: object) -> int:
+    """B, the number of equi-depth buckets: 1..MAX_BUCKETS."""
+    return check_count(buckets, "buckets", 1, MAX_BUCKETS)
+
+
+def check_quantiles(quantiles: object) -> int:
+    """Q, the quantiles per class the curves interpolate: 2..MAX_QUANTILES."""
+    return check_count(quantiles, "quantiles", 2, MAX_QUANTILES)
+
 
 DEFAULT_EPSILON = {PrivacyModel.DISTDP: 1.0, PrivacyModel.LOCALDP: 5.0}
 """The papers' experiment settings (Cormode & Markov, PVLDB 2023, section 7)."""
@@ -183,8 +218,7 @@ class PrivacyConfig:
     relation: Relation | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.height <= MAX_HEIGHT:
-            raise UsageError(f"`height` must be between 1 and {MAX_HEIGHT}. Found {self.height}.")
+        object.__setattr__(self, "height", check_height(self.height))
         check_epsilon(self.model, self.epsilon)
         object.__setattr__(self, "unit", check_unit(self.unit, self.max_examples))
         object.__setattr__(self, "relation", check_relation(self.model, self.relation))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fedeval.axis import ScoreAxis
-from fedeval.config import PrivacyModel, Shape, Unit
+from fedeval.config import PrivacyModel, Shape, Unit, check_quantiles
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.curves import (
@@ -73,9 +73,7 @@ def _in_units(c: Curves, axis: ScoreAxis) -> Curves:
 
 
 def _check_quantiles(q: int) -> int:
-    if not isinstance(q, int | np.integer) or q < 2:
-        raise UsageError(f"`quantiles` must be an integer of at least 2. Found {q!r}.")
-    return int(q)
+    return check_quantiles(q)
 
 
 def _check_method(method: str) -> str:

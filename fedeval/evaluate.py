@@ -18,7 +18,7 @@ import numpy as np
 
 from fedeval.axis import ScoreAxis
 from fedeval.axis import threshold_axis as axis_for_thresholds
-from fedeval.config import PrivacyModel, Shape, Unit
+from fedeval.config import PrivacyModel, Shape, Unit, check_buckets
 from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
@@ -224,9 +224,7 @@ def _parse_buckets(buckets: int | str | None) -> int | None:
         raise UsageError(
             f"`buckets` must be a positive integer or 'auto'. Found {buckets!r}."
         ) from e
-    if b < 1:
-        raise UsageError(f"`buckets` must be a positive integer. Found {b}.")
-    return b
+    return check_buckets(b)
 
 
 def evaluate_data(
