@@ -9,9 +9,8 @@ from typing import Annotated
 import typer
 
 from fedeval.cli.app import app
-from fedeval.cli.common import err, errors_to_exit, plural, progress_bar
+from fedeval.cli.common import err, errors_to_exit, plural, private_key, progress_bar, public_key
 from fedeval.cli.options import MinCohortOpt, SignKeyOpt
-from fedeval.cli.run import private_key, public_key
 from fedeval.documents import document_text
 from fedeval.errors import UsageError
 from fedeval.outputs import is_stdout

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -13,10 +13,8 @@ from fedeval.cli.app import app
 from fedeval.cli.common import (
     OutputFormat,
     check_buckets,
-    emit,
     errors_to_exit,
     plot_file,
-    progress_bar,
 )
 from fedeval.cli.multiclass import (
     BetaOpt,
@@ -30,7 +28,8 @@ from fedeval.cli.multiclass import (
     RoundsOpt,
     ServerLrOpt,
     UnweightedOpt,
-    calibrate_multiclass,
+    calibrate_multiclass_command,
+    refuse_multiclass_options,
 )
 from fedeval.cli.options import (
     BudgetOpt,
@@ -56,20 +55,12 @@ from fedeval.cli.options import (
     UnitOpt,
     VerifyKeyOpt,
 )
-from fedeval.cli.run import (
-    charge_if_new,
-    check_ledger_options,
-    keys_apply,
-    loaded_run,
-    source_or_aggregate,
-    stage_release,
-    table_options,
-)
-from fedeval.cli.support import option_given
+from fedeval.cli.run import ReleaseOptions
 from fedeval.config import PrivacyModel, Unit
 from fedeval.documents import document_text
-from fedeval.errors import UsageError
-from fedeval.outputs import Outputs
+
+if TYPE_CHECKING:
+    from fedeval.calibration import CalibrationResult
 
 
 @app.command()
@@ -182,136 +173,39 @@ def calibrate(
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
     if multiclass:
-        binary_only = {
-            "--model": model is not None,
-            "--height": height != "auto",
-            "--shape": shape != "auto",
-            "--from": from_ is not None,
-            "--save-release": save_release is not None,
-            "--per-client": per_client,
-            "--unit": unit is not Unit.EXAMPLE,
-            "--relation": relation is not None,
-            "--sign-key": sign_key is not None,
-            "--verify-key": verify_key is not None,
-            "--plot": plot is not None,
-        }
         with errors_to_exit():
-            given = [k for k, v in binary_only.items() if v]
-            if given:
-                raise UsageError(f"{', '.join(given)} cannot be used with --multiclass.")
-            if file is None:
-                raise UsageError("--multiclass needs FILE.")
-            calibrate_multiclass(
-                file,
-                method=method or "fedbbq",
-                rounds=rounds,
-                participation=participation,
-                clients=clients,
-                beta=beta,
-                client_col=client_col,
-                epsilon=epsilon,
-                delta=delta,
-                clip=clip,
-                buckets=buckets,
-                ece_bins=bins,
-                weighted=not unweighted,
-                holdout=holdout,
-                server_lr=server_lr,
-                fail_if_worse=fail_if_worse,
-                label_col=label_col,
-                seed=seed,
-                output=output,
-                output_format=output_format,
-                ledger=ledger,
-                budget=budget,
-            )
+            calibrate_multiclass_command(locals())
         return
-    multiclass_only = {
-        "--rounds": option_given("rounds"),
-        "--participation": option_given("participation"),
-        "--clients": clients is not None,
-        "--beta": beta is not None,
-        "--delta": delta is not None,
-        "--clip": clip is not None,
-        "--unweighted": unweighted,
-        "--holdout": holdout is not None,
-        "--server-lr": server_lr is not None,
-        "--fail-if-worse": fail_if_worse,
-    }
     model = PrivacyModel.DISTDP if model is None else model
     method = method or "binning"
-    from fedeval.calibration import calibrate_file
-    from fedeval.io import source_name
+    from fedeval.calibration import calibrate_file, calibrate_run
     from fedeval.report import map_dict, render_calibration_table, shareable
 
-    with errors_to_exit(), progress_bar("encoding client reports", per_client) as progress:
-        given = [k for k, v in multiclass_only.items() if v]
-        if given:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise UsageError(f"{', '.join(given)} {verb} to --multiclass only.")
+    with errors_to_exit():
+        release = ReleaseOptions.of(locals())
+        refuse_multiclass_options(locals())
         check_buckets(buckets)
         plot_path = plot_file(plot, "reliability.png")
-        check_ledger_options(ledger, budget)
-        keys_apply(save_release, sign_key, from_, verify_key)
-        source_or_aggregate(
-            file,
-            from_,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            per_client=per_client,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
+        release.check()
+        cal = release.estimate(
+            lambda run: calibrate_run(run, method=method, buckets=buckets, n_bins=bins),
+            lambda file, **options: calibrate_file(
+                file, method=method, buckets=buckets, n_bins=bins, **options
+            ),
         )
-        if from_ is not None:
-            from fedeval.calibration import calibrate_run
-
-            run = loaded_run(from_, seed, ci_draws, verify_key)
-            cal = calibrate_run(run, method=method, buckets=buckets, n_bins=bins)
-            name = str(from_)
-        else:
-            opts = table_options(
-                score_col,
-                label_col,
-                client_col,
-                score_range,
-                pos_label,
-                exact,
-                per_client,
-                progress,
-                unit=unit,
-                max_examples=max_examples,
-                relation=relation,
-                threads=threads,
-            )
-            cal = calibrate_file(
-                file,
-                method=method,
-                buckets=buckets,
-                n_bins=bins,
-                model=model,
-                epsilon=epsilon,
-                height=height,
-                shape=shape,
-                seed=seed,
-                ci_draws=ci_draws,
-                **opts,
-            )
-            name = source_name(file)
+        name = release.source
         doc = map_dict(cal, source=name, score_col=score_col)
-        covered = f"calibrate: {cal.method.value} map, ECE"
         # The map file is made to be shared: under DP it holds no exact value.
         map_text = document_text(shareable(doc))
-        with Outputs() as out:
-            to_stdout = emit(map_text, output, out)
-            stage_release(out, save_release, cal.run, sign_key)
-            if plot_path is not None:
-                from fedeval.plot import plot_reliability
-
-                plot_reliability(cal, out.staged_path(plot_path))
-            charge_if_new(ledger, budget, doc, "calibrate", covered, name, cal.run)
-            out.commit()
+        to_stdout = release.commit(
+            cal.run,
+            doc=doc,
+            command="calibrate",
+            covered=f"calibrate: {cal.method.value} map, ECE",
+            text=map_text,
+            output=output,
+            plot=None if plot_path is None else (plot_path, lambda p: draw_reliability(cal, p)),
+        )
         if to_stdout:
             sys.stdout.write(map_text)
         elif output is not None:
@@ -320,3 +214,10 @@ def calibrate(
             sys.stdout.write(document_text(doc))
         else:
             render_calibration_table(cal, Console(), source=name)
+
+
+def draw_reliability(cal: CalibrationResult, path: Path) -> None:
+    """The reliability diagram drawn to `path` (matplotlib is imported only for a plot)."""
+    from fedeval.plot import plot_reliability
+
+    plot_reliability(cal, path)

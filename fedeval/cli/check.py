@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from fedeval.cli.app import app
+from fedeval.cli.budget import apply_gates, gate_options
 from fedeval.cli.common import errors_to_exit
 from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt
-from fedeval.cli.run import apply_gates, gate_options
 from fedeval.errors import UsageError
 
 

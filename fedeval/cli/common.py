@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -174,3 +175,21 @@ def check_plot_suffix(path: Path) -> None:
     """Before any work: the plot's format comes from its extension."""
     if path.suffix.lower() not in {".png", ".svg"}:
         raise UsageError(f"--plot '{path}': use a .png or .svg file name.")
+
+
+def private_key(path: Path | None) -> Any:
+    """The Ed25519 signing key at `path` (None: no signature)."""
+    if path is None:
+        return None
+    from fedeval.integrity import load_private_key
+
+    return load_private_key(path)
+
+
+def public_key(path: Path | None) -> Any:
+    """The Ed25519 verify key at `path` (None: the digest alone is checked)."""
+    if path is None:
+        return None
+    from fedeval.integrity import load_public_key
+
+    return load_public_key(path)

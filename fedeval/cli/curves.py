@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
-from fedeval.cli.common import emit, errors_to_exit, plot_file, progress_bar
+from fedeval.cli.common import errors_to_exit, plot_file
+from fedeval.cli.evaluate import draw_curves
 from fedeval.cli.options import (
     BudgetOpt,
     CiDrawsOpt,
@@ -38,18 +39,9 @@ from fedeval.cli.options import (
     UnitOpt,
     VerifyKeyOpt,
 )
-from fedeval.cli.run import (
-    charge_if_new,
-    check_ledger_options,
-    keys_apply,
-    loaded_run,
-    source_or_aggregate,
-    stage_release,
-    table_options,
-)
+from fedeval.cli.run import ReleaseOptions
 from fedeval.config import PrivacyModel, Unit
 from fedeval.documents import document_text
-from fedeval.outputs import Outputs
 
 
 class CurvesFormat(StrEnum):
@@ -135,77 +127,38 @@ def curves(
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
-    from fedeval.curves import roc_pr_curves_file
-    from fedeval.io import source_name
+    from fedeval.curves import curve_result, roc_pr_curves_file
     from fedeval.report import curves_csv, curves_dict, render_curves_table
 
-    with errors_to_exit(), progress_bar("encoding client reports", per_client) as progress:
+    with errors_to_exit():
+        release = ReleaseOptions.of(locals())
         plot_path = plot_file(plot, "curves.png")
-        check_ledger_options(ledger, budget)
-        keys_apply(save_release, sign_key, from_, verify_key)
-        source_or_aggregate(
-            file,
-            from_,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            per_client=per_client,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
-        )
+        release.check()
         fmt = output_format
         if fmt is CurvesFormat.table and output is not None:  # a file, or - : data, not a table
             fmt = CurvesFormat.csv if output.suffix.lower() == ".csv" else CurvesFormat.json
-        if from_ is not None:
-            from fedeval.curves import curve_result
-
-            c = curve_result(loaded_run(from_, seed, ci_draws, verify_key), quantiles, curve_method)
-            name = str(from_)
-        else:
-            opts = table_options(
-                score_col,
-                label_col,
-                client_col,
-                score_range,
-                pos_label,
-                exact,
-                per_client,
-                progress,
-                unit=unit,
-                max_examples=max_examples,
-                relation=relation,
-                threads=threads,
-            )
-            c = roc_pr_curves_file(
-                file,
-                quantiles=quantiles,
-                method=curve_method,
-                model=model,
-                epsilon=epsilon,
-                height=height,
-                shape=shape,
-                seed=seed,
-                ci_draws=ci_draws,
-                **opts,
-            )
-            name = source_name(file)
+        c = release.estimate(
+            lambda run: curve_result(run, quantiles, curve_method),
+            lambda file, **options: roc_pr_curves_file(
+                file, quantiles=quantiles, method=curve_method, **options
+            ),
+        )
+        name = release.source
         cdoc = curves_dict(c, source=name)
-        covered = f"curves: ROC and PR, Q = {c.quantiles}"
         text = None  # --format table on a terminal
         if fmt is CurvesFormat.json:
             text = document_text(cdoc)
         elif fmt is CurvesFormat.csv:
             text = curves_csv(c)
-        with Outputs() as out:
-            to_stdout = emit(text, output, out)
-            stage_release(out, save_release, c.run, sign_key)
-            if plot_path is not None:
-                from fedeval.plot import plot_curves
-
-                plot_curves(c, out.staged_path(plot_path))
-            charge_if_new(ledger, budget, cdoc, "curves", covered, name, c.run)
-            out.commit()
+        to_stdout = release.commit(
+            c.run,
+            doc=cdoc,
+            command="curves",
+            covered=f"curves: ROC and PR, Q = {c.quantiles}",
+            text=text,
+            output=output,
+            plot=None if plot_path is None else (plot_path, lambda p: draw_curves(c, p)),
+        )
         if text is None:
             render_curves_table(c, Console(), source=name)
         elif to_stdout or output is None:

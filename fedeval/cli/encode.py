@@ -9,7 +9,15 @@ import typer
 from rich.table import Table
 
 from fedeval.cli.app import app
-from fedeval.cli.common import err, errors_to_exit, floats, parse_score_range, plural, progress_bar
+from fedeval.cli.common import (
+    err,
+    errors_to_exit,
+    floats,
+    parse_score_range,
+    plural,
+    private_key,
+    progress_bar,
+)
 from fedeval.cli.options import (
     ClientColOpt,
     EpsilonOpt,
@@ -26,7 +34,6 @@ from fedeval.cli.options import (
     ShapeOpt,
     UnitOpt,
 )
-from fedeval.cli.run import private_key
 from fedeval.config import PrivacyModel, Unit
 from fedeval.errors import UsageError
 from fedeval.outputs import is_stdout

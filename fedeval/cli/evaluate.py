@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
+from fedeval.cli.budget import apply_gates, gate_options, with_gate_thresholds
 from fedeval.cli.common import (
     OutputFormat,
     check_buckets,
-    emit,
     errors_to_exit,
-    parse_score_range,
     plot_file,
-    progress_bar,
 )
 from fedeval.cli.options import (
     BudgetOpt,
@@ -49,21 +47,12 @@ from fedeval.cli.options import (
     UnitOpt,
     VerifyKeyOpt,
 )
-from fedeval.cli.run import (
-    apply_gates,
-    charge_if_new,
-    check_ledger_options,
-    gate_options,
-    keys_apply,
-    loaded_run,
-    source_or_aggregate,
-    stage_release,
-    table_options,
-    with_gate_thresholds,
-)
+from fedeval.cli.run import ReleaseOptions
 from fedeval.config import PrivacyModel, Unit
 from fedeval.documents import document_text
-from fedeval.outputs import Outputs
+
+if TYPE_CHECKING:
+    from fedeval.curves import CurveResult
 
 
 @app.command()
@@ -147,84 +136,52 @@ def evaluate(
     Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage, or a release refused by
     the ledger (nothing is written).
     """
-    from fedeval.evaluate import evaluate_file
-    from fedeval.io import source_name
+    from fedeval.evaluate import evaluate_file, evaluate_run
     from fedeval.report import render_table, to_dict
 
-    with errors_to_exit(), progress_bar("encoding client reports", per_client) as progress:
+    with errors_to_exit():
+        release = ReleaseOptions.of(locals())
         check_buckets(buckets)
         plot_path = plot_file(plot, "curves.png")
         gates, on = gate_options(fail_under, fail_over, gate_on)
-        check_ledger_options(ledger, budget)
-        keys_apply(save_release, sign_key, from_, verify_key)
-        source_or_aggregate(
-            file,
-            from_,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            per_client=per_client,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
-        )
-        if from_ is not None:
-            from fedeval.evaluate import evaluate_run
-
-            run = loaded_run(from_, seed, ci_draws, verify_key)
-            ev = evaluate_run(
+        release.check()
+        ev = release.estimate(
+            lambda run: evaluate_run(
                 run,
                 buckets=buckets,
                 thresholds=with_gate_thresholds(thresholds, gates, run.score_range),
                 quantiles=quantiles,
-            )
-            name = str(from_)
-        else:
-            opts = table_options(
-                score_col,
-                label_col,
-                client_col,
-                score_range,
-                pos_label,
-                exact,
-                per_client,
-                progress,
-                unit=unit,
-                max_examples=max_examples,
-                relation=relation,
-                threads=threads,
-            )
-            ev = evaluate_file(
+            ),
+            lambda file, **options: evaluate_file(
                 file,
-                model=model,
-                epsilon=epsilon,
-                height=height,
-                shape=shape,
                 buckets=buckets,
-                thresholds=with_gate_thresholds(thresholds, gates, parse_score_range(score_range)),
+                thresholds=with_gate_thresholds(thresholds, gates, release.unit_range),
                 quantiles=quantiles,
-                seed=seed,
-                ci_draws=ci_draws,
-                **opts,
-            )
-            name = source_name(file)
-        report = to_dict(ev, source=name)
-        covered = (
-            f"evaluate: AUC, ECE, ROC/PR curves (Q = {ev.curves.quantiles}), P/R/A at "
-            f"{len(ev.thresholds)} thresholds"
+                **options,
+            ),
         )
+        name = release.source
+        report = to_dict(ev, source=name)
         doc = document_text(report)
-        with Outputs() as out:
-            to_stdout = emit(doc, output, out)
-            stage_release(out, save_release, ev.run, sign_key)
-            if plot_path is not None:
-                from fedeval.plot import plot_curves
-
-                plot_curves(ev.curves, out.staged_path(plot_path))
-            charge_if_new(ledger, budget, report, "evaluate", covered, name, ev.run)
-            out.commit()
+        to_stdout = release.commit(
+            ev.run,
+            doc=report,
+            command="evaluate",
+            covered=f"evaluate: AUC, ECE, ROC/PR curves (Q = {ev.curves.quantiles}), P/R/A at "
+            f"{len(ev.thresholds)} thresholds",
+            text=doc,
+            output=output,
+            plot=None if plot_path is None else (plot_path, lambda p: draw_curves(ev.curves, p)),
+        )
         if to_stdout or (output is None and output_format is OutputFormat.json):
             sys.stdout.write(doc)
         elif output is None:
             render_table(ev, Console(), source=name)
         apply_gates(gates, on, report)
+
+
+def draw_curves(curves: CurveResult, path: Path) -> None:
+    """The ROC and PR curves drawn to `path` (matplotlib is imported only for a plot)."""
+    from fedeval.plot import plot_curves
+
+    plot_curves(curves, path)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import OutputFormat, floats
-from fedeval.cli.run import charge_ledger, check_ledger_options
+from fedeval.cli.support import option_given
+from fedeval.config import Unit
 from fedeval.documents import document_text
 from fedeval.errors import UsageError
 
@@ -108,6 +110,73 @@ FailIfWorseOpt = Annotated[
 ]
 
 
+def calibrate_multiclass_command(p: dict[str, Any]) -> None:
+    """`calibrate --multiclass` from the command's parameters `p`: the options of binary
+    calibration are refused, even at their default value."""
+    binary_only = {
+        "--model": p["model"] is not None,
+        "--height": p["height"] != "auto",
+        "--shape": p["shape"] != "auto",
+        "--from": p["from_"] is not None,
+        "--save-release": p["save_release"] is not None,
+        "--per-client": p["per_client"],
+        "--unit": p["unit"] is not Unit.EXAMPLE,
+        "--relation": p["relation"] is not None,
+        "--sign-key": p["sign_key"] is not None,
+        "--verify-key": p["verify_key"] is not None,
+        "--plot": p["plot"] is not None,
+    }
+    given = [k for k, v in binary_only.items() if v]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot be used with --multiclass.")
+    if p["file"] is None:
+        raise UsageError("--multiclass needs FILE.")
+    calibrate_multiclass(
+        p["file"],
+        method=p["method"] or "fedbbq",
+        rounds=p["rounds"],
+        participation=p["participation"],
+        clients=p["clients"],
+        beta=p["beta"],
+        client_col=p["client_col"],
+        epsilon=p["epsilon"],
+        delta=p["delta"],
+        clip=p["clip"],
+        buckets=p["buckets"],
+        ece_bins=p["bins"],
+        weighted=not p["unweighted"],
+        holdout=p["holdout"],
+        server_lr=p["server_lr"],
+        fail_if_worse=p["fail_if_worse"],
+        label_col=p["label_col"],
+        seed=p["seed"],
+        output=p["output"],
+        output_format=p["output_format"],
+        ledger=p["ledger"],
+        budget=p["budget"],
+    )
+
+
+def refuse_multiclass_options(p: dict[str, Any]) -> None:
+    """Binary calibration refuses the options of --multiclass, even at their default value."""
+    multiclass_only = {
+        "--rounds": option_given("rounds"),
+        "--participation": option_given("participation"),
+        "--clients": p["clients"] is not None,
+        "--beta": p["beta"] is not None,
+        "--delta": p["delta"] is not None,
+        "--clip": p["clip"] is not None,
+        "--unweighted": p["unweighted"],
+        "--holdout": p["holdout"] is not None,
+        "--server-lr": p["server_lr"] is not None,
+        "--fail-if-worse": p["fail_if_worse"],
+    }
+    given = [k for k, v in multiclass_only.items() if v]
+    if given:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise UsageError(f"{', '.join(given)} {verb} to --multiclass only.")
+
+
 def calibrate_multiclass(
     file: str,
     *,
@@ -159,7 +228,7 @@ def calibrate_multiclass(
     doc = multiclass_map_dict(result, source=name)
     shared = shareable_map(doc)
     covered = f"calibrate --multiclass: {result.name} map"
-    charge_ledger(ledger, budget, shared, "calibrate --multiclass", covered, name)
+    charge_ledger(ledger, budget, shared, "calibrate --multiclass", covered)
     if output is not None:
         write_map(shared, output)
     if output_format is OutputFormat.json:
