@@ -13,6 +13,7 @@ the release, stated in every document that carries one.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -214,3 +215,136 @@ def threshold_axis(
     if len(inside) == 0 or h < 1 or (1 << min(h, 30)) <= len(inside):
         return ScoreAxis.linear(lo, hi)
     return ScoreAxis.aligned(lo, hi, inside, height=h)
+
+
+CELLS_PER_LEAF = 64
+"""Fine cells per leaf of `LeafLookup`'s table: a score in a cell that a leaf edge cuts (about
+one in this many) takes a binary search instead of the table."""
+
+MAX_TABLE_CELLS = 1 << 20
+"""At most this many fine cells (a 4 MB table of int32)."""
+
+
+class LeafLookup:
+    """The leaf of each score at height `resolution`: ``min(⌊to_unit(x)·2^h⌋, 2^h − 1)``, the
+    same integers bit for bit, by one look-up in a table over fine cells of the score range.
+
+    The leaf is a non-decreasing step function of the score, so it is the number of leaf edges
+    ``e_i`` (the least score of `dtype` whose leaf is ≥ i, found exactly by stepping ulp by ulp
+    from ``from_unit(i / 2^h)``) at or below it. A fine cell, the scores with one value of
+    ``⌊(x − lo)·scale⌋``, holds one leaf unless an edge falls inside it: those cells are marked
+    and their scores are binary-searched among the edges. Scores must lie in the score range.
+    """
+
+    def __init__(self, axis: ScoreAxis, resolution: int, dtype: np.dtype | type) -> None:
+        self.dtype = np.dtype(dtype)
+        self.resolution = resolution
+        n_leaves = 1 << resolution
+        d = self.dtype.type
+        self.lo, self.hi = d(axis.lo), d(axis.hi)
+        if self.dtype.kind != "f" or float(self.lo) != axis.lo or float(self.hi) != axis.hi:
+            raise ValueError("the score range must be exact in the scores' dtype")
+        cells = min(max(n_leaves * CELLS_PER_LEAF, 1 << 12), MAX_TABLE_CELLS)
+        self.cells = cells
+        self.scale = d(cells / (axis.hi - axis.lo))
+        if not np.isfinite(self.scale):
+            raise ValueError("the score range is too narrow for a table")
+        self.edges = self._edges(axis, n_leaves)
+        finite = self.edges[np.isfinite(self.edges)]
+        cell = self._cells(finite)
+        before = np.nextafter(finite, d(-np.inf))
+        lowest = (finite == self.lo) | (self._cells(before) < cell)  # the least score of its cell
+        per_cell = np.bincount(cell, minlength=cells + 1)
+        table = np.cumsum(per_cell) - per_cell  # edges in the cells under each
+        table += np.bincount(cell[lowest], minlength=cells + 1)  # the cell's leaf at its least
+        # Cells an edge cuts: the table holds -1 - k, k indexing the cut cells, which keep
+        # their leaf at the least score and the first edge inside (more than one edge inside a
+        # cell, in a steep stretch of the warp: a binary search among all the edges).
+        cut, first, inside = np.unique(cell[~lowest], return_index=True, return_counts=True)
+        self.cut_leaf = table[cut].astype(np.int32)
+        self.cut_edge = finite[~lowest][first]
+        self.cut_more = inside > 1
+        table[cut] = -1 - np.arange(len(cut))
+        self.table = table.astype(np.int32)
+
+    def _leaf(self, axis: ScoreAxis, x: np.ndarray, n_leaves: int) -> np.ndarray:
+        leaf = (axis.to_unit(x) * n_leaves).astype(np.int64)
+        return np.minimum(leaf, n_leaves - 1)
+
+    def _edges(self, axis: ScoreAxis, n_leaves: int) -> np.ndarray:
+        """e_i for i = 1 … 2^h − 1 in `dtype` (+inf where no score in range reaches leaf i):
+        a few ulp steps from the inverse map settle nearly all; the rest (near 0, where ulps
+        are tiny) are bisected over the ordered bit patterns of the dtype."""
+        d = self.dtype.type
+        i = np.arange(1, n_leaves)
+        v = np.asarray(axis.from_unit(i / n_leaves)).astype(self.dtype)
+        np.clip(v, self.lo, self.hi, out=v)
+        for _ in range(8):
+            at = self._leaf(axis, v, n_leaves) >= i
+            up = np.flatnonzero(~at & (v < self.hi))
+            down = np.flatnonzero(at & (v > self.lo))
+            down = down[self._leaf(axis, np.nextafter(v[down], d(-np.inf)), n_leaves) >= i[down]]
+            if not up.size and not down.size:
+                break
+            v[up] = np.nextafter(v[up], d(np.inf))
+            v[down] = np.nextafter(v[down], d(-np.inf))
+        else:
+            left = np.union1d(up, down)
+            v[left] = self._bisect(axis, i[left], n_leaves)
+        v[self._leaf(axis, v, n_leaves) < i] = np.inf
+        return v
+
+    def _bisect(self, axis: ScoreAxis, i: np.ndarray, n_leaves: int) -> np.ndarray:
+        """The least score of the dtype in range whose leaf is ≥ i (hi when none is)."""
+        a = np.full(len(i), _key(np.array([self.lo]))[0] - 1)  # leaf(a) < i: below the range
+        b = np.full(len(i), _key(np.array([self.hi]))[0])  # taken as leaf(b) ≥ i
+        while True:
+            live = np.flatnonzero(b > a + 1)  # (b − a can overflow int64)
+            if not live.size:
+                return _from_key(b, self.dtype)
+            m = a[live] // 2 + b[live] // 2 + ((a[live] & 1) + (b[live] & 1)) // 2
+            at = self._leaf(axis, _from_key(m, self.dtype), n_leaves) >= i[live]
+            b[live[at]] = m[at]
+            a[live[~at]] = m[~at]
+
+    def _cells(self, x: np.ndarray) -> np.ndarray:
+        c = ((x - self.lo) * self.scale).astype(np.intp)
+        return np.clip(c, 0, self.cells, out=c)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Leaf indices (int32) of the scores `x` (of this lookup's dtype, inside the range)."""
+        leaf = self.table.take(self._cells(x))
+        cut = np.flatnonzero(leaf < 0)
+        if cut.size:
+            k = -1 - leaf[cut]
+            x_cut = x[cut]
+            fixed = self.cut_leaf[k] + (x_cut >= self.cut_edge[k])
+            more = np.flatnonzero(self.cut_more[k])
+            if more.size:
+                fixed[more] = np.searchsorted(self.edges, x_cut[more], side="right")
+            leaf[cut] = fixed
+        return leaf
+
+
+def _key(v: np.ndarray) -> np.ndarray:
+    """Floats as signed integers in the same order (±0 both 0): bisection by ulps."""
+    bits = v.view(np.int64 if v.dtype.itemsize == 8 else np.int32).astype(np.int64)
+    magnitude = bits & ((1 << (8 * v.dtype.itemsize - 1)) - 1)
+    return np.where(bits < 0, -magnitude, magnitude)
+
+
+def _from_key(k: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Inverse of `_key`."""
+    width = 8 * dtype.itemsize
+    bits = np.where(k < 0, -k | (-1 << (width - 1)), k)
+    return bits.astype(np.int64 if width == 64 else np.int32).view(dtype)
+
+
+@functools.lru_cache(maxsize=8)
+def leaf_lookup(axis: ScoreAxis, resolution: int, dtype: str) -> LeafLookup | None:
+    """The `LeafLookup` of an axis at a resolution for scores of `dtype` (made once), or None
+    when no table is possible (a range not exact in the dtype): then map with `to_unit`."""
+    try:
+        return LeafLookup(axis, resolution, np.dtype(dtype))
+    except ValueError:
+        return None

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fedeval.axis import ScoreAxis
+from fedeval.axis import ScoreAxis, leaf_lookup
 from fedeval.errors import InputError, UsageError
 from fedeval.estimate.exact import SortedScores
 from fedeval.hierarchy import cell_index, coarsen
@@ -118,18 +118,23 @@ class _Accumulator:
         self.clients: list[pa.Array] = []
 
     def reduce(self, b: Batch) -> _Part:
-        hi = self.axis.hi
         n_leaves = 1 << self.resolution
-        unit = b.scores
-        if not self.identity:
-            unit = self.axis.to_unit(b.scores)
-        # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in any
-        # float width; the clamp is needed only when a score sits on the top of the range; the
-        # class goes into the index by an in-place masked add.
-        idx = (unit * n_leaves).astype(np.int64)
-        if b.score_max >= hi:
-            np.minimum(idx, n_leaves - 1, out=idx)
-        np.add(idx, n_leaves, out=idx, where=b.positive)
+        unit = None
+        lookup = None
+        if not (self.identity or self.keep_examples):
+            lookup = leaf_lookup(self.axis, self.resolution, b.scores.dtype.str)
+        if lookup is not None:  # a warped or shifted axis: the leaves by one table look-up
+            idx = lookup(b.scores)
+        else:
+            # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in
+            # any float width; the clamp is needed only when a score sits on the top of the
+            # range.
+            unit = b.scores if self.identity else self.axis.to_unit(b.scores)
+            idx = (unit * n_leaves).astype(np.int32)
+            if b.score_max >= self.axis.hi:
+                np.minimum(idx, n_leaves - 1, out=idx)
+        # The class goes into the index by adding 2^h to the positives (a masked add is slower).
+        idx += b.positive.view(np.int8) * np.int32(n_leaves)
         keep, ex = self.keep_scores, self.keep_examples
         return _Part(
             np.bincount(idx, minlength=2 * n_leaves),

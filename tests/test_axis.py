@@ -83,3 +83,71 @@ def test_auto_is_raised_for_a_few_thresholds_only():
     assert few.auto_floor(3) == 0  # data read too coarsely: nothing to align to
     sweep = ScoreAxis.aligned(0.0, 1.0, np.linspace(0.01, 0.99, 99))
     assert sweep.align_height() == 7 and sweep.auto_floor(16) == 0
+
+
+def _leaf_reference(axis: ScoreAxis, x: np.ndarray, height: int) -> np.ndarray:
+    """The leaf as the accumulator first computed it: ⌊to_unit(x)·2^h⌋, the top score last."""
+    return cell_index(axis.to_unit(x), height)
+
+
+AXES = [
+    ScoreAxis.aligned(0.0, 1.0, np.arange(1, 11) / 11),  # evaluate's default thresholds
+    ScoreAxis.aligned(-3.0, 7.5, [-2.9, 0.1, 3.3]),
+    ScoreAxis.aligned(-5.0, 5.0, np.random.default_rng(4).uniform(-5, 5, 31)),
+    ScoreAxis.aligned(0.0, 1.0, [0.5, 0.5 + 1e-9, 0.5 + 2e-9]),  # steep: many leaves per ulp
+    ScoreAxis.aligned(-1.0, 1.0, [-1e-300, 0.0, 1e-300]),  # edges where ulps are tiny
+    ScoreAxis.aligned(0.0, 1.0, [1e-30, 0.3]),
+    ScoreAxis.linear(-2.0, 2.0),
+    ScoreAxis.linear(),
+]
+
+
+@pytest.mark.parametrize("axis", AXES, ids=range(len(AXES)))
+@pytest.mark.parametrize("height", [4, 10, 14, 16])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_leaf_lookup_gives_the_leaf_of_to_unit_bit_for_bit(axis, height, dtype):
+    """Random scores, every knot and every leaf edge with their ulp neighbours, the ends."""
+    from fedeval.axis import LeafLookup
+
+    lookup = LeafLookup(axis, height, dtype)
+    rng = np.random.default_rng(height)
+    d = np.dtype(dtype).type
+    knots = np.array([s for s, _ in axis.knots]).astype(dtype)
+    edges = lookup.edges[np.isfinite(lookup.edges)]
+    x = np.concatenate(
+        [
+            (axis.lo + (axis.hi - axis.lo) * rng.random(200_000)).astype(dtype),
+            knots,
+            np.nextafter(knots, d(-np.inf)),
+            np.nextafter(knots, d(np.inf)),
+            edges,
+            np.nextafter(edges, d(-np.inf)),
+            np.nextafter(edges, d(np.inf)),
+            np.array([axis.lo, axis.hi, 0.0, -0.0], dtype),
+        ]
+    )
+    x = x[(x >= axis.lo) & (x <= axis.hi)]
+    assert np.array_equal(lookup(x), _leaf_reference(axis, x, height))
+
+
+def test_leaf_lookup_edges_are_the_least_score_of_each_leaf():
+    from fedeval.axis import LeafLookup
+
+    axis = AXES[0]
+    for dtype in (np.float32, np.float64):
+        lookup = LeafLookup(axis, 14, dtype)
+        e = lookup.edges
+        assert e.dtype == dtype and np.all(np.diff(e) >= 0)
+        below = np.nextafter(e, dtype(-np.inf))
+        i = np.arange(1, 1 << 14)
+        assert np.all(_leaf_reference(axis, e, 14) >= i)
+        assert np.all(_leaf_reference(axis, below, 14) < i)
+    # A steep stretch of the warp puts several edges in one fine cell: those take the search.
+    assert LeafLookup(AXES[3], 16, np.float64).cut_more.any()
+
+
+def test_leaf_lookup_is_refused_where_the_range_is_not_exact_in_the_dtype():
+    from fedeval.axis import leaf_lookup
+
+    assert leaf_lookup(ScoreAxis.linear(0.0, 0.1), 10, "<f4") is None
+    assert leaf_lookup(ScoreAxis.linear(0.0, 0.1), 10, "<f8") is not None

@@ -203,3 +203,30 @@ def test_kept_scores_grow_in_one_buffer_and_sort_like_joined_parts():
     assert out.dtype == expected.dtype == np.float64
     np.testing.assert_array_equal(out, expected)
     assert _Growing().sorted().size == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("score_range", [(0.0, 1.0), (-3.0, 5.0)])
+def test_leaf_counts_are_the_cells_of_to_unit(tmp_path, dtype, score_range):
+    """The streamed leaf counts (one table look-up per score on a warped axis) equal the cells
+    of `to_unit` counted directly, scores on and beside every threshold included."""
+    from fedeval.axis import threshold_axis
+    from fedeval.hierarchy import cell_index
+
+    lo, hi = score_range
+    rng = np.random.default_rng(11)
+    thresholds = lo + (hi - lo) * np.sort(rng.random(7))
+    near = np.concatenate(
+        [thresholds, np.nextafter(thresholds, -np.inf), np.nextafter(thresholds, np.inf)]
+    )
+    s = np.concatenate([lo + (hi - lo) * rng.random(50_000), near, [lo, hi]]).astype(dtype)
+    s = np.clip(s, lo, hi)
+    y = rng.random(len(s)) < 0.4
+    pq.write_table(pa.table({"score": s, "label": y}), tmp_path / "t.parquet")
+    axis = threshold_axis(score_range, thresholds)
+    data = read_scored(tmp_path / "t.parquet", score_range=score_range, axis=axis, resolution=14)
+    cells = cell_index(axis.to_unit(s), 14)
+    expected = np.stack(
+        [np.bincount(cells[~y], minlength=1 << 14), np.bincount(cells[y], minlength=1 << 14)]
+    )
+    np.testing.assert_array_equal(data.fine_counts, expected)
