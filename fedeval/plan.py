@@ -9,6 +9,10 @@ estimators on a reference population of the requested size, built directly as fi
 positive fraction, or the score distribution of a pilot file (`like`). The prediction is the
 mean absolute error over noise draws and thresholds. `benchmarks/plan.py` compares it with
 errors measured on real data.
+
+The population is laid out on the axis `evaluate` reads data on (`fedeval.evaluate.threshold_axis`:
+the default thresholds are cell edges), so the predicted P/R/A errors are noise only, as
+evaluate's are, with no term for interpolating inside the leaf that holds a threshold.
 """
 
 from __future__ import annotations
@@ -19,11 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from fedeval.axis import ScoreAxis
 from fedeval.config import PrivacyConfig, PrivacyModel
 from fedeval.data import ScoredData
 from fedeval.errors import UsageError
-from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics
+from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
 from fedeval.params import resolve_config
 from fedeval.simulate import fast_release
 
@@ -38,12 +41,16 @@ TABLE1 = {
 """The papers' error rates (Table 1) for P/R/A and AUC, shown for orientation."""
 
 
-def binormal_density(positives: bool, auc: float, n_cells: int) -> np.ndarray:
+def binormal_density(
+    positives: bool, auc: float, n_cells: int, edges: np.ndarray | None = None
+) -> np.ndarray:
     """Probability of each score cell under a binormal model on the logit scale with the given
-    AUC (d′ = √2·Φ⁻¹(AUC)); scores are sigmoid(logit)."""
+    AUC (d′ = √2·Φ⁻¹(AUC)); scores are sigmoid(logit). The cells are `n_cells` equal ones on
+    [0, 1], or those between the ascending score `edges` (n_cells + 1 of them, 0 to 1)."""
     d = math.sqrt(2) * norm.ppf(auc)
     mu = d / 2 if positives else -d / 2
-    edges = np.linspace(0.0, 1.0, n_cells + 1)
+    if edges is None:
+        edges = np.linspace(0.0, 1.0, n_cells + 1)
     with np.errstate(divide="ignore"):
         logits = np.log(edges) - np.log1p(-edges)
     cdf = norm.cdf(logits, loc=mu, scale=1.0)
@@ -59,19 +66,24 @@ def reference_population(
     like: ScoredData | None = None,
 ) -> ScoredData:
     """A population of `rows` examples as fine per-class counts: multinomial draws from the
-    binormal model (or from `like`'s own per-class score distribution)."""
+    binormal model (or from `like`'s own per-class score distribution, uniform inside its
+    cells), on the axis evaluate reads data on (the default thresholds are cell edges)."""
     n_cells = 1 << RESOLUTION
+    axis = threshold_axis((0.0, 1.0) if like is None else like.score_range, None)
+    edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
     if like is not None:
         fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
-        fine = np.repeat(fine, n_cells // fine.shape[-1], axis=-1) / (n_cells // fine.shape[-1])
-        dens = [fine[c] / fine[c].sum() for c in (0, 1)]
+        own = np.asarray(like.axis.from_unit(np.linspace(0.0, 1.0, fine.shape[-1] + 1)))
+        cdf = [np.interp(edges, own, np.r_[0.0, np.cumsum(f)] / f.sum()) for f in fine]
+        dens = [np.clip(np.diff(c), 0.0, None) for c in cdf]
+        dens = [d / d.sum() for d in dens]
     else:
-        dens = [binormal_density(c == 1, auc, n_cells) for c in (0, 1)]
+        dens = [binormal_density(c == 1, auc, n_cells, edges) for c in (0, 1)]
     n_pos = round(rows * positives_fraction)
     counts = np.stack(
         [rng.multinomial(rows - n_pos, dens[0]), rng.multinomial(n_pos, dens[1])]
     ).astype(np.int64)
-    return ScoredData(counts, RESOLUTION, rows, rows, ScoreAxis.linear())
+    return ScoredData(counts, RESOLUTION, rows, rows, axis)
 
 
 @dataclass(frozen=True)
@@ -98,8 +110,10 @@ def predict(
     *,
     runs: int = 20,
 ) -> Prediction:
-    """Mean absolute error of fedeval's estimators on `population` under `config`."""
-    thr = np.asarray(DEFAULT_THRESHOLDS)
+    """Mean absolute error of fedeval's estimators on `population` under `config`, at the
+    default thresholds on the population's axis."""
+    lo, hi = population.score_range
+    thr = np.asarray(population.axis.to_unit(lo + (hi - lo) * np.asarray(DEFAULT_THRESHOLDS)))
     truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, RESOLUTION, config.shape)
     truth = estimate_metrics(fast_release(population, truth_cfg, rng).histogram(), thr)
     errs = []
@@ -146,7 +160,9 @@ def plan(
     _check(rows, positives_fraction)
     rng = np.random.default_rng(seed)
     population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
-    best = resolve_config(model, n=rows, epsilon=epsilon)
+    # As evaluate resolves it: `auto` no coarser than the height that keeps the thresholds edges.
+    floor = population.axis.auto_floor(RESOLUTION)
+    best = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
     recommended = predict(population, best, rng, runs=runs)
     others = [
         predict(

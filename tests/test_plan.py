@@ -19,7 +19,7 @@ from fedeval.config import PrivacyModel
 from fedeval.data import read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.metrics import auc_from_buckets
-from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics
+from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
 from fedeval.params import auto_quantiles, oue_sigma2, resolve_config
 from fedeval.plan import binormal_density, plan, population_needed, reference_population
 from fedeval.simulate import simulate
@@ -51,12 +51,12 @@ def measured_errors(y, s, model: str, epsilon: float, seeds) -> np.ndarray:
     """|AUC error| and the mean over thresholds of |P|, |R|, |A| errors, one row per seed (the
     definition `fedeval.plan.Prediction` uses). The estimates are evaluate_data's: it runs
     simulate and estimate_metrics, then intervals and curves, which cost 50× more."""
-    data = scored_from_arrays(y, s, keep_scores=False)
+    data = scored_from_arrays(y, s, keep_scores=False, axis=threshold_axis((0.0, 1.0), None))
     auc, p, r, a = exact_metrics(y, s)
     out = []
     for seed in seeds:
         run = simulate(data, model=model, epsilon=epsilon, seed=seed, ci_draws=0)
-        est = estimate_metrics(run.histogram, THRESHOLDS)
+        est = estimate_metrics(run.histogram, run.to_unit(THRESHOLDS))
         out.append(
             [
                 abs(est.auc - auc),
@@ -104,6 +104,23 @@ def test_federated_prediction_is_tiny():
     assert pred.auc <= 1e-4
 
 
+@pytest.mark.parametrize("like", [False, True])
+def test_federated_prediction_has_no_interpolation_term_at_aligned_thresholds(like):
+    # The default thresholds are cell edges of every height ≥ 4 (as evaluate reads data), so a
+    # federated release gives P/R/A exactly even at h = 4, 5; on a linear axis the leaf that
+    # holds 1/11 at h = 4 is taken as uniform and the error is of order 1e-2.
+    rng = np.random.default_rng(3)
+    pilot = scored_from_arrays(*binormal_arrays(5000, 0.8, rng)) if like else None
+    _, coarse = plan(20_000, model="federated", like=pilot, heights=range(4, 6), runs=1)
+    for pred in coarse:
+        assert pred.precision == pred.recall == pred.accuracy == 0.0, pred
+        assert pred.auc > 1e-4  # the AUC still has its within-leaf term at h = 4, 5
+    pop = reference_population(20_000, 0.5, rng, like=pilot)
+    lo, hi = pop.score_range
+    edges = pop.axis.to_unit(lo + (hi - lo) * THRESHOLDS) * 16
+    np.testing.assert_array_equal(edges, np.round(edges))
+
+
 def test_distdp_prediction_falls_with_n_and_with_epsilon():
     # Table 1: P/R/A ∝ (εn)^(-2/3), AUC ∝ 1/(εn) (+ 1/B²). 100× the rows should cut P/R/A
     # about 21× and AUC far more; 10× the ε cuts P/R/A about 4.6×. Asserting half of each
@@ -124,7 +141,7 @@ def test_distdp_prediction_falls_with_n_and_with_epsilon():
 
 def test_plan_recommends_what_auto_resolves_and_heights_are_optional():
     pred, others = plan(50_000, model="localdp", epsilon=2.0, heights=range(3, 5), runs=5)
-    assert pred.config == resolve_config("localdp", n=50_000, epsilon=2.0)
+    assert pred.config == resolve_config("localdp", n=50_000, epsilon=2.0, min_height=4)
     assert [p.config.height for p in others] == [3, 4]
 
 
