@@ -251,9 +251,10 @@ class LeafLookup:
             raise ValueError("the score range is too narrow for a table")
         self.edges = self._edges(axis, n_leaves)
         finite = self.edges[np.isfinite(self.edges)]
-        cell = self._cells(finite)
+        cell = np.clip(self._cells(finite), 0, cells)
         before = np.nextafter(finite, d(-np.inf))
-        lowest = (finite == self.lo) | (self._cells(before) < cell)  # the least score of its cell
+        # Whether each edge is the least score of its cell (then the whole cell is at or above it).
+        lowest = (finite == self.lo) | (np.clip(self._cells(before), 0, cells) < cell)
         per_cell = np.bincount(cell, minlength=cells + 1)
         table = np.cumsum(per_cell) - per_cell  # edges in the cells under each
         table += np.bincount(cell[lowest], minlength=cells + 1)  # the cell's leaf at its least
@@ -308,12 +309,15 @@ class LeafLookup:
             a[live[~at]] = m[~at]
 
     def _cells(self, x: np.ndarray) -> np.ndarray:
-        c = ((x - self.lo) * self.scale).astype(np.intp)
-        return np.clip(c, 0, self.cells, out=c)
+        """The fine cell of each score; outside [0, cells] it is clipped (by `take` when
+        looking up, so a score that rounds past an end still finds the end cell)."""
+        if self.lo == 0:
+            return (x * self.scale).astype(np.intp)
+        return ((x - self.lo) * self.scale).astype(np.intp)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Leaf indices (int32) of the scores `x` (of this lookup's dtype, inside the range)."""
-        leaf = self.table.take(self._cells(x))
+        leaf = self.table.take(self._cells(x), mode="clip")
         cut = np.flatnonzero(leaf < 0)
         if cut.size:
             k = -1 - leaf[cut]

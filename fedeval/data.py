@@ -23,6 +23,7 @@ from fedeval.io import (
     Batch,
     Columns,
     Piece,
+    parquet_rows,
     scan,
     source_name,
     validate_batch,
@@ -102,7 +103,14 @@ class _Accumulator:
     GIL) and merged in their order (`merge`): leaf counts are integer sums and kept arrays are
     concatenated in file order, so the result is the same bit for bit whatever the threads."""
 
-    def __init__(self, resolution: int, axis: ScoreAxis, keep_scores: bool, keep_examples: bool):
+    def __init__(
+        self,
+        resolution: int,
+        axis: ScoreAxis,
+        keep_scores: bool,
+        keep_examples: bool,
+        rows: int | None = None,
+    ):
         self.resolution = resolution
         self.axis = axis
         # Scores already on [0, 1] are their own unit positions: no per-batch map.
@@ -111,8 +119,8 @@ class _Accumulator:
         self.keep_examples = keep_examples
         self.counts = np.zeros(2 << resolution, np.int64)
         self.rows = 0
-        self.neg = _Growing()
-        self.pos = _Growing()
+        self.neg = _Growing(rows or 0)  # `rows`: the source's rows, when known before reading
+        self.pos = _Growing(rows or 0)
         self.unit: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
         self.clients: list[pa.Array] = []
@@ -139,8 +147,8 @@ class _Accumulator:
         return _Part(
             np.bincount(idx, minlength=2 * n_leaves),
             len(idx),
-            b.scores[~b.positive] if keep else None,
-            b.scores[b.positive] if keep else None,
+            np.compress(~b.positive, b.scores) if keep else None,  # (a boolean index is
+            np.compress(b.positive, b.scores) if keep else None,  # several times slower)
             unit if ex else None,
             b.positive if ex else None,
             b.clients,
@@ -161,10 +169,16 @@ class _Accumulator:
     def add(self, b: Batch) -> None:
         self.merge(self.reduce(b))
 
-    def finish(self) -> ScoredData:
+    def finish(self, threads: int = 1) -> ScoredData:
         sorted_scores = None
         if self.keep_scores:
-            sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
+            if threads > 1:  # the two classes sort at once (numpy sorts without the GIL)
+                with ThreadPoolExecutor(1) as pool:
+                    pos = pool.submit(self.pos.sorted)
+                    neg = self.neg.sorted()
+                    sorted_scores = SortedScores(neg, pos.result())
+            else:
+                sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
         codes = uniques = None
         if self.clients:
             ids = pa.chunked_array(self.clients)
@@ -201,13 +215,16 @@ class _Growing:
     so at most a quarter more than the scores is held, never twice the scores as when parts
     are kept and joined."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 0) -> None:
         self.data: np.ndarray | None = None
         self.size = 0
+        self.capacity = capacity
 
     def extend(self, a: np.ndarray) -> None:
         if self.data is None:
-            self.data = np.empty(max(len(a), 1 << 16), a.dtype)
+            # With the source's rows known, room for all of them at once: pages never written
+            # are never resident, and no growth step zero-fills or remaps.
+            self.data = np.empty(max(len(a), self.capacity, 1 << 16), a.dtype)
         elif np.result_type(self.data, a) != self.data.dtype:  # a wider dtype in a later file
             self.data = self.data[: self.size].astype(np.result_type(self.data, a))
         need = self.size + len(a)
@@ -289,7 +306,8 @@ def read_scored(
     """
     axis = _axis(score_range, axis)
     threads = _check_threads(threads)
-    acc = _Accumulator(resolution, axis, keep_scores, keep_examples)
+    rows = parquet_rows(source) if keep_scores else None
+    acc = _Accumulator(resolution, axis, keep_scores, keep_examples, rows)
     pieces = scan(source, columns)
     lo_hi = axis.score_range
     labels_seen: dict = {}
@@ -311,7 +329,7 @@ def read_scored(
             progress(None)
     if acc.rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
-    return acc.finish()
+    return acc.finish(threads)
 
 
 def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, parallel_checks):

@@ -232,6 +232,19 @@ def _partition_types(files: list[SourceFile]) -> dict[str, pa.DataType]:
     return types
 
 
+def parquet_rows(source: str | os.PathLike) -> int | None:
+    """The rows of a source whose every file is Parquet, from the files' footers (nothing
+    decoded); None for CSV, stdin, or a file that cannot be read (the read reports it)."""
+    try:
+        files = source_files(source)
+        paths = [Path(source)] if files is None else [f.path for f in files]
+        if str(source) == STDIN or not all(p.is_file() and _is_parquet(p) for p in paths):
+            return None
+        return sum(pq.ParquetFile(p, pre_buffer=False).metadata.num_rows for p in paths)
+    except (InputError, pa.ArrowException, OSError, ValueError):
+        return None
+
+
 @dataclass(frozen=True, eq=False)
 class Piece:
     """One raw record batch of a source, before validation: the file it came from (for

@@ -230,3 +230,32 @@ def test_leaf_counts_are_the_cells_of_to_unit(tmp_path, dtype, score_range):
         [np.bincount(cells[~y], minlength=1 << 14), np.bincount(cells[y], minlength=1 << 14)]
     )
     np.testing.assert_array_equal(data.fine_counts, expected)
+
+
+def test_parquet_rows_come_from_the_footers_and_only_for_parquet(tmp_path):
+    from fedeval.io import parquet_rows
+
+    table = _table(seed=8)
+    pq.write_table(table, tmp_path / "one.parquet")
+    _split(table, tmp_path / "many", parts=4)
+    _split(table, tmp_path / "csv", parts=2, fmt="csv")
+    assert parquet_rows(tmp_path / "one.parquet") == parquet_rows(tmp_path / "many") == 6000
+    assert parquet_rows(str(tmp_path / "many" / "*.parquet")) == 6000
+    assert parquet_rows(tmp_path / "csv") is None and parquet_rows("-") is None
+    assert parquet_rows(tmp_path / "missing.parquet") is None
+
+
+def test_a_buffer_sized_ahead_sorts_like_one_that_grows():
+    from fedeval.data import _Growing
+
+    rng = np.random.default_rng(9)
+    parts = [rng.random(int(k)).astype(np.float32) for k in rng.integers(0, 50_000, 9)]
+    total = sum(len(p) for p in parts)
+    results = []
+    for capacity in (0, total, total // 3):  # none, exact, too small (then it grows)
+        g = _Growing(capacity)
+        for p in parts:
+            g.extend(p)
+        results.append(g.sorted())
+    for r in results:
+        np.testing.assert_array_equal(r, np.sort(np.concatenate(parts)))
