@@ -7,6 +7,7 @@ parameter is rejected with the same number of draws).
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 from fedeval.privacy.noise import (
@@ -57,6 +58,19 @@ def test_direct_discrete_laplace_and_partial_sums():
     # Three parts of 2, 3 and 5 of 10 clients add up to the full discrete Laplace.
     parts = sum(polya_sum(m, 10, alpha, 100_000, rng) for m in (2, 3, 5))
     assert gof_pvalue(parts, alpha) > P_REJECT
+
+
+@pytest.mark.parametrize("epsilon,sensitivity", [(1.0, 15), (0.1, 1), (5.0, 2), (1.0, 1)])
+def test_geometric_draws_are_numpys_own(epsilon, sensitivity):
+    """The in-place geometric sampler gives numpy's `geometric` draws bit for bit, so a seed
+    gives the release it gave before (α near 1, and α small where numpy searches instead)."""
+    from fedeval.privacy.noise import _geometric
+
+    p = 1.0 - laplace_alpha(epsilon, sensitivity)
+    for seed in range(3):
+        ours = _geometric(p, (40, 5000), np.random.default_rng(seed))
+        theirs = np.random.default_rng(seed).geometric(p, (40, 5000))
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
 
 
 def test_discrete_laplace_variance():
