@@ -74,7 +74,11 @@ class ScoreAxis:
 
     @classmethod
     def aligned(
-        cls, lo: float, hi: float, thresholds: Sequence[float], height: int | None = None
+        cls,
+        lo: float,
+        hi: float,
+        thresholds: Sequence[float] | np.ndarray,
+        height: int | None = None,
     ) -> ScoreAxis:
         """The warp that puts every threshold strictly inside (lo, hi) on a cell edge of
         `height` (default: the coarsest height ≥ MIN_ALIGN_HEIGHT with room for them all), each

@@ -157,10 +157,10 @@ class _Accumulator:
     def merge(self, part: _Part) -> None:
         self.counts += part.counts
         self.rows += part.rows
-        if self.keep_scores:
+        if part.neg is not None and part.pos is not None:  # kept scores
             self.neg.extend(part.neg)
             self.pos.extend(part.pos)
-        if self.keep_examples:
+        if part.unit is not None and part.labels is not None:  # kept examples
             self.unit.append(part.unit)
             self.labels.append(part.labels)
         if part.clients is not None:
@@ -294,7 +294,7 @@ def read_scored(
     resolution: int = DEFAULT_RESOLUTION,
     axis: ScoreAxis | None = None,
     threads: int | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int | None], None] | None = None,
 ) -> ScoredData:
     """Stream a Parquet/CSV file, '-', a directory of files (hive partitions included) or a
     glob into `ScoredData` with 2^resolution cells per class, in bounded memory unless scores or

@@ -193,6 +193,7 @@ class Simulated:
         run and shared by every interval; None without noise or with ci_draws = 0."""
         if self.ci_draws <= 0:
             return None
+        assert self.ci_rng is not None  # simulate and from_release always give one
         return self.histogram.noise_draws(self.ci_draws, self.ci_rng)
 
     @property
@@ -310,6 +311,7 @@ def simulate(
     rng, seed_used = rng_and_seed(seed)
     ci_rng, cap_rng = rng.spawn(2)
     if config.unit is Unit.CLIENT:
+        assert config.max_examples is not None  # resolve_config requires it under unit client
         data = cap_examples(data, config.max_examples, cap_rng)
     release = _seeded(simulate_release(data, config, rng, path, progress), seed_used is not None)
     mechanism = mechanism_of(config, seeded=release.seeded)
