@@ -5,11 +5,13 @@ from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.curves import CurveResult, roc_pr_curves, roc_pr_curves_file
 from fedeval.errors import FedevalError, GateFailed, InputError, ReleaseError, UsageError
 from fedeval.evaluate import Estimate, Evaluation, ThresholdMetrics, evaluate, evaluate_file
+from fedeval.ledger import BudgetExceeded, Ledger
 from fedeval.release import Release, ScoreHistogram
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BudgetExceeded",
     "CalibrationResult",
     "CurveResult",
     "Estimate",
@@ -17,6 +19,7 @@ __all__ = [
     "FedevalError",
     "GateFailed",
     "InputError",
+    "Ledger",
     "PrivacyConfig",
     "PrivacyModel",
     "Release",

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,19 @@ class CalibrationResult:
         """Calibrated probabilities for scores in their own units."""
         return self.map(self.run.to_unit(y_score))
 
+    def to_dict(self, *, source: str | None = None, score_col: str = "score") -> dict[str, Any]:
+        """The `fedeval.calibration-map/2` report ``fedeval calibrate --format json`` writes,
+        exact values included in simulation; `shareable(to_dict())` is the map file to hand on."""
+        from fedeval.report import map_dict
+
+        return map_dict(self, source=source, score_col=score_col)
+
+    def to_json(self, *, source: str | None = None, score_col: str = "score") -> str:
+        """`to_dict` as the sealed JSON text the command line writes."""
+        from fedeval.documents import document_text
+
+        return document_text(self.to_dict(source=source, score_col=score_col))
+
 
 def auto_buckets(model: PrivacyModel, n: int, epsilon: float | None, n_leaves: int) -> int:
     """B for histogram binning (Cormode & Markov, section 5): B ≈ n^{1/3} balances sampling
@@ -80,7 +94,7 @@ def calibrate_data(
     method: Method | str = Method.BINNING,
     buckets: int | str = "auto",
     n_bins: int = DEFAULT_ECE_BINS,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
     epsilon: float | None = None,
     height: int | str = "auto",
     shape: Shape | str = "auto",
@@ -220,7 +234,7 @@ def calibrate(
             exact=exact,
             path=path,
             resolution=data_resolution(
-                options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
+                options.get("model", PrivacyModel.DISTDP), options.get("height", "auto")
             ),
             unit=options.get("unit", Unit.EXAMPLE),
         ),
@@ -252,7 +266,7 @@ def calibrate_file(
             exact=exact,
             path=path,
             resolution=data_resolution(
-                options.get("model", PrivacyModel.FEDERATED), options.get("height", "auto")
+                options.get("model", PrivacyModel.DISTDP), options.get("height", "auto")
             ),
             unit=options.get("unit", Unit.EXAMPLE),
         ),

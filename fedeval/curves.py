@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -64,6 +65,18 @@ class CurveResult:
     average_precision: Estimate
     roc_area_error: float | None
     pr_area_error: float | None
+
+    def to_dict(self, *, source: str | None = None) -> dict[str, Any]:
+        """The `fedeval.curves/2` document ``fedeval curves --format json`` writes."""
+        from fedeval.report import curves_dict
+
+        return curves_dict(self, source=source)
+
+    def to_json(self, *, source: str | None = None) -> str:
+        """`to_dict` as the sealed JSON text the command line writes."""
+        from fedeval.documents import document_text
+
+        return document_text(self.to_dict(source=source))
 
 
 def _in_units(c: Curves, axis: ScoreAxis) -> Curves:
@@ -225,7 +238,7 @@ def curves_data(
     *,
     quantiles: int = DEFAULT_QUANTILES,
     method: str = DEFAULT_CURVE_METHOD,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
     epsilon: float | None = None,
     height: int | str = "auto",
     shape: Shape | str = "auto",

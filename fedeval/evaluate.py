@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,19 @@ class Evaluation:
     seed = property(lambda self: self.run.seed)
     path = property(lambda self: self.run.path)
     delta = property(lambda self: self.run.delta)
+
+    def to_dict(self, *, source: str | None = None) -> dict[str, Any]:
+        """The `fedeval.report/2` document ``fedeval evaluate --format json`` writes (`source`:
+        the input's name, stated in a simulation report)."""
+        from fedeval.report import to_dict
+
+        return to_dict(self, source=source)
+
+    def to_json(self, *, source: str | None = None) -> str:
+        """`to_dict` as the sealed JSON text the command line writes."""
+        from fedeval.documents import document_text
+
+        return document_text(self.to_dict(source=source))
 
 
 @dataclass(frozen=True, eq=False)
@@ -230,7 +244,7 @@ def _parse_buckets(buckets: int | str | None) -> int | None:
 def evaluate_data(
     data: ScoredData,
     *,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
     epsilon: float | None = None,
     height: int | str = "auto",
     shape: Shape | str = "auto",
@@ -374,7 +388,7 @@ def evaluate(
     y_true,
     y_score,
     *,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
     epsilon: float | None = None,
     height: int | str = "auto",
     shape: Shape | str = "auto",
@@ -449,7 +463,7 @@ def evaluate_file(
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
     path: SimulationPath | str = SimulationPath.FAST,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
     height: int | str = "auto",
     unit: Unit | str = Unit.EXAMPLE,
     threads: int | None = None,

@@ -160,3 +160,52 @@ def judge(
         ok = value >= g.limit if g.kind is Kind.FLOOR else value <= g.limit
         verdicts.append(Verdict(g, float(value), bool(ok)))
     return verdicts
+
+
+def gates_from(
+    fail_under: list[str] | None = None,
+    fail_over: list[str] | None = None,
+    gate_on: GateOn | str = GateOn.BOUND,
+) -> tuple[list[Gate], GateOn]:
+    """Floors (`fail_under`) and ceilings (`fail_over`) as 'METRIC=VALUE' specs, and what they
+    are judged on: the gates the command line's ``--fail-under``/``--fail-over`` make."""
+    try:
+        on = GateOn(gate_on)
+    except ValueError:
+        raise UsageError(f"`gate_on` takes bound or estimate. Found {gate_on!r}.") from None
+    return parse_gates(fail_under, Kind.FLOOR) + parse_gates(fail_over, Kind.CEILING), on
+
+
+def with_gate_thresholds(
+    thresholds: list[float] | None, gates: list[Gate], score_range: tuple[float, float]
+) -> list[float] | None:
+    """The thresholds to evaluate: those given (else the default 1/11 … 10/11 of the score
+    range) plus every threshold a gate names, so a `recall@0.5` gate needs no `thresholds`.
+    None when neither is given (the default thresholds)."""
+    from fedeval.evaluate import DEFAULT_THRESHOLDS
+
+    extra = gate_thresholds(gates)
+    if thresholds is None and not extra:
+        return None
+    lo, hi = score_range
+    base = (
+        thresholds if thresholds is not None else [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
+    )
+    return sorted(set(base) | set(extra))
+
+
+def judge_report(gates: list[Gate], report: Any, on: GateOn = GateOn.BOUND) -> list[Verdict]:
+    """Each gate's verdict on a report: a result with `to_dict()` (an evaluation, curves, a
+    calibration result) or such a document."""
+    doc = report.to_dict() if hasattr(report, "to_dict") else report
+    return judge(gates, report_metrics(doc), on)
+
+
+def enforce(verdicts: list[Verdict]) -> None:
+    """Raise `GateFailed` naming the failed gates, if any (exit 1 on the command line)."""
+    from fedeval.errors import GateFailed
+
+    failed = [v for v in verdicts if not v.passed]
+    if failed:
+        names = ", ".join(v.gate.metric for v in failed)
+        raise GateFailed(f"{len(failed)} of {len(verdicts)} quality gates failed: {names}.")

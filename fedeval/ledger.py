@@ -564,3 +564,114 @@ def describe_event(event: Any) -> str:
         case "composed":
             return " + ".join(describe_event(e) for e in event.get("events") or [])
     return str(event.get("type"))
+
+
+# --- the ledger from Python ------------------------------------------------------------------
+
+
+def describe_release(doc: dict[str, Any]) -> tuple[str, str]:
+    """The command that made a document and what its release covered, as a ledger entry
+    records them (read from the document, so Python and the command line charge alike)."""
+    schema = str(doc.get("schema", ""))
+    if schema.startswith("fedeval.report/"):
+        metrics = doc.get("metrics") or {}
+        q = (metrics.get("curves") or {}).get("quantiles")
+        n = len(metrics.get("thresholds") or [])
+        return "evaluate", (f"evaluate: AUC, ECE, ROC/PR curves (Q = {q}), P/R/A at {n} thresholds")
+    if schema.startswith("fedeval.curves/"):
+        return "curves", f"curves: ROC and PR, Q = {(doc.get('curves') or {}).get('quantiles')}"
+    if doc.get("kind") == "multiclass":
+        name = doc.get("method_name") or doc.get("method")
+        return "calibrate --multiclass", f"calibrate --multiclass: {name} map"
+    if schema.startswith("fedeval.calibration-map/"):
+        return "calibrate", f"calibrate: {doc.get('method')} map, ECE"
+    raise UsageError(f"a ledger charges fedeval reports and maps. Found schema {schema!r}.")
+
+
+class Ledger:
+    """A privacy ledger file, charged from Python as the ``fedeval`` command charges it.
+
+    `budget` (ε) is needed to create the ledger and is then stored in it; given again, it must
+    agree. `charge` refuses a release that would take `dataset` past the budget
+    (`BudgetExceeded`, nothing written), under the same file lock as the command line.
+
+    >>> import tempfile, pathlib
+    >>> ledger = Ledger(pathlib.Path(tempfile.mkdtemp()) / "privacy.jsonl", budget=3.0)
+    >>> ledger.check()  # before any work: writable, readable, budget agrees
+    >>> # ledger.charge(fedeval.evaluate(y_true, y_score, epsilon=1.0))  → ε spent so far
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        budget: float | None = None,
+        *,
+        delta: float | None = None,
+        dataset: str = DEFAULT_DATASET,
+    ) -> None:
+        self.path = Path(path)
+        self.budget = budget
+        self.delta = delta
+        self.dataset = _check_dataset(dataset)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r}, budget={self.budget!r}, dataset={self.dataset!r})"
+
+    def check(self) -> None:
+        """Refuse, before any work, a ledger that could not take this run's entry: not
+        writable, unreadable, a budget that differs from the stored one, or a new ledger
+        without its budget."""
+        check_writable(self.path)
+        if check_budget(self.path, self.budget, self.delta) is None and self.budget is None:
+            raise UsageError(
+                f"ledger '{self.path}' does not exist yet: create it by giving its `budget` "
+                "once (an ε; the ledger stores it)."
+            )
+
+    def charge(self, result: Any) -> float | None:
+        """Charge the release behind `result` (an evaluation, curves, a calibration result or
+        their `to_dict()` document); return the dataset's composed ε after it.
+
+        A result estimated from a saved release is post-processing of a release already
+        made: nothing is charged and None is returned. Federated runs (no noise) and seeded
+        simulations are refused, as is a release past the budget (`BudgetExceeded`).
+        """
+        doc = result.to_dict() if hasattr(result, "to_dict") else result
+        if not isinstance(doc, dict):
+            raise UsageError(f"a ledger charges a fedeval result or document. Found {doc!r}.")
+        if doc.get("simulation") is False:
+            return None
+        command, covered = describe_release(doc)
+        entry = make_entry(doc, command=command, covered=covered, dataset=self.dataset)
+        return charge(self.path, entry, self.budget, self.delta)
+
+    def limit(self) -> dict[str, float] | None:
+        """The stored budget {epsilon, delta} (None before the first charge)."""
+        header, _ = read_ledger(self.path)
+        return None if header is None else dict(header["budget"])
+
+    def summary(self) -> dict[str, Any]:
+        """`fedeval.ledger-summary/2`: the budget, each dataset's composed ε (with its unit,
+        relation and composition) and every entry — what ``fedeval ledger --format json``
+        prints."""
+        header, entries = read_ledger(self.path)
+        limit = header["budget"] if header else None
+        delta = limit["delta"] if limit else 0.0
+        datasets = {}
+        for name, spent in totals(header, entries).items():
+            group = [e for e in entries if e.get("dataset", DEFAULT_DATASET) == name]
+            datasets[name] = {
+                "unit": group[0]["unit"],
+                "relation": group[0]["relation"],
+                "releases": len(group),
+                "epsilon_spent": spent,
+                "epsilon_left": None if limit is None else max(limit["epsilon"] - spent, 0.0),
+                "composition": composition(group, delta),
+            }
+        return {
+            "schema": "fedeval.ledger-summary/2",
+            "budget": limit,
+            "created": header.get("created") if header else None,
+            "datasets": datasets,
+            "entries": entries,
+        }

@@ -530,7 +530,11 @@ BAD_INPUTS = {
         ["thresholds must lie in the score range [0, 1]"],
     ),
     "bad height": (_table(), ["t.parquet", "--height", "tall"], ["--height must be an integer"]),
-    "bad buckets": (_table(), ["t.parquet", "--buckets", "0"], ["--buckets must be a positive"]),
+    "bad buckets": (
+        _table(),
+        ["t.parquet", "--buckets", "0"],
+        ["--buckets must be from 1 to"],
+    ),
 }
 
 

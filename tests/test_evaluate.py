@@ -144,11 +144,11 @@ def test_usage_errors():
     with pytest.raises(UsageError, match="unknown privacy model"):
         fedeval.evaluate(y, s, model="central")
     with pytest.raises(UsageError, match="thresholds"):
-        fedeval.evaluate(y, s, thresholds=[1.5])
+        fedeval.evaluate(y, s, model="federated", thresholds=[1.5])
     with pytest.raises(UsageError, match="buckets"):
-        fedeval.evaluate(y, s, buckets=0)
+        fedeval.evaluate(y, s, model="federated", buckets=0)
     with pytest.raises(InputError, match="no positive"):
-        fedeval.evaluate(np.zeros(4), s)
+        fedeval.evaluate(np.zeros(4), s, model="federated")
 
 
 @pytest.mark.parametrize("model", ["federated", "distdp"])

@@ -463,8 +463,8 @@ def test_evaluate_arrays_name_the_row():
 
 def test_evaluate_arrays_bool_and_string_labels():
     scores = [0.1, 0.4, 0.35, 0.8]
-    a = evaluate([False, False, True, True], scores, seed=0)
-    b = evaluate(["no", "no", "yes", "yes"], scores, pos_label="yes", seed=0)
+    a = evaluate([False, False, True, True], scores, model="federated", seed=0)
+    b = evaluate(["no", "no", "yes", "yes"], scores, model="federated", pos_label="yes", seed=0)
     assert a.auc.exact == pytest.approx(0.75)
     assert b.auc.exact == pytest.approx(0.75)
     msg = raises_input_error(evaluate, ["no", "no", "yes", "yes"], scores, seed=0)

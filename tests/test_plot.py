@@ -98,7 +98,7 @@ def test_curves_figure_title_legends_and_data(curves):
 
 def test_curves_without_exact_have_no_exact_line():
     y, s = _data()
-    c = roc_pr_curves(y, s, quantiles=16, exact=False, seed=1)
+    c = roc_pr_curves(y, s, model="federated", quantiles=16, exact=False, seed=1)
     texts = _texts(plot.curves_figure(c))
     assert not any(t.startswith(("exact", "area error")) for t in texts)
     assert any(t.startswith("federated · ") for t in texts)
@@ -135,7 +135,7 @@ def test_reliability_points_sum_to_the_ece():
     """Without noise, the raw points are the bins `ece_from_histogram` sums over: weighted by
     their mass, the gaps between mean score and fraction of positives add up to its ECE."""
     y, s = _data()
-    leaves = calibrate(y, s, seed=0).run.histogram.leaves
+    leaves = calibrate(y, s, model="federated", seed=0).run.histogram.leaves
     mid = (np.arange(leaves.shape[-1]) + 0.5) / leaves.shape[-1]
     x, frac = plot.reliability_points(leaves, mid, 10)
     mass = np.bincount(np.minimum((mid * 10).astype(int), 9), leaves.sum(axis=0), minlength=10)
@@ -148,7 +148,7 @@ def test_reliability_points_sum_to_the_ece():
 
 def test_reliability_bbq_and_non_probability_scores():
     y, s = _data()
-    cal = calibrate(y, 10 * s - 5, score_range=(-5.0, 5.0), method="bbq", seed=2)
+    cal = calibrate(y, 10 * s - 5, model="federated", score_range=(-5.0, 5.0), method="bbq", seed=2)
     assert cal.ece_raw is None
     fig = plot.reliability_figure(cal)
     texts = _texts(fig)
@@ -162,7 +162,7 @@ def test_describe_setting(curves):
     h = run.config.height
     assert plot.describe_setting(run) == f"distdp, ε = 1 · hierarchy h = {h} · 5,000 examples"
     y, s = _data(1_000)
-    c = roc_pr_curves(y, s, client_ids=np.arange(1_000) % 40, quantiles=8, seed=0)
+    c = roc_pr_curves(y, s, model="federated", client_ids=np.arange(1_000) % 40, quantiles=8, seed=0)
     assert plot.describe_setting(c.run, "Q = 8").endswith("· Q = 8 · 1,000 examples, 40 clients")
 
 

@@ -200,8 +200,6 @@ def calibrate(
         to_stdout = release.commit(
             cal.run,
             doc=doc,
-            command="calibrate",
-            covered=f"calibrate: {cal.method.value} map, ECE",
             text=map_text,
             output=output,
             plot=None if plot_path is None else (plot_path, lambda p: draw_reliability(cal, p)),

@@ -17,6 +17,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -87,19 +88,16 @@ def floats(text: str, option: str) -> list[float]:
         ) from None
 
 
-MAX_QUANTILES = 1 << 16
-MAX_BUCKETS = 1 << 20
-"""Beyond these, memory grows past a laptop's and no estimate gets better."""
-
-
 def check_buckets(text: str) -> None:
-    """--buckets: 'auto' or a positive integer up to MAX_BUCKETS (the library checks the rest)."""
+    """--buckets, before any work: 'auto', or an integer in the library's bounds (it names what
+    it expects of anything else)."""
+    from fedeval.config import check_buckets as in_bounds
+
     try:
         b = int(text)
     except ValueError:
         return
-    if b > MAX_BUCKETS:
-        raise UsageError(f"--buckets must be at most {MAX_BUCKETS:,}. Found {b:,}.")
+    in_bounds(b)
 
 
 def parse_score_range(text: str) -> tuple[float, float]:
@@ -143,7 +141,7 @@ class ReadBar:
     def __init__(self) -> None:
         self.start = time.monotonic()
         self.bar: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
 
     def __call__(self, rows: int | None) -> None:
         if rows is None:  # the read is over
@@ -164,7 +162,8 @@ class ReadBar:
             )
             self.bar.start()
             self.task = self.bar.add_task("reading", total=None)
-        self.bar.update(self.task, completed=rows)
+        if self.task is not None:
+            self.bar.update(self.task, completed=rows)
 
 
 READ_BAR_AFTER = 2.0

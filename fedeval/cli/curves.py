@@ -153,8 +153,6 @@ def curves(
         to_stdout = release.commit(
             c.run,
             doc=cdoc,
-            command="curves",
-            covered=f"curves: ROC and PR, Q = {c.quantiles}",
             text=text,
             output=output,
             plot=None if plot_path is None else (plot_path, lambda p: draw_curves(c, p)),

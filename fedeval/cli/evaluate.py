@@ -166,9 +166,6 @@ def evaluate(
         to_stdout = release.commit(
             ev.run,
             doc=report,
-            command="evaluate",
-            covered=f"evaluate: AUC, ECE, ROC/PR curves (Q = {ev.curves.quantiles}), P/R/A at "
-            f"{len(ev.thresholds)} thresholds",
             text=doc,
             output=output,
             plot=None if plot_path is None else (plot_path, lambda p: draw_curves(ev.curves, p)),

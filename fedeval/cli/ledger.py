@@ -43,43 +43,24 @@ def ledger_show(
     Exit codes: 0 ok · 2 bad input or usage.
     """
     from fedeval.errors import InputError
-    from fedeval.ledger import check_budget, composition, describe_event, read_ledger, totals
+    from fedeval.ledger import Ledger, check_budget, describe_event
 
     with errors_to_exit():
         if not Path(path).exists():
             raise InputError(f"cannot read ledger '{path}': no such file.")
         check_budget(path, budget)
-        header, entries = read_ledger(path)
-        limit = header["budget"] if header else None
-        delta = limit["delta"] if limit else 0.0
-        datasets = {}
-        for name, spent in totals(header, entries).items():
-            group = [e for e in entries if e.get("dataset", "default") == name]
-            datasets[name] = {
-                "unit": group[0]["unit"],
-                "relation": group[0]["relation"],
-                "releases": len(group),
-                "epsilon_spent": spent,
-                "epsilon_left": None if limit is None else max(limit["epsilon"] - spent, 0.0),
-                "composition": composition(group, delta),
-            }
+        doc = Ledger(path).summary()
         if output_format is OutputFormat.json:
-            doc = {
-                "schema": "fedeval.ledger-summary/2",
-                "budget": limit,
-                "created": header.get("created") if header else None,
-                "datasets": datasets,
-                "entries": entries,
-            }
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
+        limit, datasets, entries = doc["budget"], doc["datasets"], doc["entries"]
         out = Console()
-        if header is None:
+        if limit is None:
             out.print(f"ledger {path}: empty (no budget stored yet)", highlight=False)
             return
         out.print(
             f"ledger {path} · budget ε = {limit['epsilon']:g}, δ = {limit['delta']:g} for each "
-            f"dataset · created {header.get('created')}",
+            f"dataset · created {doc['created']}",
             soft_wrap=True,
             highlight=False,
         )

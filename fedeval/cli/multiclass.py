@@ -227,8 +227,7 @@ def calibrate_multiclass(
     # is made to be shared: under DP it holds the calibrator and the privacy section only.
     doc = multiclass_map_dict(result, source=name)
     shared = shareable_map(doc)
-    covered = f"calibrate --multiclass: {result.name} map"
-    charge_ledger(ledger, budget, shared, "calibrate --multiclass", covered)
+    charge_ledger(ledger, budget, doc)
     if output is not None:
         write_map(shared, output)
     if output_format is OutputFormat.json:
@@ -239,6 +238,7 @@ def calibrate_multiclass(
         from fedeval.errors import GateFailed
 
         g = result.safeguard
+        assert g is not None  # fell_back: the check ran
         raise GateFailed(
             f"the held-out check found no gain for T = {g.fitted:.4g} (NLL gain {g.gain:+.4f} "
             f"{g.unit}, 95% lower bound {g.lower:+.4f}); the map holds T = 1, the model's own "

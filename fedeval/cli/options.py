@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fedeval.cli.common import MAX_QUANTILES
-from fedeval.config import PrivacyModel, Relation, Unit
+from fedeval.config import MAX_QUANTILES, PrivacyModel, Relation, Unit
 
 FileArg = Annotated[
     str | None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -90,7 +90,7 @@ def plan(
             rows = max(like_data.rows, 100)
         if positives_fraction is None:
             positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "model": model,
             "epsilon": epsilon,
             "positives_fraction": positives_fraction,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fedeval.cli.budget import charge_if_new, check_ledger_options
+from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import (
     ReadBar,
     emit,
@@ -159,8 +159,6 @@ class ReleaseOptions:
         run: Any,
         *,
         doc: dict[str, Any],
-        command: str,
-        covered: str,
         text: str | None,
         output: Path | None,
         plot: tuple[Path, Callable[[Path], None]] | None = None,
@@ -182,6 +180,6 @@ class ReleaseOptions:
             if plot is not None:
                 path, draw = plot
                 draw(out.staged_path(path))
-            charge_if_new(self.ledger, self.budget, doc, command, covered, run.simulation)
+            charge_ledger(self.ledger, self.budget, doc)
             out.commit()
         return to_stdout

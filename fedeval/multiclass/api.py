@@ -205,6 +205,17 @@ class MulticlassResult:
         """Calibrated probabilities for an (n, c) matrix of the input kind the map reads."""
         return calibrated_probs(self.calibrator, self.input_kind, np.asarray(x, np.float64))
 
+    def to_dict(self, *, source: str | None = None) -> dict[str, Any]:
+        """The report ``fedeval calibrate --multiclass --format json`` writes (exact metrics
+        included); `shareable_map(to_dict())` is the map file to hand on."""
+        return multiclass_map_dict(self, source=source)
+
+    def to_json(self, *, source: str | None = None) -> str:
+        """`to_dict` as the sealed JSON text the command line writes."""
+        from fedeval.documents import document_text
+
+        return document_text(self.to_dict(source=source))
+
 
 def _input_kind(kind: InputKind | str | None) -> InputKind | None:
     try:
