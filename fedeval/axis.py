@@ -259,18 +259,22 @@ class LeafLookup:
         before = np.nextafter(finite, d(-np.inf))
         # Whether each edge is the least score of its cell (then the whole cell is at or above it).
         lowest = (finite == self.lo) | (np.clip(self._cells(before), 0, cells) < cell)
-        per_cell = np.bincount(cell, minlength=cells + 1)
-        table = np.cumsum(per_cell) - per_cell  # edges in the cells under each
-        table += np.bincount(cell[lowest], minlength=cells + 1)  # the cell's leaf at its least
+        # A cell's leaf at its least score counts the edges in the cells below it and an edge
+        # that is its least score: edge i counts from cell `start` on, so the table steps up
+        # by one at each start (one np.repeat, no temporaries the size of the table).
+        start = np.minimum(cell + ~lowest, cells + 1)
+        table = np.repeat(
+            np.arange(len(start) + 1, dtype=np.int32), np.diff(start, prepend=0, append=cells + 1)
+        )
         # Cells an edge cuts: the table holds -1 - k, k indexing the cut cells, which keep
         # their leaf at the least score and the first edge inside (more than one edge inside a
         # cell, in a steep stretch of the warp: a binary search among all the edges).
         cut, first, inside = np.unique(cell[~lowest], return_index=True, return_counts=True)
-        self.cut_leaf = table[cut].astype(np.int32)
+        self.cut_leaf = table[cut]
         self.cut_edge = finite[~lowest][first]
         self.cut_more = inside > 1
         table[cut] = -1 - np.arange(len(cut))
-        self.table = table.astype(np.int32)
+        self.table = table
 
     def _leaf(self, axis: ScoreAxis, x: np.ndarray, n_leaves: int) -> np.ndarray:
         leaf = (axis.to_unit(x) * n_leaves).astype(np.int64)
