@@ -38,9 +38,9 @@ def test_calibrate_then_apply(work, method):
     r = run("calibrate", "mc.parquet", "--multiclass", "--method", method, "--rounds", "3",
             "--participation", "0.5", "--seed", "1", "-o", "map.json", "-f", "json")  # fmt: skip
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
+    assert r.stdout == ""  # -o FILE: the map goes there, stdout stays empty
+    doc = json.loads(Path("map.json").read_text())
     assert doc["kind"] == "multiclass" and doc["method"] == method
-    assert json.loads(Path("map.json").read_text()) == doc
     r = run("apply", "map.json", "mc.parquet", "-o", "out.parquet")
     assert r.exit_code == 0, r.output
     out = pd.read_parquet("out.parquet")
@@ -63,10 +63,12 @@ def test_dp_run_states_its_guarantee(work):
 
 @pytest.mark.parametrize("method", ["fedbbq", "fedtemp"])
 def test_unseeded_dp_map_file_holds_no_seed_and_no_exact_value(work, method):
-    r = run("calibrate", "mc.parquet", "--multiclass", "--method", method, "-e", "1",
-            "--clients", "20", "-o", "map.json", "-f", "json")  # fmt: skip
+    args = ("calibrate", "mc.parquet", "--multiclass", "--method", method, "-e", "1",
+            "--clients", "20")  # fmt: skip
+    r = run(*args, "-f", "json")
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)  # the simulation's report: exact metrics, marked so
+    assert run(*args, "-o", "map.json").exit_code == 0
     assert report["exact_values"] is True and "before" in report["metrics"]
     assert "seed" not in all_keys(report)
     text = Path("map.json").read_text()
@@ -79,8 +81,10 @@ def test_unseeded_dp_map_file_holds_no_seed_and_no_exact_value(work, method):
 
 
 def test_seeded_dp_table_says_not_private(work):
-    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
-            "--seed", "3", "-o", "map.json")  # fmt: skip
+    args = ("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
+            "--seed", "3")  # fmt: skip
+    assert run(*args, "-o", "map.json").exit_code == 0
+    r = run(*args)
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
     assert "reproducible simulation (--seed): NOT private" in out and "seed 3" in out
@@ -175,7 +179,7 @@ def test_fail_if_worse_exits_1_and_writes_the_identity(work):
     assert g["lower_95"] <= 0 and g["fitted_temperature"] != 1.0
     # The same run without the flag reports the fallback and exits 0.
     r = run("calibrate", "cal.parquet", "--multiclass", "--method", "fedtemp", "-e", "1",
-            "--clients", "20", "--seed", "2", "-o", "map.json")  # fmt: skip
+            "--clients", "20", "--seed", "2")  # fmt: skip
     assert r.exit_code == 0 and "no gain shown" in " ".join(r.stdout.split())
 
 
@@ -227,3 +231,31 @@ def test_holdout_and_server_lr_reach_the_fit(work):
             "--seed", "1", "-f", "json")  # fmt: skip
     doc = json.loads(r.stdout)
     assert doc["metrics"]["in_sample"] is True and doc["safeguard"] is None
+
+
+def test_map_to_stdout_with_dash(work):
+    """-o - is stdout (no file named '-'): the shareable map, as -o FILE writes it."""
+    args = ("calibrate", "mc.parquet", "--multiclass", "--method", "fedbbq", "-e", "1",
+            "--clients", "20", "--seed", "4")  # fmt: skip
+    r = run(*args, "-o", "-")
+    assert r.exit_code == 0, r.output
+    assert not Path("-").exists()
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "multiclass" and doc["exact_values"] is False
+    assert "metrics" not in doc  # under DP the map holds no exact value
+    assert run(*args, "-o", "map.json").exit_code == 0
+    assert json.loads(Path("map.json").read_text()) == doc
+    r = run("apply", "map.json", "mc.parquet", "-o", "-")
+    assert r.exit_code == 0 and r.stdout.startswith("logit_0,") and not Path("-").exists()
+
+
+def test_failing_write_leaves_no_map_and_no_charge(work):
+    """The map is staged before the ledger is charged: a target that cannot be written fails
+    the run with nothing charged (before, the charge came first)."""
+    Path("taken").mkdir()
+    r = run("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "-e", "1", "--rounds",
+            "3", "--ledger", "budget.jsonl", "--budget", "2", "-o", "taken")  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert "taken" in r.stderr and "Traceback" not in r.output
+    assert not Path("budget.jsonl").exists()
+    assert list(Path("taken").iterdir()) == []

@@ -9,11 +9,12 @@ import typer
 from rich.console import Console
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
-from fedeval.cli.common import OutputFormat, floats
+from fedeval.cli.common import OutputFormat, emit, floats
 from fedeval.cli.support import option_given
 from fedeval.config import Unit
 from fedeval.documents import document_text
 from fedeval.errors import UsageError
+from fedeval.outputs import Outputs
 
 MulticlassOpt = Annotated[
     bool,
@@ -196,7 +197,6 @@ def calibrate_multiclass(
         multiclass_map_dict,
         render_multiclass_table,
         shareable_map,
-        write_map,
     )
 
     check_ledger_options(ledger, budget)
@@ -226,11 +226,16 @@ def calibrate_multiclass(
     # The JSON report holds the simulation's exact metrics ("exact_values": true); the map file
     # is made to be shared: under DP it holds the calibrator and the privacy section only.
     doc = multiclass_map_dict(result, source=name)
-    shared = shareable_map(doc)
-    charge_ledger(ledger, budget, doc)
-    if output is not None:
-        write_map(shared, output)
-    if output_format is OutputFormat.json:
+    map_text = document_text(shareable_map(doc))
+    with Outputs() as out:  # the map is written only once the ledger took the charge
+        to_stdout = emit(map_text, output, out)
+        charge_ledger(ledger, budget, doc)
+        out.commit()
+    if to_stdout:
+        sys.stdout.write(map_text)
+    elif output is not None:
+        pass  # -o FILE: stdout stays empty
+    elif output_format is OutputFormat.json:
         sys.stdout.write(document_text(doc))
     else:
         render_multiclass_table(result, Console(), source=name)
