@@ -53,7 +53,9 @@ class DistinctScores:
             pos[both] = pos[both + 1]
             keep = np.ones(len(values), bool)
             keep[both + 1] = False
-            values, neg, pos = values[keep], neg[keep], pos[keep]
+            # (one index for the three: several times faster than three boolean indexes)
+            kept = np.flatnonzero(keep)
+            values, neg, pos = values.take(kept), neg.take(kept), pos.take(kept)
         return cls(values, neg, pos)
 
 
@@ -238,12 +240,12 @@ def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
             ece += abs(len(pos) - score_sum)
         return float(ece / total)
     positives = np.zeros(n_bins)
-    score_sum = np.zeros(n_bins)
+    sums = np.zeros(n_bins)
     for d in s.distinct_blocks():
         x = np.asarray(transform(d.values), dtype=np.float64)
-        b = np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
-        positives += np.bincount(b, d.positives, minlength=n_bins)
-        score_sum += np.bincount(
-            b, x * (d.positives + d.negatives.astype(np.int64)), minlength=n_bins
+        bins = np.minimum((x * n_bins).astype(np.int64), n_bins - 1)
+        positives += np.bincount(bins, d.positives, minlength=n_bins)
+        sums += np.bincount(
+            bins, x * (d.positives + d.negatives.astype(np.int64)), minlength=n_bins
         )
-    return float(np.sum(np.abs(positives - score_sum)) / total)
+    return float(np.sum(np.abs(positives - sums)) / total)
