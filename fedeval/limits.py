@@ -119,6 +119,22 @@ def read_header(reader: CappedReader, name: str) -> tuple[list[str], bytes]:
     return names, rest
 
 
+def _native_body(src, stream: CappedReader, rest: bytes):
+    """An uncompressed file's rows as a native Arrow file placed after the header, so the CSV
+    reader reads without a Python stream between (about twice as fast); None for a stream or a
+    compressed file (read through the capped stream)."""
+    if not isinstance(src, str | os.PathLike) or CODECS.get(Path(src).suffix.lower()):
+        return None
+    header_bytes = stream.read_bytes - len(rest)
+    try:
+        body = pa.OSFile(str(src))
+        body.seek(header_bytes)
+    except (OSError, pa.ArrowException):
+        return None
+    stream.close()
+    return body
+
+
 def open_csv(src, name: str, wanted: list[str] | None, text: list[str]):
     """(column names, a pyarrow CSV reader of the `wanted` columns that exist (every column if
     `wanted` is None), the bounded stream under it).
@@ -133,7 +149,9 @@ def open_csv(src, name: str, wanted: list[str] | None, text: list[str]):
             if not rest.strip():  # a header and nothing else: no rows (the caller says so)
                 stream.close()
                 return names, iter(())
-        body = CappedReader(stream, name, None, pending=rest)
+        body = _native_body(src, stream, rest)
+        if body is None:
+            body = CappedReader(stream, name, None, pending=rest)
         reader = pacsv.open_csv(
             body,
             read_options=pacsv.ReadOptions(column_names=names, block_size=BLOCK_SIZE),
