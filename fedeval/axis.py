@@ -230,15 +230,14 @@ MAX_TABLE_CELLS = 1 << 20
 
 
 class LeafLookup:
-    """The leaf of each score at height `resolution`: ``min(⌊to_unit(x)·2^h⌋, 2^h − 1)``, the
-    same integers bit for bit, by one look-up in a table over fine cells of the score range.
+    """The leaf of each score of `dtype` at height `resolution`, ``min(⌊to_unit(x)·2^h⌋,
+    2^h − 1)`` bit for bit, by one look-up in a table over fine cells of the score range: the
+    warp's interpolation and clamp cost about 35 ns a score, the look-up about 5."""
 
-    The leaf is a non-decreasing step function of the score, so it is the number of leaf edges
-    ``e_i`` (the least score of `dtype` whose leaf is ≥ i, found exactly by stepping ulp by ulp
-    from ``from_unit(i / 2^h)``) at or below it. A fine cell, the scores with one value of
-    ``⌊(x − lo)·scale⌋``, holds one leaf unless an edge falls inside it: those cells are marked
-    and their scores are binary-searched among the edges. Scores must lie in the score range.
-    """
+    # The leaf is a non-decreasing step function of the score: the number of leaf edges e_i
+    # (the least score of the dtype whose leaf is ≥ i, found exactly) at or below it. A fine
+    # cell, the scores with one value of ⌊(x − lo)·scale⌋, holds one leaf unless an edge falls
+    # inside it; its scores are then compared with that edge.
 
     def __init__(self, axis: ScoreAxis, resolution: int, dtype: np.dtype | type) -> None:
         self.dtype = np.dtype(dtype)
@@ -325,6 +324,8 @@ class LeafLookup:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Leaf indices (int32) of the scores `x` (of this lookup's dtype, inside the range)."""
+        if x.dtype != self.dtype:  # the cells of another width are not this table's
+            raise TypeError(f"scores of {x.dtype} given to a look-up made for {self.dtype}")
         leaf = self.table.take(self._cells(x), mode="clip")
         cut = np.flatnonzero(leaf < 0)
         if cut.size:
