@@ -44,29 +44,34 @@ def levels_from_leaves(leaves: np.ndarray, levels: Sequence[int]) -> list[np.nda
 
 
 def consistent_leaves(
-    measured: Sequence[np.ndarray], variances: Sequence[float], levels: Sequence[int]
+    measured: Sequence[np.ndarray],
+    variances: Sequence[float | np.ndarray],
+    levels: Sequence[int],
 ) -> np.ndarray:
     """Least-variance consistent leaf estimates from independent noisy level measurements.
 
     `measured[i]` are unbiased noisy counts of level `levels[i]` (last axis 2^k cells) with
-    per-cell noise variance `variances[i]`. With one level, that level is returned. With levels
-    1..h, the two passes of Hay et al. (2010, section 4) run with inverse-variance weights:
-    bottom-up, each node's own measurement is combined with the sum of its children's estimates;
-    top-down, the parent's final value is split between its children in proportion to their
-    variances (equal for siblings). The result is the generalised-least-squares estimate, so every
-    range query answered from these leaves is unbiased and has the least variance among linear
-    unbiased estimators. Nodes measured without noise (variance 0) are kept exactly; a level
-    with infinite variance (nothing measured) is ignored, and where nothing below a node was
-    measured the top-down pass splits it equally between its children.
+    noise variance `variances[i]`: one number for every cell of the level, or an array of the
+    cells' own variances (broadcast against the level's counts). With one level, that level is
+    returned. With levels 1..h, the two passes of Hay et al. (2010, section 4) run with
+    inverse-variance weights: bottom-up, each node's own measurement is combined with the sum
+    of its children's estimates; top-down, the parent's final value is split between its
+    children in proportion to their variances. The result is the generalised-least-squares
+    estimate, so every range query answered from these leaves is unbiased and has the least
+    variance among linear unbiased estimators. Nodes measured without noise (variance 0) are
+    kept exactly; a level with infinite variance (nothing measured) is ignored, and where
+    nothing below a node was measured the top-down pass splits it equally between its children.
     """
     levels = list(levels)
     if len(levels) == 1:
         return np.asarray(measured[0], dtype=np.float64)
     if levels != list(range(levels[0], levels[0] + len(levels))):
         raise ValueError(f"levels must be consecutive, got {levels}")
+    if any(np.ndim(v) > 0 for v in variances):
+        return _consistent_per_cell(measured, variances)
 
     z = [np.asarray(m, dtype=np.float64) for m in measured]
-    vz = [float(v) for v in variances]
+    vz = [float(v) for v in variances]  # all scalars here
     # Bottom-up: z_k = weighted mean of y_k and the sum of the children's z_{k+1}.
     for i in range(len(levels) - 2, -1, -1):
         child_sum = _pair_sum(z[i + 1])
@@ -91,6 +96,58 @@ def consistent_leaves(
     for i in range(1, len(levels)):
         gap = out - _pair_sum(z[i])
         out = z[i] + np.repeat(gap / 2.0, 2, axis=-1)
+    return out
+
+
+def class_variances(variances: Sequence[float | np.ndarray], c: int) -> list[float | np.ndarray]:
+    """The noise variances of class `c`'s cells: a level's one number as it is, a per-cell
+    array of both classes (2, 2^k) sliced to the class."""
+    return [v if np.ndim(v) == 0 else np.asarray(v)[c] for v in variances]
+
+
+def _consistent_per_cell(
+    measured: Sequence[np.ndarray], variances: Sequence[float | np.ndarray]
+) -> np.ndarray:
+    """`consistent_leaves` where cells of a level have variances of their own: the same two
+    passes, elementwise, and the top-down split in proportion to the two children's variances
+    (equal where both are 0 or both infinite)."""
+    z = [np.asarray(m, dtype=np.float64) for m in measured]
+    vz = [
+        np.broadcast_to(np.asarray(v, np.float64), zi.shape).copy()
+        for v, zi in zip(variances, z, strict=True)
+    ]
+    for i in range(len(z) - 2, -1, -1):
+        child_sum, v_children = _pair_sum(z[i + 1]), _pair_sum(vz[i + 1])
+        v_own = vz[i]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w_own = np.where(
+                v_own == 0.0,
+                1.0,  # an exact measurement stays as it is
+                np.where(
+                    ~np.isfinite(v_own),
+                    0.0,  # nothing measured here: the children's sum
+                    np.where(
+                        ~np.isfinite(v_children),
+                        1.0,  # nothing measured below: the node's own value stands
+                        v_children / (v_own + v_children),
+                    ),
+                ),
+            )
+            both = np.where(
+                np.isfinite(v_own) & np.isfinite(v_children),
+                v_own * v_children / np.where(v_own + v_children > 0, v_own + v_children, 1.0),
+                np.minimum(v_own, v_children),
+            )
+        z[i] = w_own * z[i] + (1.0 - w_own) * child_sum
+        vz[i] = both
+    out = z[0]
+    for i in range(1, len(z)):
+        gap = out - _pair_sum(z[i])
+        v = vz[i].reshape(*vz[i].shape[:-1], -1, 2)
+        total = v.sum(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(np.isfinite(total) & (total > 0), v / total, 0.5)
+        out = z[i] + np.repeat(gap, 2, axis=-1) * share.reshape(vz[i].shape)
     return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from fedeval.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.errors import ReleaseError
-from fedeval.hierarchy import consistent_leaves
+from fedeval.hierarchy import class_variances, consistent_leaves
 
 
 def level_offsets(config: PrivacyConfig) -> np.ndarray:
@@ -161,7 +161,9 @@ class Release:
         measured, variances = mechanism_for(self.config.model).decode(self)
         leaves = np.stack(
             [
-                consistent_leaves([m[c] for m in measured], variances, self.config.levels)
+                consistent_leaves(
+                    [m[c] for m in measured], class_variances(variances, c), self.config.levels
+                )
                 for c in (0, 1)
             ]
         )
@@ -175,13 +177,14 @@ class ScoreHistogram:
 
     `leaves[0]` are negatives, `leaves[1]` positives; counts may be negative or fractional under
     noise (clamping would bias every sum over many cells, so it is left to the final metric).
-    `level_variances` is the noise variance of one measured count at each released level (the
-    constrained-inference weights); `reporters` the example reports summed into each level.
+    `level_variances` is the noise variance of one measured count at each released level, or of
+    each of its cells, (2, 2^k) (the constrained-inference weights); `reporters` the example
+    reports summed into each level.
     """
 
     config: PrivacyConfig
     leaves: np.ndarray
-    level_variances: tuple[float, ...]
+    level_variances: tuple[float | np.ndarray, ...]
     reporters: tuple[int, ...] = ()
     cohorts: int = 1
 
@@ -201,7 +204,9 @@ class ScoreHistogram:
         return np.stack(
             [
                 consistent_leaves(
-                    [m[:, c] for m in noise], self.level_variances, self.config.levels
+                    [m[:, c] for m in noise],
+                    class_variances(self.level_variances, c),
+                    self.config.levels,
                 )
                 for c in (0, 1)
             ],

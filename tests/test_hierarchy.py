@@ -40,6 +40,49 @@ def test_consistency_is_generalised_least_squares(variances):
     np.testing.assert_allclose(got, gls, rtol=1e-10, atol=1e-10)
 
 
+def test_consistency_with_a_variance_per_cell_is_generalised_least_squares():
+    # Cells of one level with variances of their own (a local-DP count's variance grows with
+    # the count): the two passes must still give the explicit GLS estimate, and batched
+    # measurements (the rows of an identity: the consistency operator) must share the weights.
+    h = 4
+    rng = np.random.default_rng(3)
+    a = _design_matrix(h)
+    variances = [rng.uniform(0.1, 20.0, size=1 << k) for k in range(1, h + 1)]
+    y = rng.normal(size=a.shape[0]) * 10
+    w = 1 / np.concatenate(variances)
+    gls = np.linalg.solve(a.T @ (w[:, None] * a), a.T @ (w * y))
+    parts = np.split(y, np.cumsum([1 << k for k in range(1, h)]))
+    got = consistent_leaves(parts, variances, range(1, h + 1))
+    np.testing.assert_allclose(got, gls, rtol=1e-10, atol=1e-10)
+    eye = np.split(np.eye(a.shape[0]), np.cumsum([1 << k for k in range(1, h)]), axis=1)
+    operator = consistent_leaves(eye, variances, range(1, h + 1))
+    np.testing.assert_allclose(y @ operator, gls, rtol=1e-10, atol=1e-10)
+    # One number per level, given as arrays, is the scalar path's result.
+    same = [np.full(1 << k, v) for k, v in zip(range(1, h + 1), [5.0, 0.3, 2.0, 1.0])]
+    np.testing.assert_allclose(
+        consistent_leaves(parts, same, range(1, h + 1)),
+        consistent_leaves(parts, [5.0, 0.3, 2.0, 1.0], range(1, h + 1)),
+        rtol=1e-12,
+    )
+
+
+def test_consistency_per_cell_keeps_exact_cells_and_skips_unmeasured_levels():
+    leaves = np.arange(16.0)
+    exact = levels_from_leaves(leaves, range(1, 5))
+    zeros = [np.zeros(1 << k) for k in range(1, 5)]
+    np.testing.assert_array_equal(consistent_leaves(exact, zeros, range(1, 5)), leaves)
+    # Level 2 unmeasured (infinite variance, garbage counts): the others decide, as with scalars.
+    rng = np.random.default_rng(4)
+    noisy = [e + rng.normal(size=e.shape) for e in exact]
+    noisy[1] = np.full(4, 1e9)
+    per_cell = [np.full(1 << k, v) for k, v in zip(range(1, 5), [1.0, np.inf, 2.0, 1.0])]
+    np.testing.assert_allclose(
+        consistent_leaves(noisy, per_cell, range(1, 5)),
+        consistent_leaves(noisy, [1.0, np.inf, 2.0, 1.0], range(1, 5)),
+        rtol=1e-12,
+    )
+
+
 def test_consistency_batches_over_leading_axes():
     rng = np.random.default_rng(1)
     parts = [rng.normal(size=(3, 1 << k)) for k in range(1, 4)]

@@ -18,7 +18,7 @@ import numpy as np
 
 from fedeval.config import PrivacyConfig, Unit
 from fedeval.errors import UsageError
-from fedeval.hierarchy import coarsen
+from fedeval.hierarchy import coarsen, consistent_leaves
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import oue_perturb, oue_probabilities, oue_sum
 from fedeval.release import Release, level_offsets
@@ -27,7 +27,10 @@ from fedeval.release import Release, level_offsets
 def report_epsilon(config: PrivacyConfig) -> float:
     """ε of one example's report: the whole ε, or ε/L when a client's L reports share it (the
     mechanism's)."""
-    return mechanism_of(config).report_epsilon
+    eps = mechanism_of(config).report_epsilon
+    if eps is None:
+        raise ValueError("a local-DP configuration needs ε")
+    return eps
 
 
 MAX_REPORTS = 1 << 26
@@ -39,7 +42,7 @@ def empty_reports(n_examples: int, n_clients: int, config: PrivacyConfig) -> int
     client (every client sends exactly L), none under unit example."""
     if config.unit is not Unit.CLIENT:
         return 0
-    pad = n_clients * config.max_examples - n_examples
+    pad = n_clients * int(config.max_examples or 0) - n_examples
     if pad < 0:
         raise UsageError(
             f"{n_examples} examples from {n_clients} clients exceed the cap of "
@@ -89,7 +92,7 @@ def padded(
     if pad == 0:
         return cells, labels, client, real
     per_client = np.bincount(client, minlength=n_clients)
-    extra = np.repeat(np.arange(n_clients), config.max_examples - per_client)
+    extra = np.repeat(np.arange(n_clients), int(config.max_examples or 0) - per_client)
     return (
         np.concatenate([cells, np.zeros(len(extra), cells.dtype)]),
         np.concatenate([labels, np.zeros(len(extra), labels.dtype)]),
@@ -139,36 +142,59 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     return reports, reporters
 
 
-def level_variance(n_total: int, n_k: int, k: int, epsilon: float) -> float:
-    """Approximate variance of one decoded level-k count, assuming equal mass per cell.
-
-    OUE noise n_k·q(1−q) + c·(p(1−p) − q(1−q)), over (p − q)², rescaled by (n/n_k)²; plus the
-    sampling error of estimating a cell's count c from the n_k/n of examples that report level k.
-    Used as the constrained-inference weight of that level.
-    """
+def cell_variance(n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float):
+    """Variance of decoded level-k counts whose true values are `counts`: OUE noise
+    n_k·q(1−q) + c·(p(1−p) − q(1−q)) over (p − q)², rescaled by (n/n_k)², plus the sampling
+    error of estimating a count c from the n_k/n of examples that report level k."""
     p, q = oue_probabilities(epsilon)
     if n_k == 0:
-        return float("inf")
-    c = n_total / (2 << k)  # mean true count of a cell at this level
+        return np.full(np.shape(counts), np.inf) if np.ndim(counts) else float("inf")
     scale = n_total / n_k
-    oue = (n_k * q * (1 - q) + (c / scale) * (p * (1 - p) - q * (1 - q))) / (p - q) ** 2
-    sampling = c * (scale - 1.0)
-    return scale**2 * oue + sampling
+    oue = (n_k * q * (1 - q) + (counts / scale) * (p * (1 - p) - q * (1 - q))) / (p - q) ** 2
+    return scale**2 * oue + counts * (scale - 1.0)
 
 
-def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
-    p, q = oue_probabilities(report_epsilon(release.config))
-    n_total = int(release.reporters.sum())
-    measured, variances = [], []
-    for c, n_k, k in zip(
-        release.level_counts(), release.reporters, release.config.levels, strict=True
-    ):
+def level_variance(n_total: int, n_k: int, k: int, epsilon: float) -> float:
+    """Approximate variance of one decoded level-k count, assuming equal mass per cell
+    (`cell_variance` at n/2^(k+1)): the weight of a level before the cells' counts are known."""
+    return float(cell_variance(n_total, n_k, n_total / (2 << k), epsilon))
+
+
+def decode(release: Release) -> tuple[list[np.ndarray], list[float | np.ndarray]]:
+    """Unbiased level estimates and the variance of each of their cells.
+
+    A decoded count's variance grows with the count (the sampling error, and OUE's 1-bits), so
+    a level has no single variance: a sparse cell (the few negatives above a high threshold)
+    is measured far better than the level's mean cell. The cells' variances are taken at the
+    counts a first consistency pass (one weight per level, `level_variance`) estimates, and the
+    consistency step weighs every cell by its own. Measured (benchmarks/hard.py, ε = 5, 400
+    releases), median errors against one weight per level: 1.5% positives at 1M rows,
+    precision 4.6e-2 → 3.9e-2, recall 3.4e-2 → 3.1e-2, AP 3.0e-2 → 2.7e-2; smooth scores
+    (unequal clients) at 300k, AUC 1.02e-3 → 8.7e-4; coverage unchanged within its noise,
+    intervals 5–10% narrower. The weights are post-processing of the release."""
+    eps = report_epsilon(release.config)
+    p, q = oue_probabilities(eps)
+    reporters = np.asarray(release.reporters)
+    n_total = int(reporters.sum())
+    levels = release.config.levels
+    measured: list[np.ndarray] = []
+    variances: list[float | np.ndarray] = []
+    for c, n_k, k in zip(release.level_counts(), reporters, levels, strict=True):
         if n_k == 0:
             measured.append(np.zeros(c.shape))
         else:
             measured.append((c - n_k * q) / (p - q) * (n_total / n_k))
-        variances.append(level_variance(n_total, int(n_k), k, report_epsilon(release.config)))
-    return measured, variances
+        variances.append(level_variance(n_total, int(n_k), k, eps))
+    if len(levels) == 1:
+        return measured, variances
+    first = np.stack(
+        [consistent_leaves([m[c] for m in measured], variances, levels) for c in (0, 1)]
+    )
+    counts = np.clip(first, 0.0, n_total)
+    return measured, [
+        cell_variance(n_total, int(n_k), coarsen(counts, k), eps)
+        for n_k, k in zip(reporters, levels, strict=True)
+    ]
 
 
 JOINT_SAMPLING_CELLS = 1 << 24
