@@ -58,6 +58,12 @@ KNOWN: list[tuple[str, str, str]] = [
         "draw underflows and multinomial refuses it",
     ),
     (
+        r"--fail-(under|over)",
+        r"a failing run changed \[.+\][\s\S]*has no 95% interval in this report",
+        "evaluate/curves with a gate that cannot be judged: the plot and the saved release are "
+        "written (and the report printed) before the gate is refused",
+    ),
+    (
         r"^apply .*--output sub/",
         r"a failing run changed \['sub'\]",
         "apply: the output's parent directory is made before the run fails",
