@@ -412,7 +412,8 @@ def evaluate(
     ----------
     y_true : labels, shape (n,): 0/1 or bool, or any two values with `pos_label`.
     y_score : scores, shape (n,), in `score_range`; higher means more likely positive.
-    model : ``federated`` (secure aggregation), ``distdp`` or ``localdp``.
+    model : ``distdp`` (the default, as on the command line), ``localdp`` or ``federated``
+        (secure aggregation, no noise).
     epsilon : ε of the whole release (pure ε-DP per example); default 1 (distdp), 5 (localdp).
     height, shape : the release's leaf height h (2^h cells) and levels; 'auto' balances noise
         against discretisation for this n and ε (see `fedeval.params`).

@@ -192,3 +192,21 @@ def test_readme_python_ledger_and_gates_example_runs(tmp_path, monkeypatch):
     assert "ledger.charge(result)" in code and "enforce(" in code
     exec(compile(code, "README.md", "exec"), {"fedeval": fedeval})
     assert Ledger("budget.jsonl").summary()["datasets"]["default"]["releases"] == 1
+
+
+def test_multiclass_result_is_charged_as_the_cli_charges_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, 1200)
+    df = pd.DataFrame({f"logit_{j}": rng.normal(size=1200) + 2.0 * (y == j) for j in range(3)})
+    df["label"] = y
+    df.to_parquet("mc.parquet")
+    args = ("calibrate", "mc.parquet", "--multiclass", "--method", "fedtemp", "--rounds", "3",
+            "-e", "1", "--ledger", "cli.jsonl", "--budget", "5", "-o", "map.json")  # fmt: skip
+    assert run(*args).exit_code == 0
+    result = calibrate_multiclass_file("mc.parquet", method="fedtemp", rounds=3, epsilon=1.0)
+    Ledger("py.jsonl", budget=5).charge(result)
+    (cli_entry,), (py_entry,) = read_ledger("cli.jsonl")[1], read_ledger("py.jsonl")[1]
+    same = ("command", "covered", "model", "unit", "relation", "epsilon", "delta", "dp_event")
+    assert {k: cli_entry[k] for k in same} == {k: py_entry[k] for k in same}
+    assert py_entry["command"] == "calibrate --multiclass"
