@@ -470,20 +470,25 @@ def test_leaves_ap_on_rare_positives_under_distdp(seed):
     assert hi - lo < 0.2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known under-coverage (issue 12): with 1.5% positives at 200k rows the monotone, "
-    "non-negative fit biases AP low under distdp by ~0.02, and the AP interval (noise spread + "
-    "within-leaf hull) misses the truth for seeds 0 and 1",
-)
 def test_leaves_ap_interval_covers_rare_positives_under_distdp():
-    hits = []
-    for seed in range(3):
-        y, s = rare_scores(200_000, seed)
-        res = roc_pr_curves(y, s, model="distdp", epsilon=1.0, quantiles=100, seed=seed)
-        lo, hi = res.average_precision.ci95
-        hits.append(lo <= res.average_precision.exact <= hi)
-    assert all(hits)
+    # 1.5% positives at 200k rows (about 3000), distdp ε = 1, 40 releases of one data set. The
+    # monotone fit of the tails is held at 0 and the raw total at its ends, so its bias stays
+    # small against the noise: measured mean error −0.003 with sd 0.006 (the free-ended fit:
+    # −0.008, sd 0.008, lifting the negatives' tail where they are sparse at the top). The mean
+    # over 40 releases has a standard error of 0.001, so |mean| ≤ 0.005 separates the two. The
+    # 95% interval must cover at least 34 of 40 (≤ 6 misses has probability 0.997 at a true
+    # 95%; earlier this test asked seeds 0, 1 and 2 to cover, and seeds 0 and 1 are 2–3 sd
+    # draws: errors −0.021 and −0.017).
+    y, s = rare_scores(200_000, 0)
+    errors, hits = [], []
+    for seed in range(40):
+        res = roc_pr_curves(y, s, model="distdp", epsilon=1.0, quantiles=100, seed=1000 + seed)
+        ap = res.average_precision
+        errors.append(ap.estimate - ap.exact)
+        lo, hi = ap.ci95
+        hits.append(lo <= ap.exact <= hi)
+    assert abs(np.mean(errors)) <= 5e-3, np.mean(errors)
+    assert sum(hits) >= 34, sum(hits)
 
 
 @pytest.mark.parametrize("model, epsilon", [("federated", None), ("distdp", 1.0), ("localdp", 1.0)])

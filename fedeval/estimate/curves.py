@@ -168,8 +168,9 @@ def leaf_tails(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     each class scoring at or above the edge, from the reverse cumulative sums of the leaves.
 
     The sums are made monotone after cumulating (`monotone_cumulative`: isotonic regression of the
-    prefix sums, then clamped at 0), never per leaf: clamping noisy leaves one by one would add the
-    positive part of every empty leaf's noise. Both start at 0 and rise to the class total.
+    prefix sums, then clamped into [0, the raw total]), never per leaf: clamping noisy leaves one
+    by one would add the positive part of every empty leaf's noise. Both start at 0 and rise to
+    the class total.
     """
     neg, pos = monotone_cumulative(leaves[0]), monotone_cumulative(leaves[1])
     return neg[-1] - neg[::-1], pos[-1] - pos[::-1]
@@ -410,7 +411,12 @@ def _area_between(x1, y1, x2, y2) -> float:
 def _area_on_grid(c1, c2, g, le1, on1, le2, on2) -> float:
     """∫|y1 − y2| over the grid points g (ascending, every knot of either curve between its
     ends among them), given each curve's limits, its knots ≤ each point and which are knots."""
-    return _area_of(g, *_on_grid(*c1, g, le1, on1), *_on_grid(*c2, g, le2, on2))
+    (ux1, left1, right1), (ux2, left2, right2) = c1, c2
+    return _area_of(
+        g,
+        *_on_grid(ux1, left1, right1, g, le1, on1),
+        *_on_grid(ux2, left2, right2, g, le2, on2),
+    )
 
 
 def _area_of(g, leave1, arrive1, leave2, arrive2) -> float:
@@ -479,7 +485,10 @@ def _off_own_knots(c, doubled, g, le, on) -> tuple[np.ndarray, np.ndarray]:
     arriving = leaving.copy()
     special = np.flatnonzero(on | (le == 0) | (le == len(c[0])))
     if len(special):
-        leaving[special], arriving[special] = _on_grid(*c, g[special], le[special], on[special])
+        ux, left, right = c
+        leaving[special], arriving[special] = _on_grid(
+            ux, left, right, g[special], le[special], on[special]
+        )
     return leaving, arriving
 
 
