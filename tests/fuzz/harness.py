@@ -59,9 +59,9 @@ KNOWN: list[tuple[str, str, str]] = [
     ),
     (
         r"--fail-(under|over)",
-        r"a failing run changed \[.+\][\s\S]*has no 95% interval in this report",
-        "evaluate/curves with a gate that cannot be judged: the plot and the saved release are "
-        "written (and the report printed) before the gate is refused",
+        r"a failing run changed \[.+\][\s\S]*(has no 95% interval|the report has no metric)",
+        "evaluate with a gate that cannot be judged (no interval, unknown metric): the report, "
+        "the plot and the saved release are written before the gate is refused",
     ),
     (
         r"^apply .*--output sub/",
