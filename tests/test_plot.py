@@ -162,7 +162,9 @@ def test_describe_setting(curves):
     h = run.config.height
     assert plot.describe_setting(run) == f"distdp, ε = 1 · hierarchy h = {h} · 5,000 examples"
     y, s = _data(1_000)
-    c = roc_pr_curves(y, s, model="federated", client_ids=np.arange(1_000) % 40, quantiles=8, seed=0)
+    c = roc_pr_curves(
+        y, s, model="federated", client_ids=np.arange(1_000) % 40, quantiles=8, seed=0
+    )
     assert plot.describe_setting(c.run, "Q = 8").endswith("· Q = 8 · 1,000 examples, 40 clients")
 
 

@@ -76,7 +76,9 @@ def test_a_hive_partitioned_dataset_takes_its_columns_from_the_directories(tmp_p
     one, hive = read_scored(tmp_path / "one.parquet"), read_scored(tmp_path / "hive")
     _same(one, hive)
     assert hive.n_clients == 6
-    ev = fedeval.evaluate_file(tmp_path / "hive", model="federated", seed=1, ci_draws=0, path="per-client")
+    ev = fedeval.evaluate_file(
+        tmp_path / "hive", model="federated", seed=1, ci_draws=0, path="per-client"
+    )
     assert ev.run.clients == 6
 
 
