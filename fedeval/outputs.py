@@ -34,6 +34,34 @@ def is_stdout(path: str | os.PathLike | None) -> bool:
     return path is not None and str(path) == STDOUT
 
 
+def make_parents(target: Path) -> list[Path]:
+    """Create `target`'s missing parent directories; returns those it made, outermost first, so
+    a failed run can remove them again (`remove_made`) and leave the tree as it found it."""
+    missing = []
+    parent = target.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    made: list[Path] = []
+    try:
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+    except FileExistsError:
+        pass  # made meanwhile by someone else: not ours to remove
+    except OSError:
+        remove_made(made)
+        raise
+    return made
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove the directories `make_parents` made, innermost first, where they are still empty."""
+    for d in reversed(made):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
 class Outputs:
     """Files staged beside their targets; `commit` renames them all, `discard` removes them.
 
@@ -43,6 +71,7 @@ class Outputs:
 
     def __init__(self) -> None:
         self._staged: list[tuple[Path, Path]] = []
+        self._made: list[Path] = []
 
     def staged_path(self, path: str | os.PathLike) -> Path:
         """A new temporary file beside `path`, with the same suffix (writers that pick the format
@@ -55,7 +84,7 @@ class Outputs:
         try:
             if target.is_dir():
                 raise IsADirectoryError(21, "it is a directory")
-            target.parent.mkdir(parents=True, exist_ok=True)
+            self._made += make_parents(target)
             fd, tmp = tempfile.mkstemp(
                 prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
             )
@@ -95,12 +124,16 @@ class Outputs:
                 raise UsageError(
                     f"cannot write '{target}': {e.strerror or e}.", file=str(target)
                 ) from e
+        self._made.clear()  # they hold the outputs now
 
     def discard(self) -> None:
+        """Remove every staged file, and the directories staging made for them."""
         while self._staged:
             tmp, _ = self._staged.pop()
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        remove_made(self._made)
+        self._made.clear()
 
     def __enter__(self) -> Outputs:
         return self

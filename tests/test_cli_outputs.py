@@ -103,6 +103,31 @@ def test_budget_refusal_writes_nothing(table):
     assert Path("l.jsonl").read_text() == before
 
 
+def test_budget_refusal_leaves_no_directory_it_made(table):
+    assert invoke("evaluate", table, *FAST, "--ledger", "l.jsonl", "--budget", "1").exit_code == 0
+    r = invoke("evaluate", table, *FAST, "--ledger", "l.jsonl", "-o", "sub/deeper/r.json")
+    assert r.exit_code == 2
+    assert files() == ["l.jsonl", "t.csv"]
+
+
+def test_a_gate_that_cannot_be_judged_writes_nothing(table):
+    # Without interval draws a gate on the bound has nothing to judge: a usage error found
+    # before the report, the plot and the saved release are written.
+    r = invoke(
+        "evaluate",
+        table,
+        *FAST,
+        "-o",
+        "r.json",
+        "--save-release",
+        "run.fedeval",
+        "--fail-under",
+        "auc=0.5",
+    )
+    assert r.exit_code == 2, r.stderr
+    assert files() == ["t.csv"]
+
+
 def test_a_successful_run_commits_every_output_and_one_charge(table):
     r = invoke(
         "curves",

@@ -28,13 +28,23 @@ def with_gate_thresholds(
     return joined(None if text is None else floats(text, "--thresholds"), gates, score_range)
 
 
-def apply_gates(gates: list[Any], on: Any, doc: dict[str, Any]) -> None:
-    """Print each verdict on stderr; exit 1 if any gate failed."""
+def judge_gates(gates: list[Any], on: Any, doc: dict[str, Any]) -> list[Any]:
+    """Each gate's verdict on the report, before anything is written or charged: a gate that
+    cannot be judged (no interval, no such metric) is a usage error of a run that leaves
+    nothing behind."""
     if not gates:
-        return
-    from fedeval.gates import enforce, judge_report
+        return []
+    from fedeval.gates import judge_report
 
-    verdicts = judge_report(gates, doc, on)
+    return judge_report(gates, doc, on)
+
+
+def apply_gates(verdicts: list[Any], on: Any) -> None:
+    """Print each verdict on stderr; exit 1 if any gate failed."""
+    if not verdicts:
+        return
+    from fedeval.gates import enforce
+
     for v in verdicts:
         style = "green" if v.passed else "bold red"
         err.print(Text(f"gate {v.describe(on)}", style=style))

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from fedeval.cli.app import app
-from fedeval.cli.budget import apply_gates, gate_options
+from fedeval.cli.budget import apply_gates, gate_options, judge_gates
 from fedeval.cli.common import errors_to_exit
 from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt
 from fedeval.errors import UsageError
@@ -51,7 +51,7 @@ def check(
         # seal, and reports of this version are always sealed.
         verify(doc, str(report), required=doc["schema"] == "fedeval.report/2")
         try:
-            apply_gates(gates, on, doc)
+            apply_gates(judge_gates(gates, on, doc), on)
         except GateFailed:
             raise
         except FedevalError as e:  # the report lacks what a gate needs

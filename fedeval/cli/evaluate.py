@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
-from fedeval.cli.budget import apply_gates, gate_options, with_gate_thresholds
+from fedeval.cli.budget import apply_gates, gate_options, judge_gates, with_gate_thresholds
 from fedeval.cli.common import (
     OutputFormat,
     check_buckets,
@@ -163,6 +163,7 @@ def evaluate(
         name = release.source
         report = to_dict(ev, source=name)
         doc = document_text(report)
+        verdicts = judge_gates(gates, on, report)
         to_stdout = release.commit(
             ev.run,
             doc=report,
@@ -174,7 +175,7 @@ def evaluate(
             sys.stdout.write(doc)
         elif output is None:
             render_table(ev, Console(), source=name)
-        apply_gates(gates, on, report)
+        apply_gates(verdicts, on)
 
 
 def draw_curves(curves: CurveResult, path: Path) -> None:
