@@ -131,13 +131,17 @@ def predict(
     return Prediction(config, population.rows, float(auc), float(p), float(r), float(a))
 
 
-def _check(rows: int, positives_fraction: float) -> None:
+def _check(rows: int, positives_fraction: float, auc: float, seed: int) -> None:
     if not isinstance(rows, int | np.integer) or rows < 100:
         raise UsageError(f"`rows` must be an integer of at least 100. Found {rows!r}.")
     if not 0 < positives_fraction < 1:
         raise UsageError(
             f"`positives_fraction` must lie strictly between 0 and 1. Found {positives_fraction}."
         )
+    if not 0 < auc < 1:  # the binormal model's separation is Φ⁻¹(auc): infinite at 0 and 1
+        raise UsageError(f"`auc` must lie strictly between 0 and 1. Found {auc}.")
+    if not isinstance(seed, int | np.integer) or seed < 0:
+        raise UsageError(f"`seed` must be a non-negative integer. Found {seed!r}.")
 
 
 def plan(
@@ -157,7 +161,7 @@ def plan(
     The recommendation is `--height auto --shape auto`'s rule (`fedeval.params`), so what the
     planner predicts is what the other commands will do.
     """
-    _check(rows, positives_fraction)
+    _check(rows, positives_fraction, auc, seed)
     rng = np.random.default_rng(seed)
     population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
     # As evaluate resolves it: `auto` no coarser than the height that keeps the thresholds edges.

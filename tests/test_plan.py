@@ -239,6 +239,10 @@ def test_auto_quantiles_examples():
         lambda: population_needed(-0.01),
         lambda: population_needed(0.0),
         lambda: population_needed(0.01, metric="f1"),
+        lambda: plan(1000, auc=1.0),
+        lambda: plan(1000, auc=0.0),
+        lambda: plan(1000, auc=float("nan")),
+        lambda: plan(1000, seed=-1),
     ],
     ids=[
         "rows<100",
@@ -249,6 +253,10 @@ def test_auto_quantiles_examples():
         "negative-target",
         "zero-target",
         "metric",
+        "auc-1",
+        "auc-0",
+        "auc-nan",
+        "seed-negative",
     ],
 )
 def test_usage_errors(call):
