@@ -352,6 +352,11 @@ def _check_entry(entry: Any) -> list[tuple]:
     claimed = entry.get("epsilon")
     if isinstance(claimed, bool) or not isinstance(claimed, int | float) or not claimed >= 0:
         raise UsageError(f"a ledger entry needs its ε. Found {claimed!r}.")
+    delta = entry.get("delta")
+    if delta is not None and (
+        isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 <= delta < 1
+    ):
+        raise UsageError(f"a ledger entry's δ must be in [0, 1). Found {delta!r}.")
     if all(leaf[0] == "pure" for leaf in leaves):
         implied = math.fsum(leaf[1] for leaf in leaves)
         if not math.isclose(claimed, implied, rel_tol=TOLERANCE):
@@ -427,6 +432,10 @@ def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[di
         elif schema == ENTRY_SCHEMA:
             if header is None:
                 raise InputError(f"{where}: an entry before the ledger header.")
+            try:  # an edited entry must not crash the total or the table later
+                _check_entry(item)
+            except UsageError as e:
+                raise InputError(f"{where}: {e}", file=str(path), row=i) from None
             entries.append(item)
         else:
             raise InputError(f"{where}: not a fedeval ledger entry.")

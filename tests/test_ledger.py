@@ -236,6 +236,30 @@ def test_malformed_ledger(tmp_path):
     assert read_ledger(tmp_path / "absent.jsonl") == (None, [])
 
 
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda e: e.pop("unit"), "needs its unit"),
+        (lambda e: e.update(epsilon=[1.0]), "needs its ε"),
+        (lambda e: e.update(delta=[0.0]), "δ must be in"),
+        (lambda e: e.update(dp_event="x"), ""),
+        (lambda e: e.update(seed=1), "seed or a file path"),
+    ],
+    ids=["no unit", "epsilon a list", "delta a list", "event a string", "a seed"],
+)
+def test_an_edited_entry_is_refused_when_read(tmp_path, edit, message):
+    # An entry is checked when read, as when charged: a hand-edited one is one line naming the
+    # ledger and line, not a crash later in the total or the table.
+    path = tmp_path / "l.jsonl"
+    charge(path, entry(), budget=5)
+    header, line = path.read_text().splitlines()
+    e = json.loads(line)
+    edit(e)
+    path.write_text(f"{header}\n{json.dumps(e)}\n")
+    with pytest.raises(InputError, match=f"line 2: .*{message}"):
+        read_ledger(path)
+
+
 # --- composition -------------------------------------------------------------------------------
 
 
