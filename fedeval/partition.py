@@ -175,7 +175,7 @@ def assign_clients(
         alpha = np.full(k, _positive_finite(beta, "`beta`", _BETA))
         for c in np.unique(y):  # one pass per class
             rows = np.flatnonzero(y == c)
-            counts = rng.multinomial(len(rows), rng.dirichlet(alpha))
+            counts = _multinomial(rng, len(rows), rng.dirichlet(alpha))
             client[rng.permutation(rows)] = np.repeat(np.arange(k, dtype=np.int64), counts)
     elif scheme is Scheme.SIZES:
         s = _positive_finite(zipf, "`zipf`", _ZIPF)
@@ -183,6 +183,18 @@ def assign_clients(
         counts = rng.multinomial(n, weights / weights.sum())
         client[rng.permutation(n)] = np.repeat(np.arange(k, dtype=np.int64), counts)
     return client
+
+
+def _multinomial(rng: np.random.Generator, n: int, p: np.ndarray) -> np.ndarray:
+    """Counts of `n` draws over the categories of `p`. numpy refuses weights whose partial sums
+    pass 1 by rounding (a Dirichlet draw over 10^5 clients can); those are drawn by inverse CDF
+    instead, the same distribution."""
+    try:
+        return rng.multinomial(n, p)
+    except ValueError:
+        cdf = np.cumsum(p)
+        pick = np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right")
+        return np.bincount(np.minimum(pick, len(p) - 1), minlength=len(p))
 
 
 def summarise(client, y_positive, *, n_clients: int | None = None) -> PartitionSummary:

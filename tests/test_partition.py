@@ -443,3 +443,17 @@ def test_bad_input_exits_2_and_writes_nothing(workdir, case):
     assert sorted(p.name for p in workdir.iterdir()) == (
         [] if case == "missing file" else ["t.parquet"]
     )
+
+
+def test_weights_that_pass_one_by_rounding_are_still_drawn_multinomially():
+    # numpy's multinomial refuses partial sums above 1 + 1e-12 (a Dirichlet draw over many
+    # clients can round there); the inverse-CDF fallback draws the same distribution.
+    from fedeval.partition import _multinomial
+
+    p = np.array([0.6, 0.4 + 1e-11, 0.0])
+    with pytest.raises(ValueError):
+        np.random.default_rng(0).multinomial(10, p)
+    n = 100_000
+    counts = _multinomial(np.random.default_rng(0), n, p)
+    assert counts.sum() == n and counts[2] == 0
+    assert abs(counts[0] / n - 0.6) < 5 * np.sqrt(0.6 * 0.4 / n)  # 5 sd
