@@ -225,8 +225,9 @@ CELLS_PER_LEAF = 64
 """Fine cells per leaf of `LeafLookup`'s table: a score in a cell that a leaf edge cuts (about
 one in this many) takes a binary search instead of the table."""
 
-MAX_TABLE_CELLS = 1 << 20
-"""At most this many fine cells (a 4 MB table of int32)."""
+MAX_TABLE_CELLS = 1 << 21
+"""At most this many fine cells (an 8 MB table of int32; at h = 16, 32 a leaf: 4.9 ns a
+score, against 5.5 with 16)."""
 
 
 class LeafLookup:
