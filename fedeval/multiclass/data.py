@@ -466,11 +466,11 @@ def iter_unlabelled(
             for start in range(0, batch.num_rows, step):
                 rb = batch.slice(start, step)
                 if kind is InputKind.PROBS:
-                    m = check_probs(
-                        _matrix(rb, cols, name, offset, "probability"), name, cols, offset
-                    )
+                    _, m, _ = parse_batch(rb, name, spec, cols, [], offset=offset, labels=False)
                 else:
-                    m = check_logits(_matrix(rb, cols, name, offset, "logit"), name, cols, offset)
+                    _, _, m = parse_batch(rb, name, spec, [], cols, offset=offset, labels=False)
+                if m is None:  # parse_batch returns the matrix of the columns it is given
+                    raise AssertionError("no score matrix parsed")
                 yield rb, m
                 offset += rb.num_rows
         if offset == 0:
