@@ -176,7 +176,7 @@ class _Accumulator:
                 with ThreadPoolExecutor(1) as pool:
                     pos = pool.submit(self.pos.sorted)
                     neg = self.neg.sorted()
-                    sorted_scores = SortedScores(neg, pos.result(), threads)
+                    sorted_scores = SortedScores(neg, pos.result())
             else:
                 sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
         codes = uniques = None

@@ -124,31 +124,6 @@ def test_distinct_blocks_are_the_distinct_table_in_pieces(decimals, block, desce
     assert all(len(d.values) <= 2 * block for d in parts) or decimals is not None
 
 
-@pytest.mark.parametrize("decimals", [2, None])
-@pytest.mark.parametrize("descending", [False, True])
-def test_blocks_made_ahead_in_a_thread_are_the_same_blocks(decimals, descending):
-    """With threads, blocks are made ahead in a second thread: the same blocks, in order, and
-    the same diagnostics bit for bit; a caller that stops early leaves nothing running."""
-    s, y, _ = _data(3, 20_000, decimals)
-    one = SortedScores.from_arrays(s, y)
-    two = SortedScores(one.negatives, one.positives, threads=2)
-    a = list(one.distinct_blocks(500, descending=descending))
-    b = list(two.distinct_blocks(500, descending=descending))
-    assert len(a) == len(b) > 8
-    for x, z in zip(a, b, strict=True):
-        for name in ("values", "negatives", "positives"):
-            np.testing.assert_array_equal(getattr(x, name), getattr(z, name))
-    est = C.exact_curves(SortedScores.from_arrays(np.round(s, 1), y))
-    for block in (500, 1 << 16):
-        d1 = C.exact_diagnostics(one, est, block=block)
-        d2 = C.exact_diagnostics(two, est, block=block)
-        assert d1[1:] == d2[1:] and d1[0].roc_auc == d2[0].roc_auc
-        np.testing.assert_array_equal(d1[0].tpr, d2[0].tpr)
-    blocks = two.distinct_blocks(500)
-    next(blocks)
-    blocks.close()
-
-
 def test_distinct_blocks_of_one_class():
     ss = SortedScores(np.array([0.1, 0.1, 0.4]), np.zeros(0))
     (d,) = ss.distinct_blocks(8)
