@@ -169,16 +169,10 @@ class _Accumulator:
     def add(self, b: Batch) -> None:
         self.merge(self.reduce(b))
 
-    def finish(self, threads: int = 1) -> ScoredData:
+    def finish(self) -> ScoredData:
         sorted_scores = None
         if self.keep_scores:
-            if threads > 1:  # the two classes sort at once (numpy sorts without the GIL)
-                with ThreadPoolExecutor(1) as pool:
-                    pos = pool.submit(self.pos.sorted)
-                    neg = self.neg.sorted()
-                    sorted_scores = SortedScores(neg, pos.result())
-            else:
-                sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
+            sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
         codes = uniques = None
         if self.clients:
             ids = pa.chunked_array(self.clients)
@@ -329,7 +323,7 @@ def read_scored(
             progress(None)
     if acc.rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
-    return acc.finish(threads)
+    return acc.finish()
 
 
 def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, parallel_checks):
