@@ -77,11 +77,13 @@ class CalibrationResult:
         return document_text(self.to_dict(source=source, score_col=score_col))
 
 
-def auto_buckets(model: PrivacyModel, n: int, epsilon: float | None, n_leaves: int) -> int:
+def auto_buckets(model: PrivacyModel, n: float, epsilon: float | None, n_leaves: int) -> int:
     """B for histogram binning (Cormode & Markov, section 5): B ≈ n^{1/3} balances sampling
     error against bucket width without noise and under distdp (sampling noise dominates);
     B ≈ ε^{1/2} n^{1/4} under OUE. Never more than half the leaves."""
     if model is PrivacyModel.LOCALDP:
+        if epsilon is None:
+            raise UsageError("localdp needs its `epsilon` to choose the buckets.")
         b = math.sqrt(epsilon) * n**0.25
     else:
         b = n ** (1 / 3)
@@ -159,7 +161,10 @@ def calibrate_run(
     else:
         if buckets != "auto":
             raise UsageError("`buckets` does not apply to bbq, which averages many binnings.")
-        fit = bbq
+
+        def fit(x: np.ndarray) -> CalibrationMap:
+            return bbq(x)
+
     cmap = fit(leaves)
 
     # ECE of the raw scores is only meaningful if they are probabilities.

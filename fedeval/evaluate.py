@@ -139,6 +139,7 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
     leaves = run.histogram.leaves
     draws = run.noise_draws
     auc_disc = within_bucket_auc_variance(*auc_buckets(leaves, buckets))
+    auc_sd: float | np.ndarray
     if draws is None:
         auc_sd = 0.0
         sd_p = sd_r = sd_a = np.zeros(len(unit_thresholds))
@@ -188,6 +189,7 @@ def sparse_precision(
     tp, fp = threshold_counts(leaves, unit_thresholds)
     low = count_bounds(leaves[1], unit_thresholds)[0] + count_bounds(leaves[0], unit_thresholds)[0]
     draws = run.noise_draws
+    region_sd: float | np.ndarray
     if draws is None:
         sd, region_sd = np.zeros_like(low), 0.0
     else:
@@ -374,7 +376,7 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
     exact = None if run.truth is None else exact_ece(run.truth, n_bins)
     if run.ci_draws == 0:
         return Estimate(value, exact)
-    sd = 0.0
+    sd: float | np.ndarray = 0.0
     if run.noise_draws is not None:
         sd = noise_sd(
             np.array([ece_from_histogram(leaves + d, n_bins, scores=mids) for d in run.noise_draws])

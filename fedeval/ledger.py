@@ -504,10 +504,13 @@ def charge(
     check_budget(path, budget, delta)  # fail fast; checked again under the lock
     dataset = entry["dataset"]
     with _locked(path):
-        header = check_budget(path, budget, delta)
+        stored = check_budget(path, budget, delta)
         _, entries = read_ledger(path)
-        created = header is None
-        if created:
+        created = stored is None
+        header: dict[str, Any]
+        if stored is not None:
+            header = stored
+        else:
             if budget is None:
                 raise UsageError(
                     f"ledger '{path}' does not exist yet: give its budget to create it "

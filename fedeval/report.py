@@ -43,7 +43,7 @@ def _estimate(e: Estimate) -> dict[str, Any]:
     """estimate, ci95, exact, abs_error; and `note` (why the estimate is barely determined) only
     when there is one (an additive field of schema 2)."""
     ci = None if e.ci95 is None else [_num(e.ci95[0]), _num(e.ci95[1])]
-    out = {
+    out: dict[str, Any] = {
         "estimate": _num(e.estimate),
         "ci95": ci,
         "exact": _num(e.exact),

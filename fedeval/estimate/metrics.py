@@ -8,6 +8,7 @@ a negative in the same bucket count ½.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fedeval.hierarchy import mass_at_or_above
 
@@ -36,7 +37,7 @@ def threshold_counts(leaves: np.ndarray, thresholds: np.ndarray) -> tuple[np.nda
 
 
 def precision_recall_accuracy(
-    tp: np.ndarray, fp: np.ndarray, positives: np.ndarray, negatives: np.ndarray
+    tp: ArrayLike, fp: ArrayLike, positives: ArrayLike, negatives: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Precision TP/(TP+FP), recall TP/P, accuracy (TP + N − FP)/(P + N) (section 3.2).
 

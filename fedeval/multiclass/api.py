@@ -100,7 +100,7 @@ class Method(StrEnum):
         return self is Method.FEDTEMP
 
     @property
-    def title(self) -> str:
+    def display_name(self) -> str:
         return {"fedbin": "FedBin", "fedbbq": "FedBBQ", "fedtemp": "FedTemp"}[self.value]
 
 
@@ -198,8 +198,8 @@ class MulticlassResult:
     def name(self) -> str:
         """The method as the paper names it, e.g. "FedBBQ (all weight)"."""
         if self.weighted is None:
-            return self.method.title
-        return f"{self.method.title} ({'all weight' if self.weighted else 'unweighted'})"
+            return self.method.display_name
+        return f"{self.method.display_name} ({'all weight' if self.weighted else 'unweighted'})"
 
     def apply(self, x: np.ndarray) -> np.ndarray:
         """Calibrated probabilities for an (n, c) matrix of the input kind the map reads."""
@@ -218,8 +218,12 @@ class MulticlassResult:
 
 
 def _input_kind(kind: InputKind | str | None) -> InputKind | None:
+    return None if kind is None else _input_kind_given(kind)
+
+
+def _input_kind_given(kind: InputKind | str) -> InputKind:
     try:
-        return None if kind is None else InputKind(kind)
+        return InputKind(kind)
     except ValueError:
         raise UsageError(f"`input` takes probs or logits. Found {kind!r}.") from None
 
@@ -288,6 +292,7 @@ def calibrate_multiclass_data(
         raise UsageError(f"the ECE needs a whole number of bins ≥ 1. Found {ece_bins!r}.")
     if delta is not None and epsilon is None:
         raise UsageError("`delta` goes with `epsilon` (user-level DP); pass both or neither.")
+    n_bins: int | None
     if method.is_binning:
         if server_lr is not None:
             raise UsageError("`server_lr` applies to fedtemp only (binning sums histograms).")
@@ -325,10 +330,13 @@ def calibrate_multiclass_data(
         other = InputKind.LOGITS if prefer is InputKind.PROBS else InputKind.PROBS
         kind = prefer if have is not None else other
     else:
-        kind = _input_kind(input_kind)
+        kind = _input_kind_given(input_kind)
         if (data.probs if kind is InputKind.PROBS else data.logits) is None:
             raise UsageError(f"`input` {kind.value}: '{data.source}' has no such columns.")
-    x = data.probs if kind is InputKind.PROBS else data.logits
+    x_or_none = data.probs if kind is InputKind.PROBS else data.logits
+    if x_or_none is None or data.labels is None:  # read_multiclass always gives both
+        raise UsageError(f"'{data.source}' holds no labelled {kind.value} to calibrate.")
+    x, labels = x_or_none, data.labels
     # "Before" is the model's own probabilities from the columns the calibrator reads, so the
     # before/after comparison is of the same input.
 
@@ -349,7 +357,7 @@ def calibrate_multiclass_data(
         n_clients = DEFAULT_CLIENTS if clients is None else clients
         if beta is not None:
             beta = _positive_number(beta, "`beta`")
-        client = federation.assign(data.labels, n_clients, beta, r_partition)
+        client = federation.assign(labels, n_clients, beta, r_partition)
         partition = Partition.IID if beta is None else Partition.DIRICHLET
 
     if not isinstance(holdout, int | float) or isinstance(holdout, bool):
@@ -357,7 +365,7 @@ def calibrate_multiclass_data(
     held = federation.holdout_mask(data.rows, holdout, r_split)
     fit_rows = ~held if held.any() else np.ones(data.rows, bool)
     eval_rows = held if held.any() else fit_rows
-    y_fit, c_fit, x_fit = data.labels[fit_rows], client[fit_rows], x[fit_rows]
+    y_fit, c_fit, x_fit = labels[fit_rows], client[fit_rows], x[fit_rows]
     c = data.n_classes
 
     dp = None
@@ -417,6 +425,7 @@ def calibrate_multiclass_data(
 
     fit: BinningFit | TemperatureFit
     if method.is_binning:
+        assert n_bins is not None  # binning methods set it with their checks above
         p_fit = x_fit if kind is InputKind.PROBS else softmax(x_fit)
         fit = fed_binning(
             p_fit,
@@ -451,10 +460,10 @@ def calibrate_multiclass_data(
             server_lr=server_lr,
             per_client=per_client,
         )
-    y_eval = data.labels[eval_rows]
+    y_eval = labels[eval_rows]
     calibrator = fit.calibrator
     safeguard = None
-    if not method.is_binning and held.any():
+    if isinstance(fit.calibrator, TemperatureCalibrator) and held.any():
         z_eval = (
             x[eval_rows]
             if kind is InputKind.LOGITS
