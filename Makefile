@@ -34,8 +34,7 @@ audit: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-# mypy (settings in pyproject.toml) joins lint once it passes on the whole of fedeval/ (issue 14):
-#	$(BIN)/python -m mypy fedeval
+	$(BIN)/python -m mypy fedeval
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .
