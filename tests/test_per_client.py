@@ -53,3 +53,19 @@ def test_chunk_sum_is_the_sum_of_the_dense_reports_for_one_seed(module):
     reports, _ = module.client_reports(*args, np.random.default_rng(9))
     total, _ = module.chunk_sum(*args, np.random.default_rng(9))
     np.testing.assert_array_equal(reports.sum(axis=0), total)
+
+
+def test_rows_summed_by_client_match_add_at():
+    # The localdp per-client sums by one sort and reduceat equal numpy's unbuffered add.
+    from fedeval.privacy.localdp import _sum_rows_by
+
+    rng = np.random.default_rng(3)
+    key = rng.integers(0, 60, 2_000)
+    key[key == 7] = 8  # a client with no report keeps a zero row
+    rows = rng.random((2_000, 9)) < 0.3
+    want = np.zeros((60, 9), np.int64)
+    np.add.at(want, key, rows.astype(np.int64))
+    got = _sum_rows_by(key, rows, 60)
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert not got[7].any()
+    assert np.array_equal(_sum_rows_by(key[:0], rows[:0], 60), np.zeros((60, 9), np.int64))

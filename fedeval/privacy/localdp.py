@@ -137,9 +137,32 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     reporters = np.zeros((n_clients, len(config.levels)), np.int64)
     for i, b in enumerate(bits):
         sel = group == i
-        np.add.at(reports[:, off[i] : off[i + 1]], client[sel], b.astype(np.int64))
+        reports[:, off[i] : off[i + 1]] = _sum_rows_by(client[sel], b, n_clients)
         reporters[:, i] = np.bincount(client[sel], minlength=n_clients)
     return reports, reporters
+
+
+def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+    """The sum of `client_reports` over the clients: every report's OUE bits drawn from the
+    generator exactly as they are, summed per bit without the (n_clients, D) per-client sums;
+    and the reports per level."""
+    cells, labels, client, real = padded(cells, labels, client, n_clients, config)
+    group, bits = example_reports(cells, labels, config, rng, real)
+    total = np.concatenate([b.sum(axis=0, dtype=np.int64) for b in bits])
+    return total, np.bincount(group, minlength=len(config.levels)).astype(np.int64)
+
+
+def _sum_rows_by(key: np.ndarray, rows: np.ndarray, n_keys: int) -> np.ndarray:
+    """Per key in 0..n_keys−1, the sum of its rows (n_keys, D): one stable sort and one
+    `np.add.reduceat` over the runs of equal keys (`np.add.at` on rows is ~10× slower)."""
+    out = np.zeros((n_keys, rows.shape[1]), np.int64)
+    if len(key) == 0:
+        return out
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
+    out[sorted_key[starts]] = np.add.reduceat(rows[order].astype(np.int64), starts, axis=0)
+    return out
 
 
 def cell_variance(n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float):
