@@ -24,6 +24,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fedeval.errors import InputError, UsageError
+from fedeval.outputs import make_parents, remove_made
 
 BATCH_ROWS = 1 << 20
 STDIN = "-"
@@ -36,6 +37,15 @@ class Columns:
     score: str = "score"
     label: str = "label"
     client: str | None = None
+
+    def __post_init__(self) -> None:
+        named = [self.score, self.label] + ([self.client] if self.client is not None else [])
+        twice = sorted({c for c in named if named.count(c) > 1})
+        if twice:
+            raise UsageError(
+                f"`score_col`, `label_col` and `client_col` must name different columns: "
+                f"'{twice[0]}' is named for two of them."
+            )
 
 
 DEFAULT_COLUMNS = Columns()
@@ -315,11 +325,12 @@ def scan(
 
 def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_rows: int):
     name = source_name(source)
-    client_col = columns.client or "client"
-    wanted = [columns.score, columns.label, client_col]
-    names, batches, is_csv = _record_batches(
-        source, wanted, [columns.score, client_col], name, batch_rows
-    )
+    # The implicit "client" column, unless it already holds the scores or the labels.
+    implicit = None if "client" in (columns.score, columns.label) else "client"
+    client_col = columns.client or implicit
+    wanted = [columns.score, columns.label] + ([client_col] if client_col else [])
+    text_cols = [columns.score] + ([client_col] if client_col else [])
+    names, batches, is_csv = _record_batches(source, wanted, text_cols, name, batch_rows)
     from_dirs = [c for c in wanted if c in partition and c not in names]
     names = [*names, *from_dirs]
     for col, option in ((columns.score, "`score_col`"), (columns.label, "`label_col`")):
@@ -333,8 +344,7 @@ def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_row
             f"'{name}' has no column '{columns.client}' (it has: {', '.join(names)}); "
             "drop `client_col` to treat every row as its own client."
         )
-    has_client = client_col in names
-    client = client_col if has_client else None
+    client = client_col if client_col is not None and client_col in names else None
 
     def extra(rb):  # hive partition keys: one value for the whole file
         for col in from_dirs:
@@ -724,9 +734,13 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
     try:
         if target.is_dir():
             raise IsADirectoryError(21, "it is a directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        made = make_parents(target)
+    except OSError as e:
+        raise UsageError(f"cannot write '{path}': {e.strerror or e}.") from e
+    try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as e:
+        remove_made(made)
         raise UsageError(f"cannot write '{path}': {e.strerror or e}.") from e
     try:
         with os.fdopen(fd, mode) as f:
@@ -738,6 +752,7 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        remove_made(made)  # a failed write leaves no directory it made behind
         raise
 
 

@@ -560,3 +560,33 @@ def test_csv_empty_integer_client_id_is_missing(tmp_path):
     path = write_csv(tmp_path / "t.csv", "score,label,client\n0.1,0,1\n0.2,1,\n0.9,1,2\n")
     msg = raises_input_error(read_all, path)
     assert msg == f"'{path}', column 'client', row 2: client id is missing."
+
+
+@pytest.mark.parametrize(
+    "kw", [{"label": "score"}, {"client": "label"}, {"score": "x", "label": "y", "client": "x"}]
+)
+def test_one_column_for_two_roles_is_refused(kw):
+    from fedeval.errors import UsageError
+
+    with pytest.raises(UsageError, match="must name different columns"):
+        Columns(**kw)
+
+
+def test_a_score_column_named_client_is_not_also_the_client_column(tmp_path):
+    # The implicit client column is "client" unless that name already holds the scores.
+    path = tmp_path / "t.csv"
+    path.write_text("client,label\n0.2,0\n0.4,1\n0.6,0\n0.8,1\n")
+    data = read_scored(path, Columns(score="client"), keep_examples=True)
+    assert data.examples is not None and data.n_clients == 4  # every row its own client
+
+
+def test_a_failed_write_leaves_no_directory_it_made(tmp_path):
+    target = tmp_path / "a" / "b" / "out.csv"
+    with pytest.raises(RuntimeError), atomic_output(target) as f:
+        f.write("partial")
+        raise RuntimeError("the run failed")
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError), atomic_output(tmp_path / "kept" / "x.csv") as f:
+        raise RuntimeError("the run failed")
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"]  # not made by the write: kept
