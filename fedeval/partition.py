@@ -152,8 +152,8 @@ def assign_clients(
     - ``sizes``: client of rank r in a random order gets weight r^(−s); client counts ~
       Multinomial(n, weights / sum), dealt to the rows in random order (labels iid).
 
-    Raises `UsageError` for n_clients < 1, β or s not finite and > 0, ``column`` (nothing to
-    assign), or ``iid`` with more clients than rows.
+    Raises `UsageError` for n_clients < 1 or more clients than rows, β or s not finite and
+    > 0, or ``column`` (nothing to assign).
     """
     scheme = _scheme(scheme)
     k = _check_n_clients(n_clients)
@@ -163,13 +163,12 @@ def assign_clients(
     n = len(y)
     if scheme is Scheme.COLUMN:
         raise UsageError("`scheme` column keeps an existing client column; nothing to assign.")
+    if k > n:  # iid would leave clients empty; the others' draws would only add empty ones
+        raise UsageError(
+            f"there are {n:,} rows for {k:,} clients; ask for at most {n:,} `clients`."
+        )
     client = np.empty(n, np.int64)
     if scheme is Scheme.IID:
-        if k > n:
-            raise UsageError(
-                f"`scheme` iid gives every client at least one example, but there are {n:,} "
-                f"rows for {k:,} clients; ask for at most {n:,} clients."
-            )
         client[rng.permutation(n)] = np.arange(n, dtype=np.int64) % k
     elif scheme is Scheme.DIRICHLET:
         alpha = np.full(k, _positive_finite(beta, "`beta`", _BETA))

@@ -58,7 +58,7 @@ def test_consistency_with_a_variance_per_cell_is_generalised_least_squares():
     operator = consistent_leaves(eye, variances, range(1, h + 1))
     np.testing.assert_allclose(y @ operator, gls, rtol=1e-10, atol=1e-10)
     # One number per level, given as arrays, is the scalar path's result.
-    same = [np.full(1 << k, v) for k, v in zip(range(1, h + 1), [5.0, 0.3, 2.0, 1.0])]
+    same = [np.full(1 << k, v) for k, v in zip(range(1, h + 1), [5.0, 0.3, 2.0, 1.0], strict=True)]
     np.testing.assert_allclose(
         consistent_leaves(parts, same, range(1, h + 1)),
         consistent_leaves(parts, [5.0, 0.3, 2.0, 1.0], range(1, h + 1)),
@@ -75,7 +75,9 @@ def test_consistency_per_cell_keeps_exact_cells_and_skips_unmeasured_levels():
     rng = np.random.default_rng(4)
     noisy = [e + rng.normal(size=e.shape) for e in exact]
     noisy[1] = np.full(4, 1e9)
-    per_cell = [np.full(1 << k, v) for k, v in zip(range(1, 5), [1.0, np.inf, 2.0, 1.0])]
+    per_cell = [
+        np.full(1 << k, v) for k, v in zip(range(1, 5), [1.0, np.inf, 2.0, 1.0], strict=True)
+    ]
     np.testing.assert_allclose(
         consistent_leaves(noisy, per_cell, range(1, 5)),
         consistent_leaves(noisy, [1.0, np.inf, 2.0, 1.0], range(1, 5)),

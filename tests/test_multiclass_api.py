@@ -186,6 +186,8 @@ def small():
         ({"method": "fedtemp", "pooled": True}, "pooling classes applies to fedbin"),
         ({"method": "fedbin", "holdout": "a"}, "`holdout` must be a number"),
         ({"method": "fedbin", "rounds": 0}, "`rounds` must be a whole number ≥ 1"),
+        ({"method": "fedtemp", "rounds": 10**9}, "`rounds` must be at most 1000"),
+        ({"method": "fedbin", "bins": 10**9}, "`buckets` must be at most 4096"),
         ({"method": "fedbin", "participation": 0.0}, "`participation`"),
         ({"method": "fedbin", "holdout": 1.0}, "`holdout` must be in \\[0, 1\\)"),
         ({"method": "fedbin", "delta": 1e-5}, "`delta` goes with `epsilon`"),

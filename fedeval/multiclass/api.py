@@ -125,6 +125,8 @@ DEFAULT_BINS = 128
 DEFAULT_DP_BINS = 32
 """Under user-level DP: every bin carries the same noise, so 32 bins hold 4× the data of 128
 against the same σ; with fewer the map is too coarse to follow the confidence."""
+MAX_BINS = 4096
+"""32× the default: finer bins hold too few examples each to estimate anything."""
 DEFAULT_DELTA = 1e-5
 """The paper's δ; it should stay well below 1/K."""
 DEFAULT_COLUMNS = ColumnSpec()
@@ -302,6 +304,8 @@ def calibrate_multiclass_data(
             n_bins = bins
         if isinstance(n_bins, bool) or not isinstance(n_bins, int) or n_bins < 2:
             raise UsageError(f"`buckets` must be a whole number ≥ 2. Found {bins!r}.")
+        if n_bins > MAX_BINS:  # every client holds a (classes, bins) histogram per class
+            raise UsageError(f"`buckets` must be at most {MAX_BINS}. Found {n_bins}.")
         if method is Method.FEDBBQ and n_bins & (n_bins - 1):
             raise UsageError(
                 f"fedbbq merges bins in powers of two: `buckets` must be 2^M (e.g. 128). "

@@ -14,10 +14,16 @@ import numpy as np
 from fedeval.errors import UsageError
 from fedeval.partition import Scheme, assign_clients
 
+MAX_ROUNDS = 1000
+"""More rounds than any of the papers' runs (≤ 100) by a wide margin; beyond it a run would
+only spin (each round reads every sampled client)."""
+
 
 def check_rounds(rounds: object) -> int:
     if isinstance(rounds, bool) or not isinstance(rounds, int | np.integer) or rounds < 1:
         raise UsageError(f"`rounds` must be a whole number ≥ 1. Found {rounds!r}.")
+    if rounds > MAX_ROUNDS:
+        raise UsageError(f"`rounds` must be at most {MAX_ROUNDS}. Found {rounds}.")
     return int(rounds)
 
 

@@ -35,17 +35,6 @@ JSON_COMMANDS = ("evaluate", "curves", "calibrate", "aggregate")
 
 KNOWN: list[tuple[str, str, str]] = [
     # (regex on the arguments, regex on the failure, where the fix belongs)
-    (
-        r"--(score|label|client)-col",
-        r"KeyError: 'Field .* exists \d+ times in schema'",
-        "io.validate_batch: one column named for two roles (score, label, client) reaches "
-        "pyarrow's select; refuse it as a usage error",
-    ),
-    (
-        r"^apply .*--output sub/",
-        r"a failing run changed \['sub'\]",
-        "apply: the output's parent directory is made before the run fails",
-    ),
 ]
 """Contract violations found by this suite and not fixed yet. A case matching one is counted
 as 'known', not failed; anything else fails the test. Remove an entry once it is fixed."""
