@@ -189,12 +189,26 @@ class Simulated:
 
     @cached_property
     def noise_draws(self) -> np.ndarray | None:
-        """Fresh noise on the release as it reaches the leaves, (ci_draws, 2, L), drawn once per
-        run and shared by every interval; None without noise or with ci_draws = 0."""
+        """Fresh noise on the release as it reaches the leaves, (draws, 2, L), drawn once per
+        run and shared by every interval; None without noise or with ci_draws = 0.
+
+        Memory is bounded whatever the height: at most `MAX_DRAW_VALUES` values are kept (so
+        `ci_draws` draws up to h = 17, 32 at h = 20), made `DRAW_CHUNK_VALUES` at a time."""
         if self.ci_draws <= 0:
             return None
         assert self.ci_rng is not None  # simulate and from_release always give one
-        return self.histogram.noise_draws(self.ci_draws, self.ci_rng)
+        size = self.histogram.leaves.size
+        n = max(2, min(self.ci_draws, MAX_DRAW_VALUES // size))
+        step = max(1, DRAW_CHUNK_VALUES // size)
+        if step >= n:
+            return self.histogram.noise_draws(n, self.ci_rng)
+        out = np.empty((n, *self.histogram.leaves.shape))
+        for start in range(0, n, step):
+            part = self.histogram.noise_draws(min(step, n - start), self.ci_rng)
+            if part is None:
+                return None
+            out[start : start + len(part)] = part
+        return out
 
     @property
     def examples_estimate(self) -> float:
@@ -262,6 +276,12 @@ class Simulated:
             rng,
             ci_draws,
         )
+
+
+MAX_DRAW_VALUES = 1 << 26
+"""Noise-draw values a run keeps (512 MB): 200 draws of both classes' leaves up to h = 17."""
+DRAW_CHUNK_VALUES = 1 << 23
+"""Noise-draw values made at once (the consistency step's temporaries scale with it)."""
 
 
 def _check_ci_draws(ci_draws: int) -> None:

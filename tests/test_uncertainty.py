@@ -362,3 +362,22 @@ def test_localdp_noise_draws_match_the_release_spread_of_a_range_count():
         claimed.append(np.std(draws, ddof=1))
     ratio = np.std(actual, ddof=1) / np.mean(claimed)
     assert 0.895 < ratio < 1.105, ratio
+
+
+def test_noise_draws_are_bounded_in_memory_and_made_in_chunks(monkeypatch):
+    # Whatever the height, the kept draws hold at most MAX_DRAW_VALUES values (before: h = 20
+    # with 200 draws took about 12 GB); they are made a chunk at a time, each chunk fresh.
+    import fedeval.simulate as sim
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 5_000)
+    s = rng.random(5_000)
+    size = 2 * 2**8
+    monkeypatch.setattr(sim, "MAX_DRAW_VALUES", 10 * size)
+    monkeypatch.setattr(sim, "DRAW_CHUNK_VALUES", 3 * size)
+    run = fedeval.evaluate(y, s, model="distdp", height=8, seed=3, ci_draws=200).run
+    draws = run.noise_draws
+    assert draws.shape == (10, 2, 2**8)
+    assert np.isfinite(draws).all()
+    rows = draws.reshape(10, -1)
+    assert len({r.tobytes() for r in rows}) == 10  # no chunk repeats another

@@ -128,7 +128,8 @@ CiDrawsOpt = Annotated[
     typer.Option(
         "--ci-draws",
         min=0,
-        help="Fresh noise draws behind the 95% intervals; 0 switches intervals off (faster).",
+        help="Fresh noise draws behind the 95% intervals; 0 switches intervals off (faster). "
+        "Memory-bounded: fewer draws are kept above --height 17 (32 at 20).",
     ),
 ]
 FailUnderOpt = Annotated[
