@@ -17,8 +17,11 @@ evaluate's are, with no term for interpolating inside the leaf that holds a thre
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -222,3 +225,122 @@ def population_needed(
             hi = mid
     digits = 10 ** max(0, int(math.log10(hi)) - 1)
     return int(math.ceil(hi / digits) * digits)
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """What `fedeval plan` shows: the recommended release, the errors to expect, optionally the
+    errors at every height and the population a target error needs."""
+
+    rows: int
+    positives_fraction: float
+    auc: float
+    like: str | None
+    best: Prediction
+    by_height: list[Prediction]
+    recommended: dict[str, Any]
+    target_error: float | None = None
+    metric: str = "pra"
+    rows_needed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `fedeval.plan/1` document (`fedeval plan --format json`)."""
+        cfg = self.best.config
+        return {
+            "schema": "fedeval.plan/1",
+            "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon},
+            "rows": self.rows,
+            "positives_fraction": self.positives_fraction,
+            "reference": {"source": self.like}
+            if self.like
+            else {"model": "binormal", "auc": self.auc},
+            "recommended": self.recommended,
+            "expected_abs_error": _errors(self.best),
+            "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
+            "by_height": [{"height": p.config.height} | _errors(p) for p in self.by_height],
+            "target": None
+            if self.target_error is None
+            else {
+                "error": self.target_error,
+                "metric": self.metric,
+                "rows_needed": self.rows_needed,
+            },
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def _errors(p: Prediction) -> dict[str, float]:
+    return {"auc": p.auc, "precision": p.precision, "recall": p.recall, "accuracy": p.accuracy}
+
+
+def plan_report(
+    rows: int | None = None,
+    *,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float | None = None,
+    auc: float = 0.85,
+    like: str | os.PathLike | None = None,
+    heights: bool = False,
+    target_error: float | None = None,
+    metric: str = "pra",
+    seed: int = 0,
+) -> PlanReport:
+    """`fedeval plan` as a library call: the population is `rows` (default: the rows of the
+    pilot table `like`), its positive share `positives_fraction` (default: the pilot's, else
+    0.5); with `heights`, the errors at h = 2..16 too; with `target_error`, the n it needs.
+
+    >>> r = plan_report(1000, model="federated")
+    >>> r.to_dict()["recommended"]["height"] >= 1
+    True
+    """
+    from fedeval.calibration import auto_buckets
+    from fedeval.data import read_scored
+    from fedeval.params import auto_quantiles
+
+    like_data = None if like is None else read_scored(like, keep_scores=False)
+    if rows is None:
+        if like_data is None:
+            raise UsageError("give the population as `rows`, or a pilot table as `like`.")
+        rows = max(like_data.rows, 100)
+    if positives_fraction is None:
+        positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "epsilon": epsilon,
+        "positives_fraction": positives_fraction,
+        "auc": auc,
+        "like": like_data,
+        "seed": seed,
+    }
+    best, others = plan(rows, heights=range(2, 17) if heights else None, **kwargs)
+    cfg = best.config
+    if not all(math.isfinite(x) for x in (best.auc, best.precision, best.recall, best.accuracy)):
+        raise UsageError(
+            f"no finite error can be predicted for {rows:,} examples at ε = {cfg.epsilon:g}: "
+            "the noise swamps every count. Plan with a larger `epsilon` or population."
+        )
+    needed = None
+    if target_error is not None:
+        needed = population_needed(target_error, metric=metric, **kwargs)
+    recommended = {
+        "shape": cfg.shape.value,
+        "height": cfg.height,
+        "leaves": cfg.n_leaves,
+        "quantiles": auto_quantiles(cfg.model, rows, cfg.epsilon),
+        "calibration_buckets": auto_buckets(cfg.model, rows, cfg.epsilon, cfg.n_leaves),
+    }
+    return PlanReport(
+        rows=rows,
+        positives_fraction=positives_fraction,
+        auc=auc,
+        like=None if like is None else str(like),
+        best=best,
+        by_height=others,
+        recommended=recommended,
+        target_error=target_error,
+        metric=metric,
+        rows_needed=needed,
+    )

@@ -335,3 +335,20 @@ def test_cli_plan_like_uses_a_scored_file(tmp_path):
 def test_cli_plan_rejects_a_bad_fraction():
     result = runner.invoke(app, ["plan", "--rows", "20000", "--positives-fraction", "1"])
     assert result.exit_code == 2
+
+
+def test_plan_report_is_the_cli_document():
+    from fedeval.plan import plan_report
+
+    args = ["--rows", "5000", "--model", "distdp", "--epsilon", "1", "--target-error", "0.01"]
+    cli = invoke_json(*args)
+    lib = plan_report(5000, model="distdp", epsilon=1.0, target_error=0.01)
+    assert json.loads(lib.to_json()) == cli
+    assert cli["target"]["rows_needed"] == lib.rows_needed and lib.rows_needed is not None
+
+
+def test_plan_report_needs_rows_or_a_pilot():
+    from fedeval.plan import plan_report
+
+    with pytest.raises(UsageError, match="`rows`"):
+        plan_report()

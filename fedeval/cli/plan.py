@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import math
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -15,7 +13,6 @@ from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, errors_to_exit
 from fedeval.cli.options import EpsilonOpt, ModelOpt
 from fedeval.config import PrivacyModel
-from fedeval.errors import UsageError
 
 
 @app.command()
@@ -78,70 +75,26 @@ def plan(
     Exit codes: 0 ok · 2 bad input or usage.
     """
     from fedeval import plan as planning
-    from fedeval.calibration import auto_buckets
-    from fedeval.data import read_scored
-    from fedeval.params import auto_quantiles
 
     with errors_to_exit():
-        like_data = None if like is None else read_scored(like, keep_scores=False)
-        if rows is None:
-            if like_data is None:
-                raise UsageError("give the population with --rows N, or a pilot file with --like.")
-            rows = max(like_data.rows, 100)
-        if positives_fraction is None:
-            positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
-        kwargs: dict[str, Any] = {
-            "model": model,
-            "epsilon": epsilon,
-            "positives_fraction": positives_fraction,
-            "auc": auc,
-            "like": like_data,
-            "seed": seed,
-        }
-        best, others = planning.plan(rows, heights=range(2, 17) if heights else None, **kwargs)
-        cfg = best.config
-        predicted = (best.auc, best.precision, best.recall, best.accuracy)
-        if not all(math.isfinite(x) for x in predicted):
-            raise UsageError(
-                f"no finite error can be predicted for {rows:,} examples at ε = {cfg.epsilon:g}: "
-                "the noise swamps every count. Plan with a larger ε or population."
-            )
-        needed = None
-        if target_error is not None:
-            needed = planning.population_needed(target_error, metric=metric, **kwargs)
-        rec = {
-            "shape": cfg.shape.value,
-            "height": cfg.height,
-            "leaves": cfg.n_leaves,
-            "quantiles": auto_quantiles(cfg.model, rows, cfg.epsilon),
-            "calibration_buckets": auto_buckets(cfg.model, rows, cfg.epsilon, cfg.n_leaves),
-        }
-
-        def errors(p):
-            return {
-                "auc": p.auc,
-                "precision": p.precision,
-                "recall": p.recall,
-                "accuracy": p.accuracy,
-            }
-
-        doc = {
-            "schema": "fedeval.plan/1",
-            "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon},
-            "rows": rows,
-            "positives_fraction": positives_fraction,
-            "reference": {"source": like} if like else {"model": "binormal", "auc": auc},
-            "recommended": rec,
-            "expected_abs_error": errors(best),
-            "scaling_table1": dict(zip(("pra", "auc"), planning.TABLE1[cfg.model], strict=True)),
-            "by_height": [{"height": p.config.height} | errors(p) for p in others],
-            "target": None
-            if target_error is None
-            else {"error": target_error, "metric": metric, "rows_needed": needed},
-        }
+        report = planning.plan_report(
+            rows,
+            model=model,
+            epsilon=epsilon,
+            positives_fraction=positives_fraction,
+            auc=auc,
+            like=like,
+            heights=heights,
+            target_error=target_error,
+            metric=metric,
+            seed=seed,
+        )
         if output_format is OutputFormat.json:
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            sys.stdout.write(report.to_json())
             return
+        best, others, rec = report.best, report.by_height, report.recommended
+        cfg, rows, positives_fraction = best.config, report.rows, report.positives_fraction
+        needed = report.rows_needed
         out = Console()
         eps = "" if cfg.epsilon is None else f", ε = {cfg.epsilon:g}"
         ref = f"scores like {like}" if like else f"binormal reference scores, AUC {auc:g}"
