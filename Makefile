@@ -48,4 +48,4 @@ sample: $(VENV)/.installed-dev
 	$(BIN)/python sample_data/make_sample.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis
