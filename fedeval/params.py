@@ -53,13 +53,13 @@ import math
 
 from fedeval.config import (
     DEFAULT_EPSILON,
-    MAX_HEIGHT,
     PrivacyConfig,
     PrivacyModel,
     Relation,
     Shape,
     Unit,
     check_epsilon,
+    check_height,
     check_relation,
     check_unit,
 )
@@ -101,10 +101,13 @@ def data_resolution(model: PrivacyModel | str, height: int | str) -> int:
             return AUTO_MAX_HEIGHT[PrivacyModel(model)]
         except ValueError:
             return FEDERATED_HEIGHT  # resolve_config reports the unknown model
-    try:
-        return min(max(int(height), 1), MAX_HEIGHT)
-    except (TypeError, ValueError):
-        return FEDERATED_HEIGHT  # resolve_config reports the bad height
+    # Refused here, before a file is read, with the message resolve_config would give.
+    if isinstance(height, str):
+        try:
+            height = int(height)
+        except ValueError:
+            raise UsageError(f"`height` must be an integer or 'auto'. Found {height!r}.") from None
+    return check_height(height)
 
 
 def resolve_config(

@@ -93,3 +93,13 @@ def test_sizes_within_the_bounds_are_accepted(scored):
     assert 0.5 < ev.auc.estimate <= 1.0
     cal = fedeval.calibrate(y, s, model="federated", buckets=64)
     assert 1 <= len(cal.map.values) <= 64
+
+
+@pytest.mark.parametrize("height", [50, 0, "x", 2.5])
+def test_a_bad_height_is_refused_before_the_file_is_read(height):
+    # The reading resolution is checked first: a bad height is named even for a file that
+    # does not exist (before, it was clamped and the whole file read before the refusal).
+    import fedeval
+
+    with pytest.raises(UsageError, match="`height`"):
+        fedeval.evaluate_file("no-such-file.parquet", height=height)
