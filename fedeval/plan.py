@@ -26,11 +26,17 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from fedeval.config import PrivacyConfig, PrivacyModel
+from fedeval.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.data import ScoredData
 from fedeval.errors import UsageError
-from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
+from fedeval.evaluate import (
+    DEFAULT_THRESHOLDS,
+    MetricEstimates,
+    estimate_metrics,
+    threshold_axis,
+)
 from fedeval.params import resolve_config
+from fedeval.privacy import mechanism_for
 from fedeval.simulate import fast_release
 
 RESOLUTION = 20
@@ -106,22 +112,39 @@ class Prediction:
         return max(self.precision, self.recall, self.accuracy)
 
 
+def _thresholds(population: ScoredData) -> np.ndarray:
+    lo, hi = population.score_range
+    return np.asarray(population.axis.to_unit(lo + (hi - lo) * np.asarray(DEFAULT_THRESHOLDS)))
+
+
+def population_truth(population: ScoredData, rng: np.random.Generator) -> MetricEstimates:
+    """The population's own metrics at the default thresholds: its release without noise at
+    the reference resolution (the truth every prediction's error is measured against)."""
+    # Without noise every shape gives the population's own leaves; flat is the cheapest.
+    truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, RESOLUTION, Shape.FLAT)
+    truth = fast_release(population, truth_cfg, rng).histogram()
+    return estimate_metrics(truth, _thresholds(population))
+
+
 def predict(
     population: ScoredData,
     config: PrivacyConfig,
     rng: np.random.Generator,
     *,
     runs: int = 20,
+    truth: MetricEstimates | None = None,
 ) -> Prediction:
     """Mean absolute error of fedeval's estimators on `population` under `config`, at the
-    default thresholds on the population's axis."""
-    lo, hi = population.score_range
-    thr = np.asarray(population.axis.to_unit(lo + (hi - lo) * np.asarray(DEFAULT_THRESHOLDS)))
-    truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, RESOLUTION, config.shape)
-    truth = estimate_metrics(fast_release(population, truth_cfg, rng).histogram(), thr)
+    default thresholds on the population's axis. `truth` (`population_truth`) may be passed
+    when predicting for several configurations of one population."""
+    thr = _thresholds(population)
+    if truth is None:
+        truth = population_truth(population, rng)
+    leaves = population.leaf_counts(config.height)  # once, not once per run
+    draw = mechanism_for(config.model).draw
     errs = []
     for _ in range(runs):
-        est = estimate_metrics(fast_release(population, config, rng).histogram(), thr)
+        est = estimate_metrics(draw(leaves, population.n_clients, config, rng).histogram(), thr)
         errs.append(
             [
                 abs(est.auc - truth.auc),
@@ -170,10 +193,15 @@ def plan(
     # As evaluate resolves it: `auto` no coarser than the height that keeps the thresholds edges.
     floor = population.axis.auto_floor(RESOLUTION)
     best = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
-    recommended = predict(population, best, rng, runs=runs)
+    truth = population_truth(population, rng)
+    recommended = predict(population, best, rng, runs=runs, truth=truth)
     others = [
         predict(
-            population, resolve_config(model, n=rows, epsilon=epsilon, height=h), rng, runs=runs
+            population,
+            resolve_config(model, n=rows, epsilon=epsilon, height=h),
+            rng,
+            runs=runs,
+            truth=truth,
         )
         for h in (heights or [])
     ]
