@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,11 +182,13 @@ def plan(
     heights: range | None = None,
     seed: int = 0,
     runs: int = 20,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Prediction, list[Prediction]]:
     """(prediction at the recommended parameters, predictions for each height in `heights`).
 
     The recommendation is `--height auto --shape auto`'s rule (`fedeval.params`), so what the
-    planner predicts is what the other commands will do.
+    planner predicts is what the other commands will do. `progress(done, total)` is told after
+    each prediction.
     """
     _check(rows, positives_fraction, auc, seed)
     rng = np.random.default_rng(seed)
@@ -194,18 +197,15 @@ def plan(
     floor = population.axis.auto_floor(RESOLUTION)
     best = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
     truth = population_truth(population, rng)
-    recommended = predict(population, best, rng, runs=runs, truth=truth)
-    others = [
-        predict(
-            population,
-            resolve_config(model, n=rows, epsilon=epsilon, height=h),
-            rng,
-            runs=runs,
-            truth=truth,
-        )
-        for h in (heights or [])
+    todo = [best] + [
+        resolve_config(model, n=rows, epsilon=epsilon, height=h) for h in heights or []
     ]
-    return recommended, others
+    done = []
+    for cfg in todo:
+        done.append(predict(population, cfg, rng, runs=runs, truth=truth))
+        if progress is not None:
+            progress(len(done), len(todo))
+    return done[0], done[1:]
 
 
 def population_needed(
@@ -315,6 +315,7 @@ def plan_report(
     target_error: float | None = None,
     metric: str = "pra",
     seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> PlanReport:
     """`fedeval plan` as a library call: the population is `rows` (default: the rows of the
     pilot table `like`), its positive share `positives_fraction` (default: the pilot's, else
@@ -343,7 +344,9 @@ def plan_report(
         "like": like_data,
         "seed": seed,
     }
-    best, others = plan(rows, heights=range(2, 17) if heights else None, **kwargs)
+    best, others = plan(
+        rows, heights=range(2, 17) if heights else None, progress=progress, **kwargs
+    )
     cfg = best.config
     if not all(math.isfinite(x) for x in (best.auc, best.precision, best.recall, best.accuracy)):
         raise UsageError(

@@ -352,3 +352,11 @@ def test_plan_report_needs_rows_or_a_pilot():
 
     with pytest.raises(UsageError, match="`rows`"):
         plan_report()
+
+
+def test_plan_tells_its_progress_after_each_prediction():
+    told = []
+    plan(
+        1000, model="distdp", heights=range(2, 5), runs=2, progress=lambda d, t: told.append((d, t))
+    )
+    assert told == [(1, 4), (2, 4), (3, 4), (4, 4)]

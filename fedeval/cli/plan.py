@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fedeval.cli.app import app
-from fedeval.cli.common import OutputFormat, errors_to_exit
+from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
 from fedeval.cli.options import EpsilonOpt, ModelOpt
 from fedeval.config import PrivacyModel
 
@@ -76,7 +76,10 @@ def plan(
     """
     from fedeval import plan as planning
 
-    with errors_to_exit():
+    with (
+        errors_to_exit(),
+        progress_bar("predicting errors", heights and err.is_terminal and not err.quiet) as bar,
+    ):
         report = planning.plan_report(
             rows,
             model=model,
@@ -88,6 +91,7 @@ def plan(
             target_error=target_error,
             metric=metric,
             seed=seed,
+            progress=bar,
         )
         if output_format is OutputFormat.json:
             sys.stdout.write(report.to_json())
