@@ -254,7 +254,7 @@ class Simulated:
         ci_draws: int = DEFAULT_DRAWS,
     ) -> Simulated:
         """A saved or deployed release: decoded, no raw data, no exact values."""
-        _check_ci_draws(ci_draws)
+        check_ci_draws(ci_draws)
         rng, seed_used = rng_and_seed(seed)
         hist = release.histogram()
         if hist.positives <= 0 or hist.negatives <= 0:
@@ -284,9 +284,16 @@ DRAW_CHUNK_VALUES = 1 << 23
 """Noise-draw values made at once (the consistency step's temporaries scale with it)."""
 
 
-def _check_ci_draws(ci_draws: int) -> None:
-    if not isinstance(ci_draws, int) or ci_draws < 0 or ci_draws == 1:
+MAX_CI_DRAWS = 10_000
+"""Beyond this, more draws only cost time: the intervals' Monte Carlo error is already < 1%."""
+
+
+def check_ci_draws(ci_draws: int) -> None:
+    """`ci_draws`: 0 (no intervals) or 2..MAX_CI_DRAWS."""
+    if isinstance(ci_draws, bool) or not isinstance(ci_draws, int) or ci_draws < 0 or ci_draws == 1:
         raise UsageError(f"`ci_draws` must be 0 (no intervals) or at least 2. Found {ci_draws!r}.")
+    if ci_draws > MAX_CI_DRAWS:
+        raise UsageError(f"`ci_draws` must be at most {MAX_CI_DRAWS:,}. Found {ci_draws:,}.")
 
 
 def simulate(
@@ -327,7 +334,7 @@ def simulate(
         min_height=data.axis.auto_floor(data.resolution),
     )
     path = SimulationPath(path)
-    _check_ci_draws(ci_draws)
+    check_ci_draws(ci_draws)
     rng, seed_used = rng_and_seed(seed)
     ci_rng, cap_rng = rng.spawn(2)
     if config.unit is Unit.CLIENT:

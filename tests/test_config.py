@@ -103,3 +103,16 @@ def test_a_bad_height_is_refused_before_the_file_is_read(height):
 
     with pytest.raises(UsageError, match="`height`"):
         fedeval.evaluate_file("no-such-file.parquet", height=height)
+
+
+def test_ci_draws_are_bounded_and_checked_before_the_file_is_read():
+    from typer.testing import CliRunner
+
+    import fedeval
+    from fedeval.cli import app
+
+    y = np.arange(200) % 2
+    with pytest.raises(UsageError, match="`ci_draws` must be at most 10,000"):
+        fedeval.evaluate(y, y * 0.5 + 0.25, model="federated", ci_draws=10**6)
+    r = CliRunner().invoke(app, ["evaluate", "no-such-file.csv", "--ci-draws", "1000000"])
+    assert r.exit_code == 2 and "--ci-draws must be at most" in r.stderr

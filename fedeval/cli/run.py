@@ -66,6 +66,9 @@ class ReleaseOptions:
         """Before any work: the ledger is usable, keys go with what they sign or verify, and
         exactly one of FILE and --from, without settings the saved release already fixes."""
         check_ledger_options(self.ledger, self.budget)
+        from fedeval.simulate import check_ci_draws
+
+        check_ci_draws(self.ci_draws)
         if self.sign_key is not None and self.save_release is None:
             raise UsageError(
                 "--sign-key signs the release --save-release writes; add --save-release."
