@@ -119,3 +119,19 @@ def test_oue_decoded_count_is_unbiased_with_predicted_variance():
     assert abs(est.mean() - c) < 4 * math.sqrt(var / r)
     # Binomial sums are close to normal here: SE of the sample variance ≈ var·√(2/r).
     assert abs(est.var() / var - 1) < 4 * math.sqrt(2 / r)
+
+
+@pytest.mark.parametrize("with_padding", [False, True])
+def test_oue_perturb_at_draws_the_same_bits_as_the_one_hot_form(with_padding):
+    from fedeval.privacy.noise import oue_perturb_at
+
+    rng = np.random.default_rng(11)
+    cols = rng.integers(0, 16, 500)
+    on = rng.random(500) < 0.7 if with_padding else None
+    onehot = np.zeros((500, 16), bool)
+    onehot[np.arange(500), cols] = True
+    if on is not None:
+        onehot &= on[:, None]
+    want = oue_perturb(onehot, 1.5, np.random.default_rng(5))
+    got = oue_perturb_at(cols, 16, 1.5, np.random.default_rng(5), on)
+    assert np.array_equal(got, want)

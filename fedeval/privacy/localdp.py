@@ -20,7 +20,7 @@ from fedeval.config import PrivacyConfig, Unit
 from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen, consistent_leaves
 from fedeval.privacy.mechanism import mechanism_of
-from fedeval.privacy.noise import oue_perturb, oue_probabilities, oue_sum
+from fedeval.privacy.noise import oue_perturb_at, oue_probabilities, oue_sum
 from fedeval.release import Release, level_offsets
 
 
@@ -117,12 +117,9 @@ def example_reports(
     bits = []
     for i, k in enumerate(levels):
         sel = group == i
-        m = int(sel.sum())
-        onehot = np.zeros((m, 2 << k), bool)
-        onehot[np.arange(m), (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))] = True
-        if real is not None:
-            onehot &= real[sel][:, None]
-        bits.append(oue_perturb(onehot, report_epsilon(config), rng))
+        cols = (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))
+        on = None if real is None else real[sel]
+        bits.append(oue_perturb_at(cols, 2 << k, report_epsilon(config), rng, on))
     return group, bits
 
 

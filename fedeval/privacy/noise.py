@@ -113,6 +113,20 @@ def oue_perturb(onehot: np.ndarray, epsilon: float, rng: np.random.Generator) ->
     return np.where(onehot, u < p, u < q)
 
 
+def oue_perturb_at(
+    cols: np.ndarray, width: int, epsilon: float, rng: np.random.Generator, on: np.ndarray | None
+) -> np.ndarray:
+    """`oue_perturb` of the one-hot rows with their 1 at `cols` (none where `on` is False),
+    without making the one-hot matrix: the same uniforms, so the same bits."""
+    p, q = oue_probabilities(epsilon)
+    u = rng.random((len(cols), width))
+    bits = u < q
+    rows = np.arange(len(cols)) if on is None else np.flatnonzero(on)
+    at = cols if on is None else cols[on]
+    bits[rows, at] = u[rows, at] < p
+    return bits
+
+
 def oue_sum(
     true_counts: np.ndarray, n_reports: int, epsilon: float, rng: np.random.Generator
 ) -> np.ndarray:
