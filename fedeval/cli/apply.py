@@ -9,6 +9,7 @@ import typer
 
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit
+from fedeval.cli.options import TableOutputOpt
 from fedeval.cli.support import option_given
 
 
@@ -28,15 +29,7 @@ def apply(
             show_default=False,
         ),
     ],
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Output file (.parquet/.pq for Parquet, else CSV) \\[default: CSV on stdout].",
-            show_default=False,
-        ),
-    ] = None,
+    output: TableOutputOpt = None,
     score_col: Annotated[
         str,
         typer.Option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -15,6 +14,7 @@ from fedeval.cli.common import (
     check_buckets,
     errors_to_exit,
     plot_file,
+    show,
 )
 from fedeval.cli.multiclass import (
     BetaOpt,
@@ -204,14 +204,14 @@ def calibrate(
             output=output,
             plot=None if plot_path is None else (plot_path, lambda p: draw_reliability(cal, p)),
         )
-        if to_stdout:
-            sys.stdout.write(map_text)
-        elif output is not None:
-            pass  # -o FILE: stdout stays empty
-        elif output_format is OutputFormat.json:
-            sys.stdout.write(document_text(doc))
-        else:
-            render_calibration_table(cal, Console(), source=name)
+        as_json = document_text(doc) if output_format is OutputFormat.json else None
+        show(
+            map_text,
+            to_stdout,
+            output,
+            as_json,
+            lambda: render_calibration_table(cal, Console(), source=name),
+        )
 
 
 def draw_reliability(cal: CalibrationResult, path: Path) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,20 @@ def emit(text: str | None, output: Path | None, out: Outputs) -> bool:
     if text is not None:
         out.stage_text(output, text)
     return False
+
+
+def show(
+    text: str, to_stdout: bool, output: Path | None, as_json: str | None, render: Callable[[], None]
+) -> None:
+    """After the run committed: `text` on stdout for -o -, nothing more for -o FILE, else the
+    JSON document `as_json` (--format json) or the table `render` draws."""
+    if to_stdout:
+        sys.stdout.write(text)
+    elif output is None:
+        if as_json is not None:
+            sys.stdout.write(as_json)
+        else:
+            render()
 
 
 class ReadBar:

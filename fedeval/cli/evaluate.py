@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,6 +15,7 @@ from fedeval.cli.common import (
     check_buckets,
     errors_to_exit,
     plot_file,
+    show,
 )
 from fedeval.cli.options import (
     BudgetOpt,
@@ -171,10 +171,8 @@ def evaluate(
             output=output,
             plot=None if plot_path is None else (plot_path, lambda p: draw_curves(ev.curves, p)),
         )
-        if to_stdout or (output is None and output_format is OutputFormat.json):
-            sys.stdout.write(doc)
-        elif output is None:
-            render_table(ev, Console(), source=name)
+        as_json = doc if output_format is OutputFormat.json else None
+        show(doc, to_stdout, output, as_json, lambda: render_table(ev, Console(), source=name))
         apply_gates(verdicts, on)
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
-from fedeval.cli.common import OutputFormat, emit, floats
+from fedeval.cli.common import OutputFormat, emit, floats, show
 from fedeval.cli.support import option_given
 from fedeval.config import Unit
 from fedeval.documents import document_text
@@ -231,14 +230,14 @@ def calibrate_multiclass(
         to_stdout = emit(map_text, output, out)
         charge_ledger(ledger, budget, doc)
         out.commit()
-    if to_stdout:
-        sys.stdout.write(map_text)
-    elif output is not None:
-        pass  # -o FILE: stdout stays empty
-    elif output_format is OutputFormat.json:
-        sys.stdout.write(document_text(doc))
-    else:
-        render_multiclass_table(result, Console(), source=name)
+    as_json = document_text(doc) if output_format is OutputFormat.json else None
+    show(
+        map_text,
+        to_stdout,
+        output,
+        as_json,
+        lambda: render_multiclass_table(result, Console(), source=name),
+    )
     if fail_if_worse and result.fell_back:
         from fedeval.errors import GateFailed
 

@@ -17,6 +17,17 @@ FileArg = Annotated[
         show_default=False,
     ),
 ]
+TableOutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        help="Output file (.parquet/.pq for Parquet, else CSV) \\[default: CSV on stdout].",
+        show_default=False,
+    ),
+]
+"""-o of the commands that write a table (apply, partition)."""
+
 FromOpt = Annotated[
     Path | None,
     typer.Option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,7 +9,7 @@ from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import err, errors_to_exit
-from fedeval.cli.options import LabelColOpt, PosLabelOpt
+from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt
 
 
 @app.command()
@@ -63,15 +62,7 @@ def partition(
         int | None,
         typer.Option(help="Seed of the assignment; the one used is always reported."),
     ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Output file (.parquet/.pq for Parquet, else CSV) \\[default: CSV on stdout].",
-            show_default=False,
-        ),
-    ] = None,
+    output: TableOutputOpt = None,
     label_col: LabelColOpt = "label",
     pos_label: PosLabelOpt = None,
     client_col: Annotated[
