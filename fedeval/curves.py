@@ -27,11 +27,11 @@ from fedeval.estimate.curves import (
     Curves,
     curve_height,
     estimate_curves,
-    exact_diagnostics,
     leaf_ap,
     leaf_tails,
     within_leaf_bounds,
 )
+from fedeval.estimate.diagnostics import exact_diagnostics
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.results import Estimate, undetermined_note

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from fedeval.estimate import curves as C
+from fedeval.estimate import diagnostics as C
+from fedeval.estimate.curves import leaf_curves
 from fedeval.estimate.exact import SortedScores, exact_auc
 
 
@@ -30,7 +31,7 @@ def test_blocked_pass_equals_the_full_curves(seed, decimals, block):
     s, y, leaves = _data(seed, 3000, decimals)
     ss = SortedScores.from_arrays(s, y)
     full = C.exact_curves(ss)
-    for est in C.leaf_curves(leaves, 16):
+    for est in leaf_curves(leaves, 16):
         thin, roc, pr = C.exact_diagnostics(ss, est, block=block)
         assert roc == pytest.approx(C.roc_area_error(est, full), rel=1e-12, abs=1e-15)
         assert pr == pytest.approx(C.pr_area_error(est, full), rel=1e-12, abs=1e-15)
@@ -89,7 +90,7 @@ def test_thinning_keeps_both_corners_of_a_big_step():
 def test_small_and_degenerate_curves(neg, pos, block):
     ss = SortedScores(np.array(neg), np.array(pos))
     full = C.exact_curves(ss)
-    est = C.leaf_curves(np.array([[1.0, 2.0, 0.0, 1.0], [0.0, 1.0, 2.0, 1.0]]), 4)[0]
+    est = leaf_curves(np.array([[1.0, 2.0, 0.0, 1.0], [0.0, 1.0, 2.0, 1.0]]), 4)[0]
     thin, roc, pr = C.exact_diagnostics(ss, est, block=block)
     assert roc == pytest.approx(C.roc_area_error(est, full), rel=1e-12, abs=1e-15)
     assert pr == pytest.approx(C.pr_area_error(est, full), rel=1e-12, abs=1e-15)
