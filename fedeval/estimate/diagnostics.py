@@ -191,134 +191,170 @@ class ExactCurves(Curves):
         return self.auc
 
 
-def _on_own_knots(ux, left, right, g, le, on) -> tuple[np.ndarray, np.ndarray]:
-    """`_on_grid` for a grid made mostly of the curve's own knots: each point's knot read
-    directly (one gather), and only the few other points interpolated."""
-    k = np.maximum(le - 1, 0)
-    leaving, arriving = right[k], left[k]
-    off = np.flatnonzero(~on)
-    if len(off):
-        leaving[off], arriving[off] = _on_grid(ux, left, right, g[off], le[off], on[off])
-    return leaving, arriving
+def _area_terms(width, d0, d1) -> np.ndarray:
+    """∫|d| over each interval where d is linear from d0 to d1 (two triangles where it changes
+    sign), times the interval's width: the terms `_area_of` sums."""
+    a0, a1 = np.abs(d0), np.abs(d1)
+    area = (a0 + a1) / 2
+    crossing = d0 * d1 < 0
+    area[crossing] = (d0[crossing] ** 2 + d1[crossing] ** 2) / (2 * (a0[crossing] + a1[crossing]))
+    return area * width
 
 
-def _off_own_knots(c, doubled, g, le, on) -> tuple[np.ndarray, np.ndarray]:
-    """`_on_grid` for a grid made mostly of points between the curve's knots: one `np.interp`
-    through the knots each given twice, (x, left) then (x, right), so a point inside a segment
-    gets the line from the right limit to the next left limit (the same line, up to the last
-    bit of rounding); the curve's own knots and the points beyond its ends as `_on_grid`."""
-    leaving = np.interp(g, *doubled)
-    arriving = leaving.copy()
-    special = np.flatnonzero(on | (le == 0) | (le == len(c[0])))
-    if len(special):
-        ux, left, right = c
-        leaving[special], arriving[special] = _on_grid(
-            ux, left, right, g[special], le[special], on[special]
-        )
-    return leaving, arriving
+def _knots_of(points: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """`_limits` of a few points (x, y), and the same knots as points again: each knot as
+    (x, left) then (x, right), so that points appended later continue its run."""
+    ux, left, right = _limits(*points)
+    return (ux, left, right), (np.repeat(ux, 2), np.column_stack([left, right]).ravel())
 
 
-class _AreaStream:
-    """∫|exact − estimate| dx with the exact curve fed a block of points at a time, in curve
-    order (x non-decreasing): the same sum as `_area_between` over the whole curve, with
-    memory the size of a block.
+class _AreaPass:
+    """∫|exact − estimate| dx with the exact curve's points fed a block at a time, in curve
+    order: the same sum as `_area_between` over the whole curve (up to the order of float
+    sums), in whole-array operations on each block.
 
-    The last run of equal x seen may go on in the next block (its right limit can still move),
-    so it is carried; each block's final knots are integrated together with the knot before
-    them, and the estimate's knots between."""
+    Each exact segment (between consecutive points, straight) is integrated from the
+    difference d = y − estimate at its two ends, the estimate read by one `np.interp`. That is
+    exact wherever the estimate is straight over the segment; the few segments that hold one
+    of the estimate's knots, or lie beyond its ends, are integrated again on their own grid
+    with the estimate's limits, and replace their first sum. The grid beyond the exact
+    curve's own ends (where only the estimate has knots) is added at the end, from the exact
+    curve's first and last two knots."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray):
+    def __init__(self, x: np.ndarray, y: np.ndarray, start: tuple[float, float] | None = None):
         self.estimate = ux, left, right = _limits(x, y)
         self.doubled = np.repeat(ux, 2), np.column_stack([left, right]).ravel()
-        self.carry: tuple[float, float, float] | None = None
-        self.prev: tuple[float, float, float] | None = None  # the last knot integrated up to
-        self.pending: list[tuple[float, float, float]] = []  # final knots not yet integrated
         self.total = 0.0
+        self.prev: tuple[float, float, float] | None = None  # last point: x, y, difference
+        self.head: tuple[np.ndarray, np.ndarray] | None = None  # first points, until 3 knots
+        self.first: tuple[np.ndarray, ...] | None = None  # the exact curve's first two knots
+        self.tail: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # last 2 knots
+        if start is not None:
+            self.add(np.array([start[0]]), np.array([start[1]]), np.zeros(1))
 
-    def add(self, x: np.ndarray, y: np.ndarray) -> None:
-        """The next points of the exact curve (x non-decreasing, continuing the last block)."""
-        if not len(x):
+    def add(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
+        """The next points (x non-decreasing, continuing the last block), with `w[k]` the
+        width x[k] − x[k − 1] of the segment ending at each (the first from the last point
+        of the previous block; taken as 0 for the curve's first point). `w` is written."""
+        m = len(x)
+        if not m:
             return
-        head = ([] if self.prev is None else [self.prev]) + self.pending
-        self.pending = []
-        carry = self.carry
-        goes_on = carry is not None and x[0] == carry[0]
-        if carry is not None and not goes_on:
-            head.append(carry)  # the carried run ended: a final knot
-        ux, left, right = _knots_after(head, x, y)
-        if carry is not None and goes_on:  # the run goes on: its left limit is the carry's
-            left[len(head)] = carry[1]
-        self.carry = (float(ux[-1]), float(left[-1]), float(right[-1]))
-        self._integrate(ux[:-1], left[:-1], right[:-1], last=False)
+        self._ends(x, y)
+        ux = self.estimate[0]
+        d = np.empty(m + 1)  # d[k + 1]: at x[k]; d[0]: at the previous point
+        np.subtract(y, np.interp(x, *self.doubled), out=d[1:])
+        if self.prev is None:
+            w[0] = 0.0  # no segment before the first point
+            xp, yp, d[0] = float(x[0]), float(y[0]), d[1]
+        else:
+            xp, yp, d[0] = self.prev
+        self.prev = (float(x[-1]), float(y[-1]), float(d[-1]))
+        a = np.abs(d)
+        total = 0.5 * (float(np.dot(w, a[:-1])) + float(np.dot(w, a[1:])))
+        cross = np.flatnonzero(d[:-1] * d[1:] < 0)  # two triangles: less than the trapezoid
+        if len(cross):
+            a0, a1 = a[cross], a[cross + 1]
+            total -= float(np.dot(w[cross], a0 * a1 / (a0 + a1)))
+        # The segments not straight on the estimate's side: holding one of its knots (either
+        # end included: its limits may differ there), or starting before its first knot or
+        # ending after its last.
+        lo = np.searchsorted(ux, xp, side="left")
+        hi = np.searchsorted(ux, x[-1], side="right")
+        knots = ux[lo:hi]
+        after = np.searchsorted(x, knots, side="right")
+        parts = [np.searchsorted(x, knots, side="left"), after[after < m]]
+        below = int(np.searchsorted(x, ux[0], side="left"))  # x[k − 1] < ux[0] for k ≤ below
+        if below:
+            parts.append(np.arange(1, min(below, m - 1) + 1))
+        if xp < ux[0]:
+            parts.append(np.zeros(1, np.int64))
+        above = int(np.searchsorted(x, ux[-1], side="right"))  # x[k] > ux[-1] for k ≥ above
+        if above < m:
+            parts.append(np.arange(above, m))
+        special = np.unique(np.concatenate(parts))
+        special = special[w[special] > 0]
+        if len(special):
+            xa, ya = x[special - 1], y[special - 1]
+            if special[0] == 0:
+                xa[0], ya[0] = xp, yp
+            ws = w[special]
+            total += self._segments(xa, ya, x[special], y[special])
+            total -= float(np.sum(_area_terms(ws, d[special], d[special + 1])))
+        self.total += total
+
+    def _segments(self, xa, ya, xb, yb) -> float:
+        """∫|exact − estimate| over exact segments from (xa, ya) to (xb, yb) (each straight,
+        xb > xa), on a grid of its ends and the estimate's knots between them."""
+        ux, left, right = self.estimate
+        lo = np.searchsorted(ux, xa, side="right")
+        inner = np.maximum(np.searchsorted(ux, xb, side="left") - lo, 0)
+        size = inner + 2
+        ends = np.cumsum(size) - 1
+        starts = ends - size + 1
+        seg = np.repeat(np.arange(len(xa)), size)
+        pos = np.arange(int(ends[-1]) + 1) - starts[seg]
+        g = ux[np.clip(lo[seg] + pos - 1, 0, len(ux) - 1)]
+        g[starts], g[ends] = xa, xb
+        ey = ya[seg] + (g - xa[seg]) / (xb - xa)[seg] * (yb - ya)[seg]  # as `_on_grid`'s line
+        ey[ends] = yb
+        le = np.searchsorted(ux, g, side="right")
+        on = (le > 0) & (ux[np.maximum(le - 1, 0)] == g)
+        leaving, arriving = _on_grid(ux, left, right, g, le, on)
+        inside = seg[:-1] == seg[1:]
+        terms = _area_terms(g[1:] - g[:-1], ey[:-1] - leaving[:-1], ey[1:] - arriving[1:])
+        return float(np.sum(terms[inside]))
+
+    def _ends(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Keep the exact curve's first two knots (once known) and its last two so far."""
+        if self.first is None:
+            hx, hy = (
+                (x, y) if self.head is None else (np.r_[self.head[0], x], np.r_[self.head[1], y])
+            )
+            knots, points = _knots_of((hx, hy))
+            if len(knots[0]) > 2:
+                self.first = tuple(a[:2] for a in knots)
+                self.head = None
+            else:
+                self.head = points
+        r = int(np.searchsorted(x, x[-1], side="left"))  # where the last run of x starts
+        q = int(np.searchsorted(x, x[r - 1], side="left")) if r else 0
+        tx, ty = self.tail
+        points = _knots_of((np.r_[tx, x[q:]], np.r_[ty, y[q:]]))[1]
+        self.tail = points[0][-4:], points[1][-4:]
 
     def finish(self) -> float:
-        head = ([] if self.prev is None else [self.prev]) + self.pending
-        if self.carry is not None:
-            head.append(self.carry)
-        self.pending, self.carry = [], None
-        if head:
-            self._integrate(*(np.array(v) for v in zip(*head, strict=True)), last=True)
-        return self.total
+        """The total, with the grid beyond either end of the exact curve added."""
+        if self.prev is None:
+            return math.nan
+        first = self.first
+        if first is None:  # fewer than three distinct x
+            first = _limits(*self.head) if self.head is not None else None
+        last = _limits(*self.tail)
+        ux = self.estimate[0]
+        total = self.total
+        if first is not None and ux[0] < first[0][0]:
+            g = np.r_[ux[ux < first[0][0]], first[0][0]]
+            total += self._beyond(first, g)
+        if ux[-1] > last[0][-1]:
+            g = np.r_[last[0][-1], ux[ux > last[0][-1]]]
+            total += self._beyond(last, g)
+        return total
 
-    def _integrate(self, ux, left, right, *, last: bool) -> None:
-        """The area over these knots: the last integrated one (if any) first, then final ones."""
-        first = self.prev is None
-        if first and len(ux) < 2 and not last:
-            # The estimate is extrapolated before the exact curve's first segment: wait for it.
-            self.pending = [
-                (float(a), float(b), float(c)) for a, b, c in zip(ux, left, right, strict=True)
-            ]
-            return
-        if not len(ux) or (not first and len(ux) < 2):
-            return  # no new knot
-        ex = self.estimate
-        lo = 0 if first else int(np.searchsorted(ex[0], ux[0], side="left"))
-        hi = len(ex[0]) if last else int(np.searchsorted(ex[0], ux[-1], side="right"))
-        sub = ex[0][lo:hi]
-        if len(sub) > len(ux):  # more estimate knots than exact ones here (a small block)
-            grid, on1, on2 = _merged_grid(ux, sub)
-            exact = _on_own_knots(ux, left, right, grid, np.cumsum(on1), on1)
-            est_at = np.flatnonzero(on2)
-        else:
-            # The estimate's few knots inserted into the exact ones: the exact curve's values
-            # at its own knots are inserted along (no search), the few others interpolated.
-            at = np.searchsorted(ux, sub, side="left")
-            dup = (at < len(ux)) & (ux[np.minimum(at, len(ux) - 1)] == sub)
-            at = at[~dup]
-            grid = np.insert(ux, at, sub[~dup])
-            exact = np.insert(right, at, 0.0), np.insert(left, at, 0.0)
-            if len(at):
-                ins = at + np.arange(len(at))  # their places in the grid
-                exact[0][ins], exact[1][ins] = _on_grid(
-                    ux, left, right, grid[ins], at, np.zeros(len(at), bool)
-                )
-            est_at = np.searchsorted(grid, sub, side="left")
-            on2 = np.zeros(len(grid), bool)
-            on2[est_at] = True
-        # The estimate's knots at or below each grid point: a step at each of its few knots.
-        le2 = np.repeat(
-            np.arange(lo, lo + len(est_at) + 1), np.diff(est_at, prepend=0, append=len(grid))
-        )
-        self.total += _area_of(grid, *exact, *_off_own_knots(ex, self.doubled, grid, le2, on2))
-        self.prev = (float(ux[-1]), float(left[-1]), float(right[-1]))
+    def _beyond(self, knots, g: np.ndarray) -> float:
+        """∫|exact − estimate| over the grid g, the exact curve read from its `knots` (its
+        first or last two: all `_on_grid` uses beyond its ends)."""
+        ends = []
+        for ux, left, right in (knots, self.estimate):
+            le = np.searchsorted(ux, g, side="right")
+            on = (le > 0) & (ux[np.maximum(le - 1, 0)] == g)
+            ends.append(_on_grid(ux, left, right, g, le, on))
+        (leave1, arrive1), (leave2, arrive2) = ends
+        return _area_of(g, leave1, arrive1, leave2, arrive2)
 
 
-def _knots_after(head: list, x: np.ndarray, y: np.ndarray):
-    """`_limits(x, y)` for x already non-decreasing, after the knots `head` ((x, left, right)
-    each): one allocation per array, no sort and no copy to prepend."""
-    new = np.empty(len(x), bool)
-    new[0] = True
-    np.not_equal(x[1:], x[:-1], out=new[1:])
-    first = np.flatnonzero(new)
-    h, m = len(head), len(first)
-    ux, left, right = np.empty(h + m), np.empty(h + m), np.empty(h + m)
-    for i, (a, b, c) in enumerate(head):
-        ux[i], left[i], right[i] = a, b, c
-    np.take(x, first, out=ux[h:])
-    np.take(y, first, out=left[h:])
-    np.take(y, first[1:] - 1, out=right[h : h + m - 1])
-    right[-1] = y[-1]
-    return ux, left, right
+EXACT_AUC_FLOAT = 2.0**52
+"""Below this many (positive, negative) pairs, twice the AUC's integer sum is summed in float64
+dot products (exact: every partial sum is an integer below 2^53); above it, in int64."""
 
 
 def exact_diagnostics(
@@ -333,17 +369,16 @@ def exact_diagnostics(
     and the exact curves are summed over every point on the way (the same values as
     `exact_curves` with `roc_area_error`/`pr_area_error`, up to the order of float sums), but
     only a few thousand points of the curves are kept (all of them when there are no more
-    than 4·`cells` + 2). Memory: a block, not the curves' four
-    float64 arrays over every distinct score.
+    than 4·`cells` + 2). Memory: a block, not the curves' four float64 arrays over every
+    distinct score.
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
-    form); AP is Σ ΔTPR·precision, as scikit-learn sums it."""
+    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it."""
     p, n = len(s.positives), len(s.negatives)
     roc = pr = None
     if estimate is not None:
-        roc = _AreaStream(estimate.fpr, estimate.tpr)
-        pr = _AreaStream(estimate.recall[1:], estimate.precision[1:])
-        roc.add(np.zeros(1), np.zeros(1))
+        roc = _AreaPass(estimate.fpr, estimate.tpr, start=(0.0, 0.0))
+        pr = _AreaPass(estimate.recall[1:], estimate.precision[1:])
     kept: list[tuple[np.ndarray, ...]] = [
         (np.array([np.inf]), np.zeros(1), np.zeros(1), np.ones(1))
     ]
@@ -353,25 +388,32 @@ def exact_diagnostics(
     last = (0, np.inf, 0.0, 0.0, 1.0, 0, 0)
     last_kept = 0
     tp0 = fp0 = 0
-    tpr0 = 0.0
     twice_auc = 0
     ap = 0.0
+    in_float = 2 * p * n < EXACT_AUC_FLOAT
     with np.errstate(divide="ignore", invalid="ignore"):
         for d in s.distinct_blocks(block, descending=True):
             t = d.values[::-1]
-            dp = d.positives[::-1].astype(np.int64)
-            dn = d.negatives[::-1].astype(np.int64)
+            # Counts as float64 from here: integers below 2^53 stay exact through the sums,
+            # and the dot products run in BLAS.
+            dp = d.positives[::-1].astype(np.float64)
+            dn = d.negatives[::-1].astype(np.float64)
             tp = np.cumsum(dp)
             tp += tp0
             fp = np.cumsum(dn)
             fp += fp0
-            twice_auc += int(np.dot(dn, 2 * tp - dp))
+            if in_float:
+                twice_auc += 2 * int(np.dot(dn, tp)) - int(np.dot(dn, dp))
+            else:
+                dn_i = dn.astype(np.int64)
+                twice_auc += int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
             tpr, fpr = tp / p, fp / n
-            precision = tp / (tp + fp)  # every distinct score has a count
-            ap += float(np.sum(np.diff(tpr, prepend=tpr0) * precision))
+            count = tp + fp
+            precision = tp / count  # every distinct score has a count
+            ap += float(np.dot(dp, precision))
             if roc is not None and pr is not None:
-                roc.add(fpr, tpr)
-                pr.add(tpr, precision)
+                roc.add(fpr, tpr, np.divide(dn, n, out=dn))
+                pr.add(tpr, precision, np.divide(dp, p, out=dp))
             if every is not None:
                 every.append((t, tpr, fpr, precision))
                 if last[0] + len(t) + 1 > 4 * cells + 2:
@@ -379,7 +421,6 @@ def exact_diagnostics(
             # Thinning: the first point in each new cell of rank or of arc, and the point
             # before each. Both rise along the curve, so each cell's first point is found by a
             # binary search for its lower edge (cell ≥ c: count·cells ≥ c·(P + N), arc ≥ c).
-            count = tp + fp
             rank_hi = int(count[-1]) * cells // (p + n)
             edges = -(-np.arange(last[5] + 1, rank_hi + 1) * (p + n) // cells)
             starts = np.searchsorted(count, edges, side="left")
@@ -407,7 +448,7 @@ def exact_diagnostics(
                 rank_hi,
                 arc_hi,
             )
-            tp0, fp0, tpr0 = int(tp[-1]), int(fp[-1]), float(tpr[-1])
+            tp0, fp0 = int(tp[-1]), int(fp[-1])
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all
@@ -420,7 +461,7 @@ def exact_diagnostics(
         tpr_k,
         fpr_k,
         precision_k,
-        ap if p else math.nan,
+        ap / p if p else math.nan,
         auc,
     )
     if roc is None or pr is None:
