@@ -31,7 +31,7 @@ from fedeval.documents import load_document
 from fedeval.encode import MIN_COHORT, check_min_cohort
 from fedeval.errors import FedevalError, InputError, UsageError
 from fedeval.privacy.mechanism import mechanism_from_section
-from fedeval.release import Release, level_offsets
+from fedeval.release import Probe, Release, level_offsets
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class _Cohort:
     axis: ScoreAxis
     clients: int
     seeded: bool
+    probe: Probe | None = None  # round 1 of a two-phase release (the manifest states it)
 
 
 def _bad(directory: Path, what: str) -> InputError:
@@ -85,7 +86,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
         )
     try:
         mech = mechanism_from_section(doc["privacy"])
-        config, seeded = mech.config, mech.seeded
+        config, seeded, probe = mech.config, mech.seeded, mech.probe
         lo, hi = (float(x) for x in doc["score_range"])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ValueError("score_range must be two finite numbers lo < hi")
@@ -113,7 +114,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
             f"'{directory}': a cohort of {clients} clients is below the minimum of {min_cohort}; "
             "its sum would say too much about each client. Nothing was aggregated."
         )
-    return _Cohort(directory, doc, config, population, axis, clients, seeded)
+    return _Cohort(directory, doc, config, population, axis, clients, seeded, probe)
 
 
 def _verified(directory: Path, entry: dict) -> bytes:
@@ -241,12 +242,16 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
         counts = local_counts
         if cfg.unit is Unit.CLIENT and clients_seen:
             per_client = np.bincount(np.concatenate(clients_seen).astype(np.int64), minlength=n)
-            if np.any(per_client[seen] != cfg.max_examples):
+            # After a probe round a client's other slots went to the probe: at most L here.
+            wrong = per_client[seen] > cfg.max_examples if cfg.probed else None
+            if wrong is None:
+                wrong = per_client[seen] != cfg.max_examples
+            if np.any(wrong):
                 raise InputError(
                     f"'{d}': under unit client every client sends exactly {cfg.max_examples} "
                     "reports; some sent another number. Nothing was aggregated."
                 )
-    release = Release.of_cohort(cfg, counts, reporters, int(seen.sum()))
+    release = Release.of_cohort(cfg, counts, reporters, int(seen.sum()), cohort.probe)
     if cohort.seeded:
         release = replace(release, seeded=True)
     return release, int(seen.sum()), recovered, bytes_read
@@ -313,9 +318,14 @@ def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
     return secagg.recovery_correction(need_first, need_second, keys, missing_mask, width)
 
 
+def _probe_key(probe: Probe | None) -> object:
+    return None if probe is None else probe.to_dict()
+
+
 def _same(a: _Cohort, b: _Cohort) -> None:
     for what, x, y in (
         ("privacy parameters", a.config, b.config),
+        ("probe rounds", _probe_key(a.probe), _probe_key(b.probe)),
         ("population", a.population, b.population),
         ("score axis", a.axis.to_dict(), b.axis.to_dict()),
     ):

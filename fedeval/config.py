@@ -207,6 +207,9 @@ class PrivacyConfig:
         each client's examples, and the noise is scaled to a client's whole contribution).
     relation : the neighbouring relation ε is stated over (None under ``federated``; filled
         with the model's default when not given).
+    probe_share : s of a two-phase release (`--height auto` under DP, `fedeval.params`): 0 when
+        the height was given; else a probe of the class totals came first, at s·ε under distdp
+        (the tree then gets (1 − s)·ε), or from a share s of the reports under localdp.
     """
 
     model: PrivacyModel
@@ -216,12 +219,19 @@ class PrivacyConfig:
     unit: Unit = Unit.EXAMPLE
     max_examples: int | None = None
     relation: Relation | None = None
+    probe_share: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
         check_epsilon(self.model, self.epsilon)
         object.__setattr__(self, "unit", check_unit(self.unit, self.max_examples))
         object.__setattr__(self, "relation", check_relation(self.model, self.relation))
+        share = self.probe_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 1:
+            raise UsageError(f"`probe_share` must be a fraction in [0, 1). Found {share!r}.")
+        object.__setattr__(self, "probe_share", float(share))
+        if share and self.model is PrivacyModel.FEDERATED:
+            raise UsageError("a probe round applies to distdp and localdp only.")
         if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
@@ -244,6 +254,11 @@ class PrivacyConfig:
         return 1
 
     @property
+    def probed(self) -> bool:
+        """Whether a probe of the class totals chose the height (two-phase `auto`)."""
+        return self.probe_share > 0
+
+    @property
     def levels(self) -> tuple[int, ...]:
         """The released levels k (level k has 2^k cells)."""
         if self.shape is Shape.FLAT:
@@ -256,8 +271,9 @@ class PrivacyConfig:
 
 
 def config_dict(config: PrivacyConfig) -> dict:
-    """The configuration as stored in report directories and saved aggregates."""
-    return {
+    """The configuration as stored in report directories and saved aggregates (`probe_share`
+    only for a two-phase release, so a given height stores what it always did)."""
+    out = {
         "model": config.model.value,
         "epsilon": config.epsilon,
         "height": config.height,
@@ -267,6 +283,9 @@ def config_dict(config: PrivacyConfig) -> dict:
         "max_examples": config.max_examples,
         "relation": None if config.relation is None else config.relation.value,
     }
+    if config.probed:
+        out["probe_share"] = config.probe_share
+    return out
 
 
 def config_from_dict(p: dict) -> PrivacyConfig:
@@ -280,4 +299,5 @@ def config_from_dict(p: dict) -> PrivacyConfig:
         unit=Unit(p.get("unit", "example")),
         max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
         relation=p.get("relation"),
+        probe_share=p.get("probe_share", 0.0),
     )

@@ -11,6 +11,14 @@ name, then renamed), so a failed run never leaves a partial one.
 
 With the same seed, the reports sum to exactly the release of the one-shot per-client path
 (`fedeval.simulate.per_client_release`): the simulator is the deployed encoder.
+
+`--height auto` under distdp or localdp is two-phase (`fedeval.privacy.probe`): the encoder
+plays round 1 itself (`fedeval.simulate.probe_round`: every client's probe share, or the probe
+reports of a random share of the report slots), writes the probe's released counts and the
+height chosen from them into the manifest's privacy section, then encodes the tree at that
+height. A deployment runs round 1 as its own secure-aggregation round (localdp: its own upload
+of the probe reports) and broadcasts the height before round 2; so the cohort must be the whole
+population (several cohorts must share one probe, which one encoder cannot play).
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from fedeval.params import data_resolution, resolve_config
 from fedeval.privacy import localdp, mechanism_for
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.release import level_offsets
-from fedeval.simulate import batch_width, client_batches, rng_and_seed
+from fedeval.simulate import batch_width, client_batches, probe_round, rng_and_seed
 
 MAX_CELLS = 1 << 22
 """Report entries held in memory per batch of clients (16 MB of uint32); one part per batch."""
@@ -129,12 +137,16 @@ def local_reports(
     c1: int,
     config: PrivacyConfig,
     rng: np.random.Generator,
+    taken: np.ndarray | None = None,
 ) -> pa.Table:
     """What clients c0..c1−1 send under localdp, one row per report (`client` relative to c0).
 
     Padded per batch, as the per-client path does, so one seed gives both the same reports:
-    exactly L reports per client under unit client."""
-    b_cells, b_labels, b_client, real = localdp.padded(cells, labels, client, c1 - c0, config)
+    exactly L reports per client under unit client, less the `taken` slots per client that the
+    probe round of a two-phase release used."""
+    b_cells, b_labels, b_client, real = localdp.padded(
+        cells, labels, client, c1 - c0, config, taken
+    )
     group, bits = localdp.example_reports(b_cells, b_labels, config, rng, real)
     return _local_table(b_client + c0, group, bits)
 
@@ -283,6 +295,13 @@ def encode_file(
             f"`population` is the number of clients the protocol is set up for, at least the "
             f"{n:,} clients in '{source}'. Found {population!r}."
         )
+    if config.probed and population != n:
+        raise UsageError(
+            f"`height` auto under {config.model.value} is two-phase: a probe round over every "
+            "client of the run chooses the height before any tree report is made, and this "
+            f"encoder holds {n:,} of the {population:,} clients. Encode the whole population "
+            "as one cohort, or give every cohort the same `height` (e.g. from `fedeval plan`)."
+        )
     if not 0.0 <= dropout < 1.0:
         raise UsageError(f"`dropout` must be a fraction in [0, 1). Found {dropout}.")
     if dropout > 0 and config.model is PrivacyModel.DISTDP:
@@ -303,6 +322,11 @@ def encode_file(
     ex = data.examples
     if ex is None:
         raise AssertionError("the table was read without keeping its examples")
+    # Round 1 of a two-phase `auto` (distdp, localdp): the encoder plays the probe round over
+    # the whole cohort, as the per-client path does, and releases the tree at its height.
+    rnd = probe_round(data, config, rng, max_cells) if config.probed else None
+    if rnd is not None:
+        config = rnd.config
     cells = cell_index(ex.unit_scores, config.height)
     masked = config.model is not PrivacyModel.LOCALDP
     k = secagg.neighbours_per_side(n, neighbours) if masked else 0
@@ -310,7 +334,9 @@ def encode_file(
     missing = np.zeros(n, bool)
     if dropout > 0:
         missing[network_rng.choice(n, size=round(dropout * n), replace=False)] = True
-    claim = mechanism_of(config, seeded=seed_used is not None)
+    claim = mechanism_of(
+        config, seeded=seed_used is not None, probe=None if rnd is None else rnd.probe
+    )
     width = int(level_offsets(config)[-1])
     length = width
 
@@ -328,9 +354,12 @@ def encode_file(
                 table = _masked_table(ids[keep], vectors[keep])
             else:
                 # Padded per batch, as the per-client path does, so a seed gives both the same
-                # reports: exactly L per client under unit client.
+                # reports: exactly L per client under unit client (less the probe's slots).
+                kw = {}
+                if rnd is not None:
+                    sel, kw = rnd.tree_rows(sel), rnd.taken_by(c0, c1)
                 table = local_reports(
-                    cells[sel], ex.positive[sel], ex.client[sel] - c0, c0, c1, config, rng
+                    cells[sel], ex.positive[sel], ex.client[sel] - c0, c0, c1, config, rng, **kw
                 )
                 if missing[c0:c1].any():
                     table = table.filter(pa.array(~missing[table["client"].to_numpy()]))

@@ -81,6 +81,60 @@ def oue_sigma2(epsilon: float) -> float:
     return 4 * math.exp(epsilon) / math.expm1(epsilon) ** 2
 
 
+AUTO_MIN_HEIGHT = {PrivacyModel.DISTDP: 4, PrivacyModel.LOCALDP: 2}
+"""The smallest height `auto` picks for each DP model (before the thresholds' alignment floor)."""
+
+PROBE_SHARE = 0.05
+"""s of a two-phase `auto`: the probe's share of ε (distdp) or of the reports (localdp). The
+height only needs m to within a factor ~2 (h moves by ½·log2 of m's error, or ¼ under OUE):
+at s = 0.05 the probe's error on m is a few % at m ≥ 10⁴ (distdp ε = 1: sd 28 on each total;
+localdp ε = 5: ≈ 4% of a rare class of 15,000 at n = 1M), while the tree loses only 5% of its
+ε (its noise sd grows by 1/0.95) or of its reports (sd by √(1/0.95)); measured with
+`benchmarks/height.py` (module docstring)."""
+
+AUC_SCALE = {PrivacyModel.DISTDP: 0.45, PrivacyModel.LOCALDP: 1.0}
+"""c in 2^h = c·(ε·m)^(1/2) (distdp) or c·(m²/(n·σ²))^(1/4) (OUE), fitted on the two data
+families of `benchmarks/height.py` (smooth; 1.5% positives) at 1M rows."""
+
+
+def probe_height(
+    model: PrivacyModel | str,
+    *,
+    negatives: float,
+    positives: float,
+    epsilon: float,
+    reports: float = 0.0,
+    min_height: int = 0,
+) -> int:
+    """The AUC's height from (noisy) class totals: noise sd ≈ h/(ε·m) under distdp or
+    √(h·n)·σ/m under OUE for the minority count m, against a bias falling as 4^-h, balanced at
+    2^h = c·√(ε·m) or c·(m²/(n·σ²))^(1/4). `epsilon` is the tree's ε per example (distdp) or
+    one report's ε (localdp), `reports` the number of reports n (localdp). Clamped to
+    [max(AUTO_MIN_HEIGHT, min_height), AUTO_MAX_HEIGHT]: the thresholds' alignment floor wins."""
+    model = PrivacyModel(model)
+    m = max(min(float(positives), float(negatives)), 1.0)
+    if model is PrivacyModel.DISTDP:
+        leaves = AUC_SCALE[model] * math.sqrt(epsilon * m)
+    elif model is PrivacyModel.LOCALDP:
+        leaves = AUC_SCALE[model] * (m * m / (max(reports, 1.0) * oue_sigma2(epsilon))) ** 0.25
+    else:
+        return max(FEDERATED_HEIGHT, min_height)
+    h = round(math.log2(max(leaves, 1.0)))
+    return int(max(min(max(h, AUTO_MIN_HEIGHT[model]), AUTO_MAX_HEIGHT[model]), min_height))
+
+
+def probe_epsilon_per_example(config: PrivacyConfig) -> float:
+    """The ε `probe_height` balances with: the tree's ε per example under distdp ((1 − s)·ε/L,
+    halved under replace, where Δ doubles), or one OUE report's ε under localdp."""
+    eps = config.epsilon
+    if eps is None:
+        raise ValueError("a probe needs ε")
+    if config.model is PrivacyModel.LOCALDP:
+        return eps / config.examples_per_unit
+    doubled = 2 if config.relation is Relation.REPLACE else 1
+    return eps * (1.0 - config.probe_share) / (config.examples_per_unit * doubled)
+
+
 def auto_height(model: PrivacyModel, n: int, epsilon: float | None) -> int:
     """The leaf height that balances noise against discretisation (module docstring)."""
     if model is PrivacyModel.FEDERATED or epsilon is None:
@@ -121,13 +175,18 @@ def resolve_config(
     max_examples: int | None = None,
     relation: str | None = None,
     min_height: int = 0,
+    probe: bool = True,
 ) -> PrivacyConfig:
     """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε.
 
     Under unit client the auto height sees the budget one example gets, ε/L; `relation` is the
     neighbouring relation (None: the model's default, `fedeval.config.DEFAULT_RELATION`).
     `min_height` is the least height 'auto' may pick: the alignment height of declared
-    thresholds (`fedeval.axis`), which a coarser tree would cut through."""
+    thresholds (`fedeval.axis`), which a coarser tree would cut through.
+
+    'auto' under distdp or localdp is two-phase (`probe_share` = PROBE_SHARE): the height is
+    chosen later, from the probe's noisy class totals (`fedeval.privacy.probe`); `probe=False`
+    keeps the one-phase rule from n (`auto_height`), for a caller with no probe round."""
     try:
         model = PrivacyModel(model)
     except ValueError as e:
@@ -138,7 +197,13 @@ def resolve_config(
     check_epsilon(model, epsilon)  # before ε enters the height formula
     unit = check_unit(unit, max_examples)
     relation = check_relation(model, relation)
-    if height == "auto":
+    probe_share = 0.0
+    if height == "auto" and model is not PrivacyModel.FEDERATED and probe:
+        # Two-phase: the probe chooses the height (`probe_height`); until it has run, the
+        # height is the least `auto` may pick, and a release cannot be made without the probe.
+        probe_share = PROBE_SHARE
+        height = max(AUTO_MIN_HEIGHT[model], min_height)
+    elif height == "auto":
         # The budget one example gets: ε/L; under distdp halved by replace (Δ doubles).
         doubled = model is PrivacyModel.DISTDP and relation is Relation.REPLACE
         factor = (max_examples or 1) * (2 if doubled else 1)
@@ -163,6 +228,7 @@ def resolve_config(
         unit=unit,
         max_examples=max_examples,
         relation=relation,
+        probe_share=probe_share,
     )
 
 

@@ -21,7 +21,7 @@ import json
 import math
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -36,8 +36,9 @@ from fedeval.evaluate import (
     estimate_metrics,
     threshold_axis,
 )
-from fedeval.params import resolve_config
-from fedeval.privacy import mechanism_for
+from fedeval.params import probe_epsilon_per_example, probe_height, resolve_config
+from fedeval.privacy import distdp, localdp, mechanism_for, probe
+from fedeval.release import Release
 from fedeval.simulate import fast_release
 
 RESOLUTION = 20
@@ -143,6 +144,8 @@ def predict(
         truth = population_truth(population, rng)
     leaves = population.leaf_counts(config.height)  # once, not once per run
     draw = mechanism_for(config.model).draw
+    if config.probed:
+        draw = _probed_draw
     errs = []
     for _ in range(runs):
         est = estimate_metrics(draw(leaves, population.n_clients, config, rng).histogram(), thr)
@@ -156,6 +159,41 @@ def predict(
         )
     auc, p, r, a = np.mean(errs, axis=0)
     return Prediction(config, population.rows, float(auc), float(p), float(r), float(a))
+
+
+def _probed_draw(
+    leaves: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
+) -> Release:
+    """A two-phase release at the height already chosen: the tree at (1 − s)·ε (distdp) or
+    from the reports the probe left (localdp). The probe's own noise only chooses h, which the
+    planner fixes from the reference population's exact totals."""
+    if config.model is PrivacyModel.LOCALDP:
+        pad = localdp.empty_reports(int(leaves.sum()), n_clients, config)
+        found, rest, rest_pad = probe.draw_localdp(leaves, pad, config, rng)
+        return localdp.draw(rest, n_clients, config, rng, pad=rest_pad, probe=found)
+    found = probe.draw_distdp(leaves.sum(axis=-1), config, rng)
+    return distdp.draw(leaves, n_clients, config, rng, probe=found)
+
+
+def recommended_config(
+    rows: int, population: ScoredData, model: PrivacyModel | str, epsilon: float | None
+) -> PrivacyConfig:
+    """`--height auto --shape auto` as evaluate resolves it on this population: under DP the
+    probe's rule (`fedeval.params.probe_height`) on the population's exact class totals (a
+    reference population: nothing private), no coarser than the thresholds' alignment floor."""
+    floor = population.axis.auto_floor(RESOLUTION)
+    cfg = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
+    if not cfg.probed:
+        return cfg
+    h = probe_height(
+        cfg.model,
+        negatives=population.negatives,
+        positives=population.positives,
+        epsilon=probe_epsilon_per_example(cfg),
+        reports=population.rows,
+        min_height=floor,
+    )
+    return replace(cfg, height=h)
 
 
 def _check(rows: int, positives_fraction: float, auc: float, seed: int) -> None:
@@ -187,15 +225,14 @@ def plan(
     """(prediction at the recommended parameters, predictions for each height in `heights`).
 
     The recommendation is `--height auto --shape auto`'s rule (`fedeval.params`), so what the
-    planner predicts is what the other commands will do. `progress(done, total)` is told after
-    each prediction.
+    planner predicts is what the other commands will do: under DP a probe of the class totals
+    takes PROBE_SHARE of ε (distdp) or of the reports (localdp), and the tree the rest.
+    `progress(done, total)` is told after each prediction.
     """
     _check(rows, positives_fraction, auc, seed)
     rng = np.random.default_rng(seed)
     population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
-    # As evaluate resolves it: `auto` no coarser than the height that keeps the thresholds edges.
-    floor = population.axis.auto_floor(RESOLUTION)
-    best = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
+    best = recommended_config(rows, population, model, epsilon)
     truth = population_truth(population, rng)
     todo = [best] + [
         resolve_config(model, n=rows, epsilon=epsilon, height=h) for h in heights or []
@@ -276,7 +313,8 @@ class PlanReport:
         cfg = self.best.config
         return {
             "schema": "fedeval.plan/1",
-            "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon},
+            "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon}
+            | ({"probe_share": cfg.probe_share, "probe": _probe_words(cfg)} if cfg.probed else {}),
             "rows": self.rows,
             "positives_fraction": self.positives_fraction,
             "reference": {"source": self.like}
@@ -297,6 +335,19 @@ class PlanReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def _probe_words(cfg: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words."""
+    if cfg.model is PrivacyModel.LOCALDP:
+        return (
+            f"{cfg.probe_share:g} of the reports report the label alone (the class totals "
+            "that choose h); the tree gets the rest"
+        )
+    return (
+        f"{cfg.probe_share:g}·ε buys noisy class totals that choose h; the tree gets "
+        f"{1 - cfg.probe_share:g}·ε"
+    )
 
 
 def _errors(p: Prediction) -> dict[str, float]:
@@ -359,6 +410,9 @@ def plan_report(
     recommended = {
         "shape": cfg.shape.value,
         "height": cfg.height,
+        "height_rule": "chosen by a probe of the class totals (two-phase auto)"
+        if cfg.probed
+        else "auto",
         "leaves": cfg.n_leaves,
         "quantiles": auto_quantiles(cfg.model, rows, cfg.epsilon),
         "calibration_buckets": auto_buckets(cfg.model, rows, cfg.epsilon, cfg.n_leaves),

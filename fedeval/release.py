@@ -48,6 +48,43 @@ def level_totals(counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
+class Probe:
+    """Round 1 of a two-phase release (`fedeval.privacy.probe`): the noisy class totals that
+    chose the height, as released.
+
+    `counts` are [negatives, positives]: exact totals plus discrete Laplace (distdp), or the sums
+    of the probe reports' two OUE bits (localdp); `reports` is the number of probe reports under
+    localdp (public, as every report count is there), None under distdp."""
+
+    counts: np.ndarray
+    reports: int | None = None
+
+    def __post_init__(self) -> None:
+        counts = np.asarray(self.counts)
+        if counts.shape != (2,) or (counts.size and counts.dtype.kind not in "iu"):
+            raise ReleaseError(f"a probe holds two integer counts. Found {self.counts!r}.")
+        object.__setattr__(self, "counts", counts.astype(np.int64))
+        r = self.reports
+        if r is not None and (isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 0):
+            raise ReleaseError(f"a probe's reports must be a count ≥ 0. Found {r!r}.")
+        if r is not None:
+            object.__setattr__(self, "reports", int(r))
+
+    def same(self, other: Probe | None) -> bool:
+        return (
+            other is not None
+            and np.array_equal(self.counts, other.counts)
+            and self.reports == other.reports
+        )
+
+    def to_dict(self) -> dict:
+        out: dict = {"counts": self.counts.tolist()}
+        if self.reports is not None:
+            out["reports"] = self.reports
+        return out
+
+
+@dataclass(frozen=True, eq=False)
 class Release:
     """Summed client reports of one protocol run: one or more cohorts' unmasked sums.
 
@@ -62,6 +99,8 @@ class Release:
     cohorts : secure sums (cohorts) added together; under distdp each carries its own full
         discrete Laplace noise, so the noise variance of a count is `cohorts` times one.
     seeded : the noise came from a user-given seed (a reproducible simulation, not private).
+    probe : the probe round that chose the height (a two-phase release, `config.probed`), else
+        None. Cohorts of one run share it.
     """
 
     config: PrivacyConfig
@@ -70,6 +109,7 @@ class Release:
     n_clients: int | None
     cohorts: int = 1
     seeded: bool = False
+    probe: Probe | None = None
 
     def __post_init__(self) -> None:
         expected = int(level_offsets(self.config)[-1])
@@ -82,6 +122,14 @@ class Release:
             raise ReleaseError("release reporters must hold one count per released level.")
         if isinstance(self.cohorts, bool) or not isinstance(self.cohorts, int) or self.cohorts < 1:
             raise ReleaseError(f"a release sums at least one cohort. Found {self.cohorts!r}.")
+        if self.config.probed != (self.probe is not None):
+            raise ReleaseError(
+                "a two-phase release (probe_share > 0) carries its probe, and only it does."
+            )
+        if self.probe is not None and (self.probe.reports is None) != (
+            self.config.model is not PrivacyModel.LOCALDP
+        ):
+            raise ReleaseError("a probe counts its reports under localdp, and only there.")
 
     @classmethod
     def of_cohort(
@@ -90,6 +138,7 @@ class Release:
         counts: np.ndarray,
         reporters: np.ndarray | None,
         n_clients: int,
+        probe: Probe | None = None,
     ) -> Release:
         """The release of one cohort's summed reports, keeping only the exact counts the
         mechanism may publish: the reports per level under localdp (public under replace),
@@ -103,7 +152,7 @@ class Release:
             case PrivacyModel.DISTDP:
                 reporters = None
         public = mechanism_of(config).clients_public
-        return cls(config, counts, reporters, n_clients if public else None, 1)
+        return cls(config, counts, reporters, n_clients if public else None, 1, False, probe)
 
     def __add__(self, other: Release) -> Release:
         """Merge the releases of disjoint cohorts of one protocol run."""
@@ -115,6 +164,9 @@ class Release:
                 f"{self.config} and {other.config}."
             )
 
+        if self.probe is not None and not self.probe.same(other.probe):
+            raise ReleaseError("cannot merge releases whose heights were chosen by other probes.")
+
         def both(a, b):
             return None if a is None or b is None else a + b
 
@@ -125,6 +177,7 @@ class Release:
             both(self.n_clients, other.n_clients),
             self.cohorts + other.cohorts,
             self.seeded or other.seeded,
+            self.probe,
         )
 
     def __radd__(self, other: object) -> Release:
@@ -143,8 +196,18 @@ class Release:
         if self.config.model is PrivacyModel.LOCALDP:
             if self.config.unit is Unit.CLIENT:
                 return None
-            return int(self.reporters.sum())
+            return self.total_reports
         return int(self.reporters[0]) if len(self.reporters) else 0
+
+    @property
+    def probe_reports(self) -> int:
+        """Reports the probe round took (localdp), else 0."""
+        return 0 if self.probe is None or self.probe.reports is None else self.probe.reports
+
+    @property
+    def total_reports(self) -> int:
+        """Every report summed in (localdp): the tree's and the probe's."""
+        return (0 if self.reporters is None else int(self.reporters.sum())) + self.probe_reports
 
     def level_counts(self) -> list[np.ndarray]:
         """Counts per released level, each of shape (2, 2^k): [negatives, positives]."""
@@ -168,7 +231,9 @@ class Release:
             ]
         )
         reporters = () if self.reporters is None else tuple(self.reporters.tolist())
-        return ScoreHistogram(self.config, leaves, tuple(variances), reporters, self.cohorts)
+        return ScoreHistogram(
+            self.config, leaves, tuple(variances), reporters, self.cohorts, self.probe_reports
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,7 +244,7 @@ class ScoreHistogram:
     noise (clamping would bias every sum over many cells, so it is left to the final metric).
     `level_variances` is the noise variance of one measured count at each released level, or of
     each of its cells, (2, 2^k) (the constrained-inference weights); `reporters` the example
-    reports summed into each level.
+    reports summed into each level; `probe_reports` those the probe round took (localdp).
     """
 
     config: PrivacyConfig
@@ -187,6 +252,12 @@ class ScoreHistogram:
     level_variances: tuple[float | np.ndarray, ...]
     reporters: tuple[int, ...] = ()
     cohorts: int = 1
+    probe_reports: int = 0
+
+    @property
+    def total_reports(self) -> int:
+        """Every report of the run (localdp): the levels' and the probe's."""
+        return sum(self.reporters) + self.probe_reports
 
     def noise_draws(self, n_draws: int, rng: np.random.Generator) -> np.ndarray | None:
         """`n_draws` fresh draws of the release's noise as it reaches the consistent leaves,

@@ -38,7 +38,7 @@ def release_dict(release: Release, score_range: tuple[float, float] | ScoreAxis)
     """The document of `release`: what the analyst receives, and nothing more. The axis (the
     score range, and the cell edges declared thresholds were aligned to) is public: it depends on
     the options alone, never on the data."""
-    mech = mechanism_of(release.config, seeded=release.seeded)
+    mech = mechanism_of(release.config, seeded=release.seeded, probe=release.probe)
     axis = score_range if isinstance(score_range, ScoreAxis) else ScoreAxis.linear(*score_range)
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -108,7 +108,7 @@ def load_release(path: str | os.PathLike, *, verify_key: Any = None) -> tuple[Re
         cohorts = doc["cohorts"]
         if isinstance(cohorts, bool) or not isinstance(cohorts, int):
             raise ValueError("cohorts must be an integer")
-        release = Release(config, counts, reporters, n_clients, cohorts, seeded)
+        release = Release(config, counts, reporters, n_clients, cohorts, seeded, mech.probe)
         if not mech.exact_counts_public and (reporters is not None or n_clients is not None):
             raise ValueError(f"a {config.relation} release must not carry exact counts")
     except KeyError as e:

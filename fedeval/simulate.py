@@ -19,11 +19,11 @@ from fedeval.data import ScoredData, cap_examples
 from fedeval.errors import InputError, UsageError
 from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
-from fedeval.hierarchy import cell_index
-from fedeval.params import resolve_config
-from fedeval.privacy import mechanism_for
+from fedeval.hierarchy import cell_index, coarsen
+from fedeval.params import AUTO_MAX_HEIGHT, resolve_config
+from fedeval.privacy import localdp, mechanism_for, probe
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
-from fedeval.release import Release, ScoreHistogram, level_offsets
+from fedeval.release import Probe, Release, ScoreHistogram, level_offsets
 
 
 class SimulationPath(StrEnum):
@@ -46,9 +46,25 @@ def reading_options(
 
 
 def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generator) -> Release:
-    """Draw the aggregate of all clients' reports directly (equal in distribution)."""
+    """Draw the aggregate of all clients' reports directly (equal in distribution). A two-phase
+    configuration (`config.probed`) draws the probe round first and releases the tree at the
+    height it chose (the release's config)."""
     mech = mechanism_for(config.model)
-    return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
+    if not config.probed:
+        return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
+    floor = data.axis.auto_floor(data.resolution)
+    if config.model is PrivacyModel.DISTDP:
+        found = probe.draw_distdp(np.array([data.negatives, data.positives]), config, rng)
+        h = probe.height(found, config, 0, floor, data.resolution)
+        config = replace(config, height=h)
+        return mech.draw(data.leaf_counts(h), data.n_clients, config, rng, probe=found)
+    # localdp: the probe's reports leave the cells they came from; the rest make the tree.
+    fine = min(data.resolution, max(AUTO_MAX_HEIGHT[config.model], floor))
+    pad = localdp.empty_reports(data.rows, data.n_clients, config)
+    found, rest, rest_pad = probe.draw_localdp(data.leaf_counts(fine), pad, config, rng)
+    h = probe.height(found, config, data.rows + pad, floor, fine)
+    config = replace(config, height=h)
+    return localdp.draw(coarsen(rest, h), data.n_clients, config, rng, pad=rest_pad, probe=found)
 
 
 def _seeded(release: Release, seeded: bool) -> Release:
@@ -78,6 +94,62 @@ def client_batches(
         yield c0, c1, order[lo:hi]
 
 
+@dataclass(frozen=True, eq=False)
+class ProbeRound:
+    """Round 1 of a two-phase release, as clients play it: the released probe, the configuration
+    at the height it chose, and under localdp which report slots it used: `used` per example
+    (its one report went to the probe) and `taken` per client (its slots the probe used, real
+    or padding), so that round 2 sends every client's other reports only."""
+
+    probe: Probe
+    config: PrivacyConfig
+    used: np.ndarray | None = None
+    taken: np.ndarray | None = None
+
+    def tree_rows(self, sel: np.ndarray) -> np.ndarray:
+        """The examples of `sel` that report in the tree (round 2)."""
+        return sel if self.used is None else sel[~self.used[sel]]
+
+    def taken_by(self, c0: int, c1: int) -> dict:
+        """Keyword arguments that tell clients c0..c1−1's encoder which slots are used."""
+        return {} if self.taken is None else {"taken": self.taken[c0:c1]}
+
+
+def probe_round(
+    data: ScoredData, config: PrivacyConfig, rng: np.random.Generator, max_cells: int = 1 << 22
+) -> ProbeRound:
+    """Round 1 as every client plays it (the per-client path and `encode` share it, so one seed
+    gives both the same probe): distdp, each client's class counts plus a Pólya share sized to
+    all clients; localdp, each report slot (padding too) is a probe report with probability s,
+    drawn in batches of clients, and the OUE bits of its label. The height is chosen from the
+    result alone (`fedeval.privacy.probe.height`)."""
+    ex = data.examples
+    if ex is None:
+        raise UsageError("a probe round needs per-example data (keep_examples=True).")
+    n = data.n_clients
+    floor = data.axis.auto_floor(data.resolution)
+    if config.model is PrivacyModel.DISTDP:
+        found = probe.client_sum_distdp(ex.positive, n, config, rng)
+        h = probe.height(found, config, 0, floor, data.resolution)
+        return ProbeRound(found, replace(config, height=h))
+    used = np.zeros(len(ex.positive), bool)
+    taken = np.zeros(n, np.int64)
+    counts = np.zeros(2, np.int64)
+    zeros = np.zeros(len(ex.positive), np.int64)
+    for c0, c1, sel in client_batches(ex.client, n, 2 * config.examples_per_unit, max_cells):
+        _, labels, client, real = localdp.padded(
+            zeros[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config
+        )
+        role = probe.roles(len(labels), config, rng)
+        counts += probe.client_bits_localdp(labels[role], real[role], config, rng).sum(axis=0)
+        used[sel] = role[: len(sel)]  # the real examples come first, in order
+        taken[c0:c1] += np.bincount(client[role], minlength=c1 - c0)
+    found = Probe(counts, int(taken.sum()))
+    total = len(ex.positive) + localdp.empty_reports(len(ex.positive), n, config)
+    h = probe.height(found, config, total, floor, data.resolution)
+    return ProbeRound(found, replace(config, height=h), used, taken)
+
+
 FEDERATED_BATCH_WIDTH = 64
 """Entries a federated client's summed report is counted as when batching clients: its one-hot
 counts are never made dense, so batches are large (2^16 clients at the default cap)."""
@@ -101,6 +173,9 @@ def per_client_release(
     if ex is None:
         raise UsageError("the per-client path needs per-example data (keep_examples=True).")
     mech = mechanism_for(config.model)
+    rnd = probe_round(data, config, rng, max_cells) if config.probed else None
+    if rnd is not None:
+        config = rnd.config
     cells = cell_index(ex.unit_scores, config.height)
     n = data.n_clients
     width = int(level_offsets(config)[-1])
@@ -116,18 +191,21 @@ def per_client_release(
         # reports they bound): a batch's one-hot counts are a bincount of its examples' nodes.
         width = FEDERATED_BATCH_WIDTH
     for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
+        kw = {}
+        if rnd is not None:
+            sel, kw = rnd.tree_rows(sel), rnd.taken_by(c0, c1)
         args = (cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config, n, rng)
         if chunk_sum is not None:
-            total, per_level = chunk_sum(*args)
+            total, per_level = chunk_sum(*args, **kw)
         else:
-            reports, per_level = mech.client_reports(*args)
+            reports, per_level = mech.client_reports(*args, **kw)
             total = reports.sum(axis=0)
         counts += total
         if per_level is not None:
             reporters += per_level if per_level.ndim == 1 else per_level.sum(axis=0)
         if progress is not None:
             progress(c1, n)
-    return Release.of_cohort(config, counts, reporters, n)
+    return Release.of_cohort(config, counts, reporters, n, None if rnd is None else rnd.probe)
 
 
 def simulate_release(
@@ -259,7 +337,7 @@ class Simulated:
         hist = release.histogram()
         if hist.positives <= 0 or hist.negatives <= 0:
             raise InputError("the release holds no positive or no negative examples.")
-        mechanism = mechanism_of(release.config, seeded=release.seeded)
+        mechanism = mechanism_of(release.config, seeded=release.seeded, probe=release.probe)
         return cls(
             release.config,
             mechanism,
@@ -341,7 +419,8 @@ def simulate(
         assert config.max_examples is not None  # resolve_config requires it under unit client
         data = cap_examples(data, config.max_examples, cap_rng)
     release = _seeded(simulate_release(data, config, rng, path, progress), seed_used is not None)
-    mechanism = mechanism_of(config, seeded=release.seeded)
+    config = release.config  # a two-phase `auto`: the height its probe chose
+    mechanism = mechanism_of(config, seeded=release.seeded, probe=release.probe)
     return Simulated(
         config,
         mechanism,

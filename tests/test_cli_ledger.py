@@ -172,7 +172,13 @@ def test_evaluate_then_ledger(scores):
     header, entries = read_ledger("run.jsonl")
     assert header["budget"] == {"epsilon": 2.5, "delta": 0.0}
     assert [e["command"] for e in entries] == ["evaluate", "calibrate"]
-    assert entries[0]["dp_event"]["type"] == "discrete_laplace"
+    # `--height auto` under distdp: the probe of the class totals composed with the tree.
+    event = entries[0]["dp_event"]
+    assert event["type"] == "composed"
+    probe, tree = event["events"]
+    assert probe["type"] == tree["type"] == "discrete_laplace"
+    parts = [e["parameter"] * e["sensitivity"] for e in (probe, tree)]
+    assert parts == pytest.approx([0.05, 0.95]) and sum(parts) == pytest.approx(1.0)
     assert "source" not in entries[0] and "seed" not in json.dumps(entries)
     shown = json.loads(invoke("ledger", "run.jsonl", "--format", "json").stdout)
     assert shown["datasets"]["default"]["epsilon_spent"] == pytest.approx(2.0)

@@ -20,6 +20,7 @@ from fedeval.data import cap_examples, read_scored, scored_from_arrays
 from fedeval.encode import bytes_per_report, encode_file
 from fedeval.errors import UsageError
 from fedeval.evaluate import evaluate_data, evaluate_run
+from fedeval.params import data_resolution
 from fedeval.partition import partition_file
 from fedeval.privacy import distdp
 from fedeval.privacy.noise import discrete_laplace_variance
@@ -107,6 +108,51 @@ def test_staged_sum_is_the_per_client_release(tmp_path, model, eps, unit, cap):
     assert staged.n_clients == run.release.n_clients
     assert staged.n_clients == (None if model == "distdp" else 400)
     assert staged.config == run.config
+
+
+@pytest.mark.parametrize(
+    "model,eps,unit,cap",
+    [
+        ("distdp", 1.0, "example", None),
+        ("localdp", 2.0, "example", None),
+        ("distdp", 1.0, "client", 3),
+        ("localdp", 2.0, "client", 3),
+    ],
+)
+def test_two_phase_staged_is_the_per_client_release(tmp_path, model, eps, unit, cap):
+    # `--height auto` under DP: encode plays the probe round, then the tree at the height the
+    # probe chose; with one seed, the same probe, height and tree as the per-client path.
+    src = tmp_path / "t.parquet"
+    table(2500, 2, clients=400).to_parquet(src)
+    summary = encode_file(
+        src, tmp_path / "r", model=model, epsilon=eps, unit=unit, max_examples=cap, seed=9
+    )
+    staged = aggregate_reports([tmp_path / "r"]).release
+    data = read_scored(
+        src, keep_examples=True, keep_scores=False, resolution=data_resolution(model, "auto")
+    )
+    run = simulate(
+        data, model=model, epsilon=eps, unit=unit, max_examples=cap, seed=9, path="per-client"
+    )
+    assert run.config.probed and staged.config == run.config == summary.config
+    assert staged.probe is not None and staged.probe.same(run.release.probe)
+    np.testing.assert_array_equal(staged.counts, run.release.counts)
+    if run.release.reporters is not None:
+        np.testing.assert_array_equal(staged.reporters, run.release.reporters)
+    # The manifest states the probe's released counts, and no exact count beside them.
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    released = manifest["privacy"]["probe"]["released"]
+    assert released["counts"] == staged.probe.counts.tolist()
+    assert manifest["privacy"]["height"] == run.config.height
+
+
+def test_two_phase_auto_needs_the_whole_population_in_one_cohort(tmp_path):
+    src = tmp_path / "t.parquet"
+    table(500, 2, clients=100).to_parquet(src)
+    with pytest.raises(UsageError, match="probe round over every client"):
+        encode_file(src, tmp_path / "r", model="distdp", population=200)
+    assert not (tmp_path / "r").exists()
+    encode_file(src, tmp_path / "r", model="distdp", height=3, population=200)  # a given h
 
 
 def _exact_counts(df: pd.DataFrame, cfg: PrivacyConfig) -> np.ndarray:

@@ -4,6 +4,7 @@ reports them."""
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +21,13 @@ from fedeval.data import read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
-from fedeval.params import auto_quantiles, oue_sigma2, resolve_config
+from fedeval.params import (
+    PROBE_SHARE,
+    auto_quantiles,
+    oue_sigma2,
+    probe_height,
+    resolve_config,
+)
 from fedeval.plan import binormal_density, plan, population_needed, reference_population
 from fedeval.simulate import simulate
 
@@ -141,7 +148,11 @@ def test_distdp_prediction_falls_with_n_and_with_epsilon():
 
 def test_plan_recommends_what_auto_resolves_and_heights_are_optional():
     pred, others = plan(50_000, model="localdp", epsilon=2.0, heights=range(3, 5), runs=5)
-    assert pred.config == resolve_config("localdp", n=50_000, epsilon=2.0, min_height=4)
+    # `auto` under DP is two-phase: the probe's rule, here on the population's exact totals.
+    h = probe_height("localdp", negatives=25_000, positives=25_000, epsilon=2.0,
+                     reports=50_000, min_height=4)  # fmt: skip
+    expected = resolve_config("localdp", n=50_000, epsilon=2.0, min_height=4)
+    assert expected.probed and pred.config == replace(expected, height=h)
     assert [p.config.height for p in others] == [3, 4]
 
 
@@ -277,10 +288,17 @@ def test_cli_plan_json_has_the_documented_keys():
     doc = invoke_json("--rows", "20000", "--model", "distdp")
     assert doc["schema"] == "fedeval.plan/1"
     assert doc["rows"] == 20_000
-    assert doc["privacy"] == {"model": "distdp", "epsilon": 1.0}
+    # `auto` under DP is two-phase: the plan states the probe's share of ε.
+    assert doc["privacy"] == {
+        "model": "distdp",
+        "epsilon": 1.0,
+        "probe_share": PROBE_SHARE,
+        "probe": "0.05·ε buys noisy class totals that choose h; the tree gets 0.95·ε",
+    }
     rec = doc["recommended"]
     assert set(rec) >= {"shape", "height", "leaves", "quantiles", "calibration_buckets"}
-    cfg = resolve_config("distdp", n=20_000)
+    h = probe_height("distdp", negatives=10_000, positives=10_000, epsilon=0.95, min_height=4)
+    cfg = replace(resolve_config("distdp", n=20_000), height=h)
     assert (rec["shape"], rec["height"], rec["leaves"]) == (
         cfg.shape.value,
         cfg.height,

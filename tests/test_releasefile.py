@@ -143,7 +143,24 @@ def test_distdp_release_holds_no_exact_count_or_seed(run):
     doc = release_dict(run.release, run.score_range)
     assert not {"n_clients", "reporters", "population", "source", "seed"} & set(doc)
     assert doc["privacy"]["reproducible_simulation"] is True  # `run` was seeded
-    assert doc["privacy"]["dp_event"]["type"] == "discrete_laplace"
+    # `run` chose its height by `auto`: a probe of the class totals at s·ε, then the tree.
+    event = doc["privacy"]["dp_event"]
+    assert event["type"] == "composed"
+    assert [e["type"] for e in event["events"]] == ["discrete_laplace"] * 2
+    released = doc["privacy"]["probe"]["released"]
+    assert set(released) == {"counts"}  # the noisy totals only: no report count under distdp
+
+
+def test_probe_round_trips_and_an_edited_probe_is_refused(tmp_path, run):
+    save_release(tmp_path / "p.fedeval", run.release, run.score_range)
+    release, _ = load_release(tmp_path / "p.fedeval")
+    assert release.probe is not None and release.probe.same(run.release.probe)
+    assert release.config == run.config and release.config.probed
+    doc = release_dict(run.release, run.score_range)
+    del doc["privacy"]["probe"]["released"]
+    (tmp_path / "q.fedeval").write_text(json.dumps(seal(doc)))
+    with pytest.raises(InputError, match="probe"):
+        load_release(tmp_path / "q.fedeval")
 
 
 def test_cli_save_and_from(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from fedeval.privacy.noise import (
     discrete_laplace_variance,
     polya_share_events,
 )
-from fedeval.release import Release, level_offsets
+from fedeval.release import Probe, Release, level_offsets
 
 
 def alpha(config: PrivacyConfig) -> float:
@@ -36,13 +36,19 @@ def alpha(config: PrivacyConfig) -> float:
 
 
 def draw(
-    leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
+    leaf_counts: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+    *,
+    probe: Probe | None = None,
 ) -> Release:
     """One cohort of all `n_clients` clients, its sum drawn at once: exact counts plus discrete
-    Laplace (the sum of the cohort's Pólya shares, equal in distribution)."""
+    Laplace (the sum of the cohort's Pólya shares, equal in distribution); `probe` is the
+    round that chose the height of a two-phase release."""
     exact = federated.exact_counts(leaf_counts, config)
     noise = discrete_laplace(alpha(config), exact.shape, rng)
-    return Release.of_cohort(config, exact + noise, None, n_clients)
+    return Release.of_cohort(config, exact + noise, None, n_clients, probe)
 
 
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):

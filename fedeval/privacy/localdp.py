@@ -21,7 +21,7 @@ from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen, consistent_leaves
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import oue_perturb_at, oue_probabilities, oue_sum
-from fedeval.release import Release, level_offsets
+from fedeval.release import Probe, Release, level_offsets
 
 
 def report_epsilon(config: PrivacyConfig) -> float:
@@ -37,12 +37,14 @@ MAX_REPORTS = 1 << 26
 """Reports the per-client path materialises at once (padding included)."""
 
 
-def empty_reports(n_examples: int, n_clients: int, config: PrivacyConfig) -> int:
+def empty_reports(n_examples: int, n_clients: int, config: PrivacyConfig, taken: int = 0) -> int:
     """How many empty reports pad the clients' real ones: n_clients·L − examples under unit
-    client (every client sends exactly L), none under unit example."""
+    client (every client sends exactly L), none under unit example; less the `taken` report
+    slots of these clients that a probe round already used (their real examples left out of
+    `n_examples`)."""
     if config.unit is not Unit.CLIENT:
         return 0
-    pad = n_clients * int(config.max_examples or 0) - n_examples
+    pad = n_clients * int(config.max_examples or 0) - n_examples - taken
     if pad < 0:
         raise UsageError(
             f"{n_examples} examples from {n_clients} clients exceed the cap of "
@@ -52,10 +54,16 @@ def empty_reports(n_examples: int, n_clients: int, config: PrivacyConfig) -> int
 
 
 def draw(
-    leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
+    leaf_counts: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+    *,
+    pad: int | None = None,
+    probe: Probe | None = None,
 ) -> Release:
     """Split reports over the levels (multinomial per cell; empty reports too), then Binomial
-    sums of OUE bits."""
+    sums of OUE bits. After a probe round, `leaf_counts` and `pad` are the reports it left."""
     levels = config.levels
     g = len(levels)
     uniform = np.full(g, 1.0 / g)
@@ -63,7 +71,8 @@ def draw(
         split = leaf_counts[..., None]
     else:
         split = rng.multinomial(leaf_counts, uniform)  # (2, L, g)
-    pad = empty_reports(int(leaf_counts.sum()), n_clients, config)
+    if pad is None:
+        pad = empty_reports(int(leaf_counts.sum()), n_clients, config)
     pad_split = rng.multinomial(pad, uniform) if g > 1 else np.array([pad])
     parts, reporters = [], []
     for i, k in enumerate(levels):
@@ -72,16 +81,23 @@ def draw(
         parts.append(oue_sum(true_k, n_k, report_epsilon(config), rng).ravel())
         reporters.append(n_k)
     return Release.of_cohort(
-        config, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients
+        config, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients, probe
     )
 
 
 def padded(
-    cells: np.ndarray, labels: np.ndarray, client: np.ndarray, n_clients: int, config: PrivacyConfig
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    taken: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Every report clients send: their examples, then empty reports so that each client sends
-    exactly L under unit client. Returns (cells, labels, client, real), `real` False on padding."""
-    pad = empty_reports(len(cells), n_clients, config)
+    exactly L under unit client (less the `taken` slots per client a probe round used).
+    Returns (cells, labels, client, real), `real` False on padding."""
+    used = 0 if taken is None else int(taken.sum())
+    pad = empty_reports(len(cells), n_clients, config, used)
     if len(cells) + pad > MAX_REPORTS:
         raise UsageError(
             f"{n_clients:,} clients sending {config.max_examples:,} reports each is "
@@ -92,6 +108,8 @@ def padded(
     if pad == 0:
         return cells, labels, client, real
     per_client = np.bincount(client, minlength=n_clients)
+    if taken is not None:
+        per_client = per_client + taken
     extra = np.repeat(np.arange(n_clients), int(config.max_examples or 0) - per_client)
     return (
         np.concatenate([cells, np.zeros(len(extra), cells.dtype)]),
@@ -123,12 +141,13 @@ def example_reports(
     return group, bits
 
 
-def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
     """Per report: pick a level, one-hot its (label, cell), randomise every bit; sum per client.
+    `taken`: report slots per client a probe round used (they are not padded again).
 
     Returns (reports (n_clients, D), reports per client and level (n_clients, levels))."""
     off = level_offsets(config)
-    cells, labels, client, real = padded(cells, labels, client, n_clients, config)
+    cells, labels, client, real = padded(cells, labels, client, n_clients, config, taken)
     group, bits = example_reports(cells, labels, config, rng, real)
     reports = np.zeros((n_clients, int(off[-1])), np.int64)
     reporters = np.zeros((n_clients, len(config.levels)), np.int64)
@@ -139,11 +158,11 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     return reports, reporters
 
 
-def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
     """The sum of `client_reports` over the clients: every report's OUE bits drawn from the
     generator exactly as they are, summed per bit without the (n_clients, D) per-client sums;
     and the reports per level."""
-    cells, labels, client, real = padded(cells, labels, client, n_clients, config)
+    cells, labels, client, real = padded(cells, labels, client, n_clients, config, taken)
     group, bits = example_reports(cells, labels, config, rng, real)
     total = np.concatenate([b.sum(axis=0, dtype=np.int64) for b in bits])
     return total, np.bincount(group, minlength=len(config.levels)).astype(np.int64)
@@ -195,7 +214,7 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float | np.ndarray]
     eps = report_epsilon(release.config)
     p, q = oue_probabilities(eps)
     reporters = np.asarray(release.reporters)
-    n_total = int(reporters.sum())
+    n_total = release.total_reports  # the probe's reports too: counts estimate everyone
     levels = release.config.levels
     measured: list[np.ndarray] = []
     variances: list[float | np.ndarray] = []
@@ -233,14 +252,18 @@ def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.n
     the estimated count (a rescaled sum of many independent bits is close to normal).
     """
     p, q = oue_probabilities(report_epsilon(hist.config))
-    n_total = float(sum(hist.reporters))
+    n_total = float(hist.total_reports)
     levels = list(hist.config.levels)
     g = len(levels)
+    share = (1.0 - hist.config.probe_share) / g  # a report's chance of each level
     leaves = np.clip(hist.leaves, 0.0, n_total)  # estimated true counts, (2, L)
     joint = None
     if g > 1 and n_draws * leaves.size * g <= JOINT_SAMPLING_CELLS:
         counts = np.broadcast_to(np.rint(leaves).astype(np.int64), (n_draws, *leaves.shape))
-        joint = rng.multinomial(counts, np.full(g, 1.0 / g))  # (n_draws, 2, L, g)
+        pvals = np.full(g, share)
+        if hist.config.probed:  # the probe's reports: in no level
+            pvals = np.append(pvals, hist.config.probe_share)
+        joint = rng.multinomial(counts, pvals)[..., :g]  # (n_draws, 2, L, g)
     out = []
     for i, (k, n_k) in enumerate(zip(levels, hist.reporters, strict=True)):
         c = coarsen(leaves, k)
@@ -250,7 +273,7 @@ def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.n
         noise = rng.standard_normal((n_draws, 2, 1 << k)) * np.sqrt(scale**2 * oue)
         if joint is not None and n_k:
             chosen = coarsen(joint[..., i].astype(np.float64), k)
-            expected = coarsen(np.rint(leaves), k) / g
+            expected = coarsen(np.rint(leaves), k) * share
             noise += scale * (chosen - expected)
         elif n_k:
             noise += rng.standard_normal(noise.shape) * np.sqrt(c * max(scale - 1.0, 0.0))

@@ -13,15 +13,28 @@ most Δ = levels·L in L1 when it is added or removed, and by 2·levels·L when 
 pure ε-DP (Cormode & Markov, section 2.2). Under OUE each report is ε/L-LDP and a client sends at
 most L of them (exactly L under unit client: padded with empty reports, so the number of reports
 tells nothing), which composes to ε under replace.
+
+Two-phase releases (`--height auto` under DP, `config.probed`): a probe of the two class totals
+comes first and chooses the height. Under distdp it is discrete Laplace at ε_probe = s·ε with
+Δ = L (add/remove: a unit sits in the totals with at most L examples) or 2L (replace: they move
+from one total to the other), and the tree gets ε_tree = (1 − s)·ε: sequential composition of
+pure DP, ε_probe + ε_tree = ε, also when the tree's height is chosen from the probe (adaptive
+composition of pure ε-DP mechanisms adds up the same way). Under localdp a share s of the
+reports, picked at random before any data is read, are OUE reports of the label alone (one cell
+per class) at the same report ε; every unit still sends its reports once, so the claim is ε as
+before (the probe and the tree see disjoint reports: parallel composition).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from fedeval.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
+
+if TYPE_CHECKING:
+    from fedeval.release import Probe
 
 NOT_PRIVATE = (
     "reproducible simulation (--seed): NOT private. Anyone who knows the seed can regenerate the "
@@ -35,10 +48,13 @@ class Mechanism:
 
     `seeded` marks a reproducible simulation: the noise came from a user-given seed, so the
     release is not private whatever ε says (the guarantee says so, the ledger refuses it).
+    `probe` is the released probe round of a two-phase release (its noisy counts are part of
+    the release, so the section states them); None where not known or not probed.
     """
 
     config: PrivacyConfig
     seeded: bool = False
+    probe: Probe | None = field(default=None, compare=False)
 
     @property
     def model(self) -> PrivacyModel:
@@ -62,11 +78,82 @@ class Mechanism:
         factor = 2 if cfg.relation is Relation.REPLACE else 1
         return factor * len(cfg.levels) * cfg.examples_per_unit
 
-    def _epsilon(self) -> float:
+    def _total_epsilon(self) -> float:
         """ε of a DP model (PrivacyConfig has checked that distdp and localdp carry one)."""
         if self.config.epsilon is None:
             raise AssertionError(f"{self.config.model.value} configuration without epsilon")
         return self.config.epsilon
+
+    def _epsilon(self) -> float:
+        """ε of the tree: the whole ε, less the probe's share under distdp."""
+        eps = self._total_epsilon()
+        if self.config.model is PrivacyModel.DISTDP and self.config.probed:
+            return eps * (1.0 - self.config.probe_share)
+        return eps
+
+    @property
+    def tree_epsilon(self) -> float | None:
+        """ε the tree of counts is released at: (1 − s)·ε after a distdp probe, else ε."""
+        return None if self.config.epsilon is None else self._epsilon()
+
+    @property
+    def probe_epsilon(self) -> float | None:
+        """ε of the probe round: s·ε under distdp; under localdp each probe report's ε (the
+        report ε: probe and tree reports are disjoint); None without a probe."""
+        if not self.config.probed:
+            return None
+        if self.config.model is PrivacyModel.LOCALDP:
+            return self._report_epsilon()
+        return self._total_epsilon() * self.config.probe_share
+
+    @property
+    def probe_sensitivity(self) -> int | None:
+        """Δ of the probe's two class totals (distdp): L under add/remove, 2L under replace."""
+        if not self.config.probed or self.config.model is not PrivacyModel.DISTDP:
+            return None
+        factor = 2 if self.config.relation is Relation.REPLACE else 1
+        return factor * self.config.examples_per_unit
+
+    @property
+    def probe_alpha(self) -> float | None:
+        """Discrete Laplace α = exp(−ε_probe/Δ_probe) of the probe's totals (distdp)."""
+        eps, sens = self.probe_epsilon, self.probe_sensitivity
+        return None if eps is None or sens is None else laplace_alpha(eps, sens)
+
+    def probe_parameters(self) -> dict[str, Any] | None:
+        """The probe round and its parameters, as stored in every document (None without)."""
+        cfg = self.config
+        if not cfg.probed:
+            return None
+        common = {
+            "share": cfg.probe_share,
+            "releases": "the two class totals [negatives, positives]",
+            "chooses": "the height h, by fedeval.params.probe_height from the noisy totals "
+            "(post-processing of the probe)",
+        }
+        if cfg.model is PrivacyModel.DISTDP:
+            a = self.probe_alpha
+            assert a is not None
+            return common | {
+                "name": "discrete Laplace on the class totals",
+                "epsilon": self.probe_epsilon,
+                "alpha": a,
+                "sensitivity": self.probe_sensitivity,
+                "noise_variance_per_count": discrete_laplace_variance(a),
+                "composition": "sequential: ε_probe + ε_tree = ε",
+            }
+        p, q = oue_probabilities(self._report_epsilon())
+        return common | {
+            "name": "Optimal Unary Encoding of the label",
+            "epsilon_per_report": self._report_epsilon(),
+            "p": p,
+            "q": q,
+            "domain": "label (level 0: one cell per class)",
+            "report_share": "each report (padding too) is a probe report with probability "
+            f"{cfg.probe_share:g}, drawn before any data is read; the others go to the tree",
+            "composition": "parallel: every report is one probe or one tree report, so each "
+            "unit's reports compose to ε as without a probe",
+        }
 
     @property
     def alpha(self) -> float | None:
@@ -172,11 +259,20 @@ class Mechanism:
         """The machine-readable DP event `fedeval.ledger` composes (dp_accounting's vocabulary)."""
         match self.config.model:
             case PrivacyModel.DISTDP:
-                return {
+                tree = {
                     "type": "discrete_laplace",
                     "parameter": self._epsilon() / self._sensitivity(),
                     "sensitivity": self.sensitivity,
                 }
+                sens = self.probe_sensitivity
+                if sens is None:
+                    return tree
+                probe = {
+                    "type": "discrete_laplace",
+                    "parameter": self._total_epsilon() * self.config.probe_share / sens,
+                    "sensitivity": sens,
+                }
+                return {"type": "composed", "events": [probe, tree]}
             case PrivacyModel.LOCALDP:
                 return {"type": "pure", "epsilon": self.config.epsilon}
         return {"type": "none"}
@@ -196,6 +292,13 @@ class Mechanism:
                     f"{self.neighbouring()}; discrete Laplace α = {self.alpha:.6g} on every "
                     f"count (Δ = {self.sensitivity})"
                 )
+                if cfg.probed:
+                    text += (
+                        f" at ε_tree = {self._epsilon():.6g}, after a probe of the two class "
+                        f"totals at ε_probe = {self.probe_epsilon:.6g} (discrete Laplace "
+                        f"α = {self.probe_alpha:.6g}, Δ = {self.probe_sensitivity}) that chose "
+                        f"the height: {self.probe_epsilon:.6g} + {self._epsilon():.6g} = {eps:g}"
+                    )
                 if cfg.relation is Relation.ADD_REMOVE:
                     text += (
                         "; no exact count of examples, positives, clients or reports is "
@@ -210,17 +313,24 @@ class Mechanism:
                     )
                 return text + "; holds if every client of each cohort adds its noise share"
             case PrivacyModel.LOCALDP:
+                probe = (
+                    f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
+                    "data is read, report the label alone (the probe that chose the height), "
+                    "the others a level of the tree: each report is still sent once"
+                    if cfg.probed
+                    else ""
+                )
                 if cfg.unit is Unit.CLIENT:
                     return (
                         f"pure {eps:g}-local DP (δ = 0) for each client: exactly "
                         f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to "
                         f"{eps:g}; the release is {eps:g}-DP under replacing one client's data "
-                        "(the number of clients is public)"
+                        f"(the number of clients is public){probe}"
                     )
                 return (
                     f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
                     f"{eps:g}-DP under replacing one example's data (the number of examples "
-                    "and each client's number of examples are public)"
+                    f"and each client's number of examples are public){probe}"
                 )
         raise AssertionError(cfg.model)
 
@@ -232,6 +342,17 @@ class Mechanism:
 
     def server_learns(self) -> str:
         """What the aggregator learns in a deployment (honest-but-curious)."""
+        text = self._server_learns()
+        if self.config.probed:
+            text += (
+                "; first, the probe round's noisy class totals (each cohort's sum of the probe "
+                "shares carries the probe's whole noise) and the height chosen from them"
+                if self.config.model is PrivacyModel.DISTDP
+                else "; which reports are probe reports (drawn before any data is read)"
+            )
+        return text
+
+    def _server_learns(self) -> str:
         match self.config.model:
             case PrivacyModel.FEDERATED:
                 return (
@@ -267,13 +388,17 @@ class Mechanism:
             what += " and the public number of examples and clients"
         elif self.clients_public:
             what += " and the public number of clients"
+        if self.config.probed:
+            what += ", the probe's noisy class totals and the height chosen from them"
         eps = self.config.epsilon
         return f"{what}: everything derived is post-processing of the {eps:g}-DP release"
 
     def section(self) -> dict[str, Any]:
-        """The privacy section every document carries (the ledger reads it)."""
+        """The privacy section every document carries (the ledger reads it). A two-phase
+        release adds `probe_share` and `probe` (the probe round's parameters); the probe's
+        noisy totals are part of the release and stored beside it (`probe_section`)."""
         cfg = self.config
-        return {
+        out = {
             "model": cfg.model.value,
             "epsilon": cfg.epsilon,
             "delta": None if cfg.model is PrivacyModel.FEDERATED else 0.0,
@@ -291,11 +416,35 @@ class Mechanism:
             "analyst_learns": self.analyst_learns(),
             "reproducible_simulation": self.seeded,
         }
+        if cfg.probed:
+            out["probe_share"] = cfg.probe_share
+            out["probe"] = self.probe_parameters()
+            if self.probe is not None:
+                out["probe"]["released"] = self.probe.to_dict()
+        return out
 
 
-def mechanism_of(config: PrivacyConfig, *, seeded: bool = False) -> Mechanism:
-    """The mechanism of releases made under `config` (`seeded`: a --seed simulation)."""
-    return Mechanism(config, seeded)
+def mechanism_of(
+    config: PrivacyConfig, *, seeded: bool = False, probe: Probe | None = None
+) -> Mechanism:
+    """The mechanism of releases made under `config` (`seeded`: a --seed simulation; `probe`:
+    the probe round a two-phase release released)."""
+    return Mechanism(config, seeded, probe)
+
+
+def probe_from_section(privacy: dict[str, Any]) -> Probe | None:
+    """The released probe a privacy section states (`probe.released`), or None."""
+    from fedeval.release import Probe
+
+    released = (privacy.get("probe") or {}).get("released")
+    if released is None:
+        return None
+    counts = released["counts"]
+    if not isinstance(counts, list) or any(
+        isinstance(c, bool) or not isinstance(c, int) for c in counts
+    ):
+        raise ValueError("privacy.probe.released.counts must be two integers")
+    return Probe(counts, released.get("reports"))
 
 
 def mechanism_from_section(privacy: dict[str, Any]) -> Mechanism:
@@ -308,7 +457,10 @@ def mechanism_from_section(privacy: dict[str, Any]) -> Mechanism:
     seeded = privacy["reproducible_simulation"]
     if not isinstance(seeded, bool):
         raise ValueError("privacy.reproducible_simulation must be true or false")
-    mech = Mechanism(config, seeded)
+    found = probe_from_section(privacy)
+    if config.probed and found is None:
+        raise ValueError("a two-phase release must state its probe's released counts")
+    mech = Mechanism(config, seeded, found)
     claim = mech.section()
     if {k: privacy.get(k) for k in claim} != claim:
         raise ValueError(
