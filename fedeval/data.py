@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from fedeval.axis import ScoreAxis, leaf_lookup
 from fedeval.errors import InputError, UsageError
-from fedeval.estimate.exact import SortedScores
+from fedeval.estimate.exact import SortedScores, pack, widen
 from fedeval.hierarchy import cell_index, coarsen
 from fedeval.io import (
     DEFAULT_COLUMNS,
@@ -93,6 +93,7 @@ class _Part:
     rows: int
     neg: np.ndarray | None
     pos: np.ndarray | None
+    keys: np.ndarray | None  # the scores packed with their labels (`pack`), instead of neg/pos
     unit: np.ndarray | None
     labels: np.ndarray | None
     clients: pa.Array | None
@@ -119,8 +120,13 @@ class _Accumulator:
         self.keep_examples = keep_examples
         self.counts = np.zeros(2 << resolution, np.int64)
         self.rows = 0
-        self.neg = _Growing(rows or 0)  # `rows`: the source's rows, when known before reading
-        self.pos = _Growing(rows or 0)
+        # Scores on a non-negative range are kept packed with their labels in one buffer (one
+        # sort orders them by score and class: `fedeval.estimate.exact.pack`); others, each class
+        # apart. `rows`: the source's rows, when known before reading.
+        self.packed = keep_scores and axis.lo >= 0
+        self.keys = _Growing(rows or 0)
+        self.neg = _Growing(0 if self.packed else rows or 0)
+        self.pos = _Growing(0 if self.packed else rows or 0)
         self.unit: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []
         self.clients: list[pa.Array] = []
@@ -143,12 +149,13 @@ class _Accumulator:
                 np.minimum(idx, n_leaves - 1, out=idx)
         # The class goes into the index by adding 2^h to the positives (a masked add is slower).
         idx += b.positive.view(np.int8) * np.int32(n_leaves)
-        keep, ex = self.keep_scores, self.keep_examples
+        split, ex = self.keep_scores and not self.packed, self.keep_examples
         return _Part(
             np.bincount(idx, minlength=2 * n_leaves),
             len(idx),
-            np.compress(~b.positive, b.scores) if keep else None,  # (a boolean index is
-            np.compress(b.positive, b.scores) if keep else None,  # several times slower)
+            np.compress(~b.positive, b.scores) if split else None,  # (a boolean index is
+            np.compress(b.positive, b.scores) if split else None,  # several times slower)
+            pack(b.scores, b.positive) if self.packed else None,
             unit if ex else None,
             b.positive if ex else None,
             b.clients,
@@ -160,6 +167,14 @@ class _Accumulator:
         if part.neg is not None and part.pos is not None:  # kept scores
             self.neg.extend(part.neg)
             self.pos.extend(part.pos)
+        if part.keys is not None:
+            keys, kept = part.keys, self.keys
+            if kept.data is not None and kept.data.dtype != keys.dtype:  # float32, then float64
+                if keys.dtype == np.uint32:
+                    keys = widen(keys)
+                else:
+                    kept.data = widen(kept.data[: kept.size])
+            kept.extend(keys)
         if part.unit is not None and part.labels is not None:  # kept examples
             self.unit.append(part.unit)
             self.labels.append(part.labels)
@@ -171,7 +186,12 @@ class _Accumulator:
 
     def finish(self) -> ScoredData:
         sorted_scores = None
-        if self.keep_scores:
+        if self.packed:
+            keys = self.keys.sorted() if self.keys.data is not None else np.zeros(0, np.uint32)
+            dtype = np.float32 if keys.dtype == np.uint32 else np.float64
+            positives = int(self.counts[1 << self.resolution :].sum())
+            sorted_scores = SortedScores.from_keys(keys, dtype, positives)
+        elif self.keep_scores:
             sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
         codes = uniques = None
         if self.clients:

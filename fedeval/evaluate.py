@@ -317,7 +317,7 @@ def evaluate_run(
             exact_auc_value = exact_auc(s)
         tp, fp = exact_threshold_counts(s, thr)
         ep, er, ea = precision_recall_accuracy(
-            tp, fp, float(len(s.positives)), float(len(s.negatives))
+            tp, fp, float(s.n_positives), float(s.n_negatives)
         )
         exact_p, exact_r, exact_a = ep.tolist(), er.tolist(), ea.tolist()
 

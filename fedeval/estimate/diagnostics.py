@@ -6,6 +6,7 @@ estimate and the exact curves (moved from `fedeval.estimate.curves`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,7 +24,7 @@ def exact_curves(s: SortedScores) -> Curves:
     scikit-learn computes it. Every point is kept (four float64 arrays over the distinct
     scores); `exact_diagnostics` gives the same AUC, AP and areas in bounded memory."""
     d = s.distinct
-    p, n = len(s.positives), len(s.negatives)
+    p, n = s.n_positives, s.n_negatives
     size = len(d.values) + 1
     t, tpr, fpr, precision = (np.empty(size) for _ in range(4))
     t[0], tpr[0], fpr[0], precision[0] = np.inf, 0.0, 0.0, 1.0
@@ -352,6 +353,51 @@ class _AreaPass:
         return _area_of(g, leave1, arrive1, leave2, arrive2)
 
 
+def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
+    """The distinct scores from the top, about `block` at a time: (score, TP, FP, positives,
+    negatives) at each, descending, the counts as float64 (integers below 2^53 stay exact
+    through the sums, and dot products of them run in BLAS).
+
+    Packed keys are read from the top: TP is the running count of their labels (one
+    cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
+    tp0 = fp0 = 0.0
+    if s.keys is None:
+        for d in s.distinct_blocks(block, descending=True):
+            dp = d.positives[::-1].astype(np.float64)
+            dn = d.negatives[::-1].astype(np.float64)
+            tp = np.cumsum(dp)
+            tp += tp0
+            fp = np.cumsum(dn)
+            fp += fp0
+            tp0, fp0 = float(tp[-1]), float(fp[-1])
+            yield d.values[::-1], tp, fp, dp, dn
+        return
+    for lo, hi in s.key_ranges(block, descending=True):
+        keys = s.keys[lo:hi][::-1]
+        score = np.right_shift(keys, 1)
+        label = (keys & 1).astype(np.float64)
+        tp = np.cumsum(label)
+        tp += tp0
+        rank = np.arange(tp0 + fp0 + 1, tp0 + fp0 + len(keys) + 1, dtype=np.float64)
+        last = np.empty(len(keys), bool)  # the last key of each score, from the top
+        np.not_equal(score[:-1], score[1:], out=last[:-1])
+        last[-1] = True
+        if last.all():
+            fp = np.subtract(rank, tp, out=rank)
+            dn = np.subtract(1.0, label)
+            t = score.view(s.dtype)
+            dp = label
+        else:
+            ends = np.flatnonzero(last)
+            t = score[ends].view(s.dtype)
+            tp = tp[ends]
+            fp = np.subtract(rank[ends], tp)
+            dp = np.diff(tp, prepend=tp0)
+            dn = np.diff(fp, prepend=fp0)
+        tp0, fp0 = float(tp[-1]), float(fp[-1])
+        yield t, tp, fp, dp, dn
+
+
 EXACT_AUC_FLOAT = 2.0**52
 """Below this many (positive, negative) pairs, twice the AUC's integer sum is summed in float64
 dot products (exact: every partial sum is an integer below 2^53); above it, in int64."""
@@ -374,7 +420,7 @@ def exact_diagnostics(
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
     form); AP is Σ ΔTP·precision / P, as scikit-learn sums it."""
-    p, n = len(s.positives), len(s.negatives)
+    p, n = s.n_positives, s.n_negatives
     roc = pr = None
     if estimate is not None:
         roc = _AreaPass(estimate.fpr, estimate.tpr, start=(0.0, 0.0))
@@ -387,21 +433,11 @@ def exact_diagnostics(
     # arc cell). The rank is the examples at or above the threshold, over all of them.
     last = (0, np.inf, 0.0, 0.0, 1.0, 0, 0)
     last_kept = 0
-    tp0 = fp0 = 0
     twice_auc = 0
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     with np.errstate(divide="ignore", invalid="ignore"):
-        for d in s.distinct_blocks(block, descending=True):
-            t = d.values[::-1]
-            # Counts as float64 from here: integers below 2^53 stay exact through the sums,
-            # and the dot products run in BLAS.
-            dp = d.positives[::-1].astype(np.float64)
-            dn = d.negatives[::-1].astype(np.float64)
-            tp = np.cumsum(dp)
-            tp += tp0
-            fp = np.cumsum(dn)
-            fp += fp0
+        for t, tp, fp, dp, dn in _rows(s, block):
             if in_float:
                 twice_auc += 2 * int(np.dot(dn, tp)) - int(np.dot(dn, dp))
             else:
@@ -448,7 +484,6 @@ def exact_diagnostics(
                 rank_hi,
                 arc_hi,
             )
-            tp0, fp0 = int(tp[-1]), int(fp[-1])
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all

@@ -6,10 +6,16 @@ with each class's count at each. It is made in one linear pass over the two sort
 runs of equal scores, then a merge of two sorted runs), so after the one sort of the scores
 nothing else sorts or binary-searches the n scores: AUC, the threshold counts, the curves and
 ECE are cumulative sums over it. Scores with few distinct values make it small.
+
+Non-negative float scores are held packed (`pack`): each score's bits shifted left by one with
+the label in the lowest bit, so that one sort of the keys (the floor's own sort of the scores,
+in the same width) orders them by score and, within a score, by class; the distinct table is
+then read off each block of keys by one comparison of neighbours, with no merge.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -77,21 +83,116 @@ def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 DISTINCT_BLOCK = 1 << 16
 """Scores of each class taken at a time by `SortedScores.distinct_blocks`."""
 
+_KEY_TYPES = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
 
-@dataclass(frozen=True, eq=False)
+
+def packable(scores: np.ndarray) -> bool:
+    """Whether `pack` holds these scores exactly: float32 or float64, none negative (−0.0 is
+    taken as 0.0) and no NaN."""
+    return scores.dtype in _KEY_TYPES and (not len(scores) or bool(scores.min() >= 0))
+
+
+def pack(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
+    """Keys that sort as (score, label): the score's bits shifted left by one (for a
+    non-negative float the bits order as the values do, and the shift drops only the sign bit,
+    which makes −0.0 equal 0.0), the label in the freed lowest bit. Same width as the scores."""
+    keys = np.left_shift(scores.view(_KEY_TYPES[scores.dtype]), 1)
+    np.bitwise_or(keys, positive.view(np.uint8), out=keys)
+    return keys
+
+
+def unpack(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The scores of packed keys (the label dropped)."""
+    return np.right_shift(keys, 1).view(dtype)
+
+
+def widen(keys: np.ndarray) -> np.ndarray:
+    """float32 keys as the float64 keys of the same scores and labels."""
+    return pack(unpack(keys, np.dtype(np.float32)).astype(np.float64), (keys & 1).astype(bool))
+
+
+def _distinct_of_keys(keys: np.ndarray, dtype: np.dtype) -> DistinctScores:
+    """The distinct table of sorted keys (a whole run of equal scores among them): a run
+    starts where the score changes; when none repeats, each key is its own row."""
+    score = np.right_shift(keys, 1)
+    label = keys & 1
+    new = np.empty(len(keys), bool)
+    new[:1] = True
+    np.not_equal(score[1:], score[:-1], out=new[1:])
+    if new.all():
+        pos = label.astype(np.int8)
+        return DistinctScores(score.view(dtype), 1 - pos, pos)
+    starts = np.flatnonzero(new)
+    ends = np.empty_like(starts)
+    ends[:-1] = starts[1:]
+    ends[-1] = len(keys)
+    ends -= 1
+    # Positives of each run: the label's running count at its end, less the previous run's
+    # (a cumulative sum and one gather: several times faster than np.add.reduceat).
+    below = np.cumsum(label, dtype=np.int64)[ends]
+    pos = np.diff(below, prepend=0)
+    counts = np.diff(ends, prepend=-1)
+    small = np.min_scalar_type(int(counts.max()))
+    return DistinctScores(
+        score[starts].view(dtype), (counts - pos).astype(small), pos.astype(small)
+    )
+
+
 class SortedScores:
-    """Each class's scores, sorted ascending."""
+    """The scores of both classes, sorted: as one array of packed keys (`from_keys`; see
+    `pack`), or as each class sorted apart (`SortedScores(negatives, positives)`; any scores).
 
-    negatives: np.ndarray
-    positives: np.ndarray
+    `negatives` and `positives` are each class's sorted scores (unpacked on first use)."""
+
+    keys: np.ndarray | None = None
+    """The sorted keys, when packed."""
+
+    def __init__(self, negatives: np.ndarray, positives: np.ndarray):
+        self._classes: tuple[np.ndarray, np.ndarray] | None = (negatives, positives)
+        self.n_negatives, self.n_positives = len(negatives), len(positives)
+        self.dtype = np.result_type(negatives.dtype, positives.dtype)
+
+    @classmethod
+    def from_keys(cls, keys: np.ndarray, dtype, n_positives: int) -> SortedScores:
+        """From sorted packed keys of scores of `dtype`, `n_positives` of them positive."""
+        s = cls.__new__(cls)
+        s.keys, s._classes, s.dtype = keys, None, np.dtype(dtype)
+        s.n_negatives, s.n_positives = len(keys) - n_positives, n_positives
+        return s
 
     @classmethod
     def from_arrays(cls, y_score: np.ndarray, y_positive: np.ndarray) -> SortedScores:
+        """Packed when `packable`, else each class sorted."""
+        y_score, y_positive = np.asarray(y_score), np.asarray(y_positive, dtype=bool)
+        if packable(y_score):
+            keys = pack(y_score, y_positive)
+            keys.sort()
+            return cls.from_keys(keys, y_score.dtype, int(np.count_nonzero(y_positive)))
         return cls(np.sort(y_score[~y_positive]), np.sort(y_score[y_positive]))
+
+    def _split(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._classes is None and self.keys is not None:
+            is_pos = (self.keys & 1).astype(bool)
+            self._classes = (
+                unpack(self.keys[~is_pos], self.dtype),
+                unpack(self.keys[is_pos], self.dtype),
+            )
+        assert self._classes is not None
+        return self._classes
+
+    @property
+    def negatives(self) -> np.ndarray:
+        return self._split()[0]
+
+    @property
+    def positives(self) -> np.ndarray:
+        return self._split()[1]
 
     @cached_property
     def distinct(self) -> DistinctScores:
         """The distinct scores with each class's count: what every exact value is summed from."""
+        if self.keys is not None:
+            return _distinct_of_keys(self.keys, self.dtype)
         return DistinctScores.of_sorted(self.negatives, self.positives)
 
     def distinct_blocks(
@@ -100,6 +201,10 @@ class SortedScores:
         """The distinct table a range of scores at a time (each block ascending; the blocks
         from the bottom, or from the top), made from about `block` scores of each class: the
         same rows as `distinct`, with memory the size of a block instead of the whole table."""
+        if self.keys is not None and "distinct" not in self.__dict__:
+            for lo, hi in self.key_ranges(2 * block, descending=descending):
+                yield _distinct_of_keys(self.keys[lo:hi], self.dtype)
+            return
         if "distinct" in self.__dict__ or self.negatives.dtype != self.positives.dtype:
             d = self.distinct  # already made, or classes that do not compare in one dtype
             starts = range(0, len(d.values), block)
@@ -112,6 +217,47 @@ class SortedScores:
             return
         for _, neg, pos in self.chunks(block, descending=descending):
             yield DistinctScores.of_sorted(neg, pos)
+
+    def key_ranges(self, block: int, *, descending: bool = False) -> Iterator[tuple[int, int]]:
+        """[lo, hi) ranges of about `block` packed keys, from the bottom or the top, each
+        ending where a score does (a run of equal scores is never cut)."""
+        keys = self.keys
+        assert keys is not None
+        n = len(keys)
+        if descending:
+            hi = n
+            while hi > 0:
+                lo = max(hi - block, 0)
+                if lo:  # back to the start of the score's run: its keys are 2v and 2v + 1
+                    lo = int(np.searchsorted(keys[:hi], (keys[lo] >> 1) << 1, side="left"))
+                yield lo, hi
+                hi = lo
+        else:
+            lo = 0
+            while lo < n:
+                hi = min(lo + block, n)
+                if hi < n:  # on to the end of the last score's run
+                    hi = int(np.searchsorted(keys, ((keys[hi - 1] >> 1) + 1) << 1, side="left"))
+                yield lo, hi
+                lo = hi
+
+    @cached_property
+    def _positives_before(self) -> np.ndarray:
+        """Positives among the packed keys before each multiple of DISTINCT_BLOCK."""
+        keys = self.keys
+        assert keys is not None
+        sums = [0] + [
+            int(np.count_nonzero(keys[i : i + DISTINCT_BLOCK] & 1))
+            for i in range(0, len(keys), DISTINCT_BLOCK)
+        ]
+        return np.cumsum(sums)
+
+    def positives_below(self, i: int) -> int:
+        """Positives among the first i packed keys."""
+        assert self.keys is not None
+        b = i // DISTINCT_BLOCK
+        rest = self.keys[b * DISTINCT_BLOCK : i]
+        return int(self._positives_before[b]) + int(np.count_nonzero(rest & 1))
 
     def chunks(
         self, block: int = DISTINCT_BLOCK, *, descending: bool = False
@@ -152,7 +298,7 @@ def exact_auc(s: SortedScores) -> float:
     division.
     """
     twice = 0
-    if s.negatives.dtype == s.positives.dtype:
+    if s.keys is None and s.negatives.dtype == s.positives.dtype:
         # Each positive's negatives below, plus at or below, found by binary search in its
         # range of scores (a cache-sized piece of the negatives); the second search only for
         # positives tied with a negative.
@@ -174,7 +320,7 @@ def exact_auc(s: SortedScores) -> float:
             below *= 2
             below -= neg  # twice those strictly below, plus the ties
             twice += int(np.dot(d.positives.astype(np.int64), below))
-    denom = 2 * len(s.positives) * len(s.negatives)
+    denom = 2 * s.n_positives * s.n_negatives
     return twice / denom if denom else float("nan")
 
 
@@ -182,8 +328,13 @@ def exact_threshold_counts(
     s: SortedScores, thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(TP, FP) at each threshold: examples of each class with score ≥ t (a binary search per
-    threshold in each sorted class)."""
+    threshold in the packed keys, or in each sorted class)."""
     t = np.asarray(thresholds, dtype=np.float64)
+    if s.keys is not None:
+        below = [_keys_below(s, x) for x in t.ravel()]
+        pos = np.array([s.positives_below(i) for i in below], dtype=np.float64)
+        tp_k, fp_k = s.n_positives - pos, s.n_negatives - (np.array(below) - pos)
+        return tp_k.reshape(t.shape), fp_k.reshape(t.shape)
     tp = [len(s.positives) - _count_below(s.positives, x) for x in t.ravel()]
     fp = [len(s.negatives) - _count_below(s.negatives, x) for x in t.ravel()]
     return np.reshape(tp, t.shape).astype(np.float64), np.reshape(fp, t.shape).astype(np.float64)
@@ -208,6 +359,32 @@ def _count_below(a: np.ndarray, x: float, below=None) -> int:
     return i
 
 
+def _keys_below(s: SortedScores, x: float, below=None) -> int:
+    """`_count_below` in the packed keys: how many scores are below x (compared in float64),
+    or satisfy `below`; the search key is x rounded to the scores' dtype, corrected by a step
+    or two, a run of equal scores at a time."""
+    keys = s.keys
+    assert keys is not None
+    n = len(keys)
+    v = np.asarray(x).astype(s.dtype)
+    i = 0 if not v > 0 else int(np.searchsorted(keys, v.view(keys.dtype) << 1, side="left"))
+    if below is None:
+        below = lambda v: float(v) < x  # noqa: E731
+
+    def score(j: int) -> float:
+        return float(unpack(keys[j : j + 1], s.dtype)[0])
+
+    while i > 0 and not below(score(i - 1)):
+        i = int(np.searchsorted(keys, (keys[i - 1] >> 1) << 1, side="left"))
+    while i < n and below(score(i)):
+        i = int(np.searchsorted(keys, ((keys[i] >> 1) + 1) << 1, side="left"))
+    return i
+
+
+ECE_BLOCK = 1 << 20
+"""Packed keys unpacked at a time to sum a bin's scores."""
+
+
 def _bin_of(v, n_bins: int) -> int:
     return min(int(float(v) * n_bins), n_bins - 1)
 
@@ -229,7 +406,22 @@ def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
 
     Raw scores are summed bin by bin along the sorted classes (a binary search per bin edge);
     a transform is applied once per distinct score, weighted by its counts."""
-    total = len(s.positives) + len(s.negatives)
+    total = s.n_positives + s.n_negatives
+    if transform is None and s.keys is not None:
+        ece = 0.0
+        keys = s.keys
+        edges = [0]
+        for k in range(1, n_bins):
+            i = _keys_below(s, k / n_bins, lambda v, k=k: _bin_of(v, n_bins) < k)
+            edges.append(max(i, edges[-1]))
+        edges.append(len(keys))
+        for lo, hi in itertools.pairwise(edges):
+            score_sum = 0.0
+            for a in range(lo, hi, ECE_BLOCK):
+                part = unpack(keys[a : min(a + ECE_BLOCK, hi)], s.dtype)
+                score_sum += float(np.sum(part, dtype=np.float64))
+            ece += abs(s.positives_below(hi) - s.positives_below(lo) - score_sum)
+        return float(ece / total)
     if transform is None:
         ece = 0.0
         e_pos, e_neg = _bin_starts(s.positives, n_bins), _bin_starts(s.negatives, n_bins)
