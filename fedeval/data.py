@@ -343,7 +343,10 @@ def read_scored(
             progress(None)
     if acc.rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
-    return acc.finish()
+    data = acc.finish()
+    if data.sorted_scores is not None:  # the exact values may use as many threads
+        data.sorted_scores.threads = threads
+    return data
 
 
 def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, parallel_checks):

@@ -5,8 +5,10 @@ estimate and the exact curves (moved from `fedeval.estimate.curves`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,8 +50,11 @@ def _limits(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     if len(x) > 1 and not np.all(x[1:] >= x[:-1]):
         order = np.argsort(x, kind="stable")
         x, y = x[order], y[order]
-    first = np.flatnonzero(np.r_[True, x[1:] != x[:-1]])
-    last = np.r_[first[1:] - 1, len(x) - 1]
+    new = np.empty(len(x), bool)
+    new[:1] = True
+    np.not_equal(x[1:], x[:-1], out=new[1:])
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, len(x) - 1)
     return x[first], y[first], y[last]
 
 
@@ -224,7 +229,9 @@ class _AreaPass:
 
     def __init__(self, x: np.ndarray, y: np.ndarray, start: tuple[float, float] | None = None):
         self.estimate = ux, left, right = _limits(x, y)
-        self.doubled = np.repeat(ux, 2), np.column_stack([left, right]).ravel()
+        # Each segment between knots as a line from its left knot: y = right + slope·(x − ux).
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.slope = (left[1:] - right[:-1]) / (ux[1:] - ux[:-1])
         self.total = 0.0
         self.prev: tuple[float, float, float] | None = None  # last point: x, y, difference
         self.head: tuple[np.ndarray, np.ndarray] | None = None  # first points, until 3 knots
@@ -233,17 +240,19 @@ class _AreaPass:
         if start is not None:
             self.add(np.array([start[0]]), np.array([start[1]]), np.zeros(1))
 
-    def add(self, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> None:
-        """The next points (x non-decreasing, continuing the last block), with `w[k]` the
-        width x[k] − x[k − 1] of the segment ending at each (the first from the last point
-        of the previous block; taken as 0 for the curve's first point). `w` is written."""
+    def add(self, x: np.ndarray, y: np.ndarray, steps: np.ndarray, unit: float = 1.0) -> None:
+        """The next points (x non-decreasing, continuing the last block), with `steps[k]·unit`
+        the width x[k] − x[k − 1] of the segment ending at each (the first from the last point
+        of the previous block; taken as 0 for the curve's first point): the counts a point
+        adds, and one over the total. `steps` is written."""
+        w = steps
         m = len(x)
         if not m:
             return
         self._ends(x, y)
         ux = self.estimate[0]
         d = np.empty(m + 1)  # d[k + 1]: at x[k]; d[0]: at the previous point
-        np.subtract(y, np.interp(x, *self.doubled), out=d[1:])
+        np.subtract(y, self._lines(x), out=d[1:])
         if self.prev is None:
             w[0] = 0.0  # no segment before the first point
             xp, yp, d[0] = float(x[0]), float(y[0]), d[1]
@@ -256,6 +265,7 @@ class _AreaPass:
         if len(cross):
             a0, a1 = a[cross], a[cross + 1]
             total -= float(np.dot(w[cross], a0 * a1 / (a0 + a1)))
+        total *= unit
         # The segments not straight on the estimate's side: holding one of its knots (either
         # end included: its limits may differ there), or starting before its first knot or
         # ending after its last.
@@ -278,10 +288,28 @@ class _AreaPass:
             xa, ya = x[special - 1], y[special - 1]
             if special[0] == 0:
                 xa[0], ya[0] = xp, yp
-            ws = w[special]
+            ws = w[special] * unit
             total += self._segments(xa, ya, x[special], y[special])
             total -= float(np.sum(_area_terms(ws, d[special], d[special + 1])))
         self.total += total
+
+    def _lines(self, x: np.ndarray) -> np.ndarray:
+        """The estimate at x (ascending) on the line of the segment each lies in (the first or
+        last segment's line beyond the knots): right for all but the points on a knot or beyond
+        the ends, which `add` integrates again. Each segment's line is repeated over its run
+        of points: a few passes, no search per point."""
+        ux, _, right = self.estimate
+        if len(ux) < 2:
+            return np.full(len(x), right[0])
+        j0 = min(max(int(np.searchsorted(ux, x[0], side="right")) - 1, 0), len(ux) - 2)
+        j1 = min(max(int(np.searchsorted(ux, x[-1], side="right")) - 1, j0), len(ux) - 2)
+        cut = np.searchsorted(x, ux[j0 + 1 : j1 + 1], side="left")
+        runs = np.diff(cut, prepend=0, append=len(x))
+        f = np.repeat(ux[j0 : j1 + 1], runs)
+        np.subtract(x, f, out=f)
+        f *= np.repeat(self.slope[j0 : j1 + 1], runs)
+        f += np.repeat(right[j0 : j1 + 1], runs)
+        return f
 
     def _segments(self, xa, ya, xb, yb) -> float:
         """∫|exact − estimate| over exact segments from (xa, ya) to (xb, yb) (each straight,
@@ -309,7 +337,9 @@ class _AreaPass:
         """Keep the exact curve's first two knots (once known) and its last two so far."""
         if self.first is None:
             hx, hy = (
-                (x, y) if self.head is None else (np.r_[self.head[0], x], np.r_[self.head[1], y])
+                (x, y)
+                if self.head is None
+                else (np.concatenate([self.head[0], x]), np.concatenate([self.head[1], y]))
             )
             knots, points = _knots_of((hx, hy))
             if len(knots[0]) > 2:
@@ -320,7 +350,7 @@ class _AreaPass:
         r = int(np.searchsorted(x, x[-1], side="left"))  # where the last run of x starts
         q = int(np.searchsorted(x, x[r - 1], side="left")) if r else 0
         tx, ty = self.tail
-        points = _knots_of((np.r_[tx, x[q:]], np.r_[ty, y[q:]]))[1]
+        points = _knots_of((np.concatenate([tx, x[q:]]), np.concatenate([ty, y[q:]])))[1]
         self.tail = points[0][-4:], points[1][-4:]
 
     def finish(self) -> float:
@@ -373,29 +403,44 @@ def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
             yield d.values[::-1], tp, fp, dp, dn
         return
     for lo, hi in s.key_ranges(block, descending=True):
-        keys = s.keys[lo:hi][::-1]
+        keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
         score = np.right_shift(keys, 1)
-        label = (keys & 1).astype(np.float64)
-        tp = np.cumsum(label)
+        label = np.bitwise_and(keys, 1, out=keys)
+        tp = np.cumsum(label, dtype=np.float64)
         tp += tp0
-        rank = np.arange(tp0 + fp0 + 1, tp0 + fp0 + len(keys) + 1, dtype=np.float64)
         last = np.empty(len(keys), bool)  # the last key of each score, from the top
         np.not_equal(score[:-1], score[1:], out=last[:-1])
         last[-1] = True
+        base = tp0 + fp0 + 1.0  # the rank of the block's first key
         if last.all():
-            fp = np.subtract(rank, tp, out=rank)
-            dn = np.subtract(1.0, label)
+            fp = np.arange(base, base + len(keys))
+            fp -= tp
+            dp = label.astype(np.float64)
+            dn = np.subtract(1.0, dp)
             t = score.view(s.dtype)
-            dp = label
         else:
             ends = np.flatnonzero(last)
             t = score[ends].view(s.dtype)
             tp = tp[ends]
-            fp = np.subtract(rank[ends], tp)
-            dp = np.diff(tp, prepend=tp0)
-            dn = np.diff(fp, prepend=fp0)
+            fp = ends + base
+            fp -= tp
+            dp, dn = _steps(tp, tp0), _steps(fp, fp0)
         tp0, fp0 = float(tp[-1]), float(fp[-1])
         yield t, tp, fp, dp, dn
+
+
+def _steps(a: np.ndarray, before: float) -> np.ndarray:
+    """np.diff(a, prepend=before) without the joined copy."""
+    out = np.empty_like(a)
+    out[0] = a[0] - before
+    np.subtract(a[1:], a[:-1], out=out[1:])
+    return out
+
+
+def _quiet(f, *args) -> None:
+    """f(*args) with numpy's float warnings off (as in the calling thread)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f(*args)
 
 
 EXACT_AUC_FLOAT = 2.0**52
@@ -409,6 +454,7 @@ def exact_diagnostics(
     *,
     block: int = EXACT_BLOCK,
     cells: int = THIN_CELLS,
+    threads: int | None = None,
 ) -> tuple[ExactCurves, float | None, float | None]:
     """(exact curves thinned for display, ROC area error, PR area error) in one pass over the
     distinct scores from the top, `block` at a time: AUC, AP and the areas between `estimate`
@@ -419,7 +465,9 @@ def exact_diagnostics(
     distinct score.
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
-    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it."""
+    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it. With `threads` > 1 (default:
+    those the scores were read with) the PR area runs in a second thread: the same sums in the
+    same order, so the same values."""
     p, n = s.n_positives, s.n_negatives
     roc = pr = None
     if estimate is not None:
@@ -436,7 +484,13 @@ def exact_diagnostics(
     twice_auc = 0
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
-    with np.errstate(divide="ignore", invalid="ignore"):
+    per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
+    threads = s.threads if threads is None else threads
+    pool = ThreadPoolExecutor(1, "fedeval-exact") if threads > 1 and pr is not None else None
+    pending: Future | None = None
+    with contextlib.ExitStack() as stack, np.errstate(divide="ignore", invalid="ignore"):
+        if pool is not None:
+            stack.enter_context(pool)
         for t, tp, fp, dp, dn in _rows(s, block):
             if in_float:
                 twice_auc += 2 * int(np.dot(dn, tp)) - int(np.dot(dn, dp))
@@ -448,8 +502,13 @@ def exact_diagnostics(
             precision = tp / count  # every distinct score has a count
             ap += float(np.dot(dp, precision))
             if roc is not None and pr is not None:
-                roc.add(fpr, tpr, np.divide(dn, n, out=dn))
-                pr.add(tpr, precision, np.divide(dp, p, out=dp))
+                if pool is None:
+                    pr.add(tpr, precision, dp, per_p)
+                else:  # in the second thread, a block behind at most
+                    if pending is not None:
+                        pending.result()
+                    pending = pool.submit(_quiet, pr.add, tpr, precision, dp, per_p)
+                roc.add(fpr, tpr, dn, per_n)
             if every is not None:
                 every.append((t, tpr, fpr, precision))
                 if last[0] + len(t) + 1 > 4 * cells + 2:
@@ -466,8 +525,8 @@ def exact_diagnostics(
                 arc *= cells / 2
                 arc_hi = math.floor(arc[-1])
                 edges = np.arange(last[6] + 1, arc_hi + 1)
-                starts = np.r_[starts, np.searchsorted(arc, edges, side="left")]
-            keep = np.unique(np.r_[starts - 1, starts])
+                starts = np.concatenate([starts, np.searchsorted(arc, edges, side="left")])
+            keep = np.unique(np.concatenate([starts - 1, starts]))
             if len(keep) and keep[0] < 0:  # the corner before this block's first point
                 keep = keep[1:]
                 if last[0] > last_kept:
@@ -484,6 +543,8 @@ def exact_diagnostics(
                 rank_hi,
                 arc_hi,
             )
+        if pending is not None:
+            pending.result()
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all

@@ -147,6 +147,9 @@ class SortedScores:
     keys: np.ndarray | None = None
     """The sorted keys, when packed."""
 
+    threads: int = 1
+    """Threads the exact values may use (those the scores were read with)."""
+
     def __init__(self, negatives: np.ndarray, positives: np.ndarray):
         self._classes: tuple[np.ndarray, np.ndarray] | None = (negatives, positives)
         self.n_negatives, self.n_positives = len(negatives), len(positives)
