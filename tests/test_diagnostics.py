@@ -155,7 +155,7 @@ def test_area_pass_equals_the_whole_curve_oracle_for_any_estimate(seed, block):
     assert pr == pytest.approx(D.pr_area_error(est, full), rel=1e-11, abs=1e-15)
 
 
-def test_a_second_thread_changes_nothing():
+def test_other_threads_change_nothing():
     s, y = _scores(4, 300_000, "rounded")
     ss = SortedScores.from_arrays(s, y)
     leaves = np.stack(
@@ -163,9 +163,10 @@ def test_a_second_thread_changes_nothing():
     ).astype(float)
     est = leaf_curves(leaves, 32)[0]
     one = D.exact_diagnostics(ss, est, block=4096, threads=1)
-    two = D.exact_diagnostics(ss, est, block=4096, threads=2)
-    assert one[1:] == two[1:] and one[0].auc == two[0].auc and one[0].ap == two[0].ap
-    np.testing.assert_array_equal(one[0].tpr, two[0].tpr)
+    for threads in (2, 3, 8):
+        two = D.exact_diagnostics(ss, est, block=4096, threads=threads)
+        assert one[1:] == two[1:] and one[0].auc == two[0].auc and one[0].ap == two[0].ap
+        np.testing.assert_array_equal(one[0].tpr, two[0].tpr)
 
 
 def test_read_scores_are_packed_and_widen_when_a_later_file_is_float64(tmp_path):

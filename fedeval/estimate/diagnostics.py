@@ -437,10 +437,11 @@ def _steps(a: np.ndarray, before: float) -> np.ndarray:
     return out
 
 
-def _quiet(f, *args) -> None:
-    """f(*args) with numpy's float warnings off (as in the calling thread)."""
+def _add_all(jobs) -> None:
+    """Each (area pass, block) in turn, numpy's float warnings off (as in the main thread)."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        f(*args)
+        for area, args in jobs:
+            area.add(*args)
 
 
 EXACT_AUC_FLOAT = 2.0**52
@@ -466,8 +467,9 @@ def exact_diagnostics(
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
     form); AP is Σ ΔTP·precision / P, as scikit-learn sums it. With `threads` > 1 (default:
-    those the scores were read with) the PR area runs in a second thread: the same sums in the
-    same order, so the same values."""
+    those the scores were read with) the two areas run in other threads (one for both, or one
+    each from 3 threads) while the next block is read: the same sums in the same order, so
+    the same values."""
     p, n = s.n_positives, s.n_negatives
     roc = pr = None
     if estimate is not None:
@@ -486,8 +488,9 @@ def exact_diagnostics(
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
     threads = s.threads if threads is None else threads
-    pool = ThreadPoolExecutor(1, "fedeval-exact") if threads > 1 and pr is not None else None
-    pending: Future | None = None
+    workers = min(threads - 1, 2) if pr is not None else 0
+    pool = ThreadPoolExecutor(workers, "fedeval-exact") if workers > 0 else None
+    pending: list[Future] = []
     with contextlib.ExitStack() as stack, np.errstate(divide="ignore", invalid="ignore"):
         if pool is not None:
             stack.enter_context(pool)
@@ -502,13 +505,14 @@ def exact_diagnostics(
             precision = tp / count  # every distinct score has a count
             ap += float(np.dot(dp, precision))
             if roc is not None and pr is not None:
+                jobs = [(roc, (fpr, tpr, dn, per_n)), (pr, (tpr, precision, dp, per_p))]
                 if pool is None:
-                    pr.add(tpr, precision, dp, per_p)
-                else:  # in the second thread, a block behind at most
-                    if pending is not None:
-                        pending.result()
-                    pending = pool.submit(_quiet, pr.add, tpr, precision, dp, per_p)
-                roc.add(fpr, tpr, dn, per_n)
+                    _add_all(jobs)
+                else:  # in the other threads, a block behind at most
+                    for f in pending:
+                        f.result()
+                    lanes = [jobs] if workers == 1 else [[j] for j in jobs]
+                    pending = [pool.submit(_add_all, lane) for lane in lanes]
             if every is not None:
                 every.append((t, tpr, fpr, precision))
                 if last[0] + len(t) + 1 > 4 * cells + 2:
@@ -543,8 +547,8 @@ def exact_diagnostics(
                 rank_hi,
                 arc_hi,
             )
-        if pending is not None:
-            pending.result()
+        for f in pending:
+            f.result()
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all
