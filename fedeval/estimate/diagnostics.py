@@ -197,6 +197,13 @@ class ExactCurves(Curves):
         return self.auc
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ a·b of two float64 vectors in numpy's own loop (`einsum`), not BLAS: OpenBLAS
+    threads its dot products, and on a busy machine, or called from several threads, their
+    spin-waits cost many times the sum."""
+    return float(np.einsum("i,i->", a, b))
+
+
 def _area_terms(width, d0, d1) -> np.ndarray:
     """∫|d| over each interval where d is linear from d0 to d1 (two triangles where it changes
     sign), times the interval's width: the terms `_area_of` sums."""
@@ -260,11 +267,11 @@ class _AreaPass:
             xp, yp, d[0] = self.prev
         self.prev = (float(x[-1]), float(y[-1]), float(d[-1]))
         a = np.abs(d)
-        total = 0.5 * (float(np.dot(w, a[:-1])) + float(np.dot(w, a[1:])))
+        total = 0.5 * (_dot(w, a[:-1]) + _dot(w, a[1:]))
         cross = np.flatnonzero(d[:-1] * d[1:] < 0)  # two triangles: less than the trapezoid
         if len(cross):
             a0, a1 = a[cross], a[cross + 1]
-            total -= float(np.dot(w[cross], a0 * a1 / (a0 + a1)))
+            total -= _dot(w[cross], a0 * a1 / (a0 + a1))
         total *= unit
         # The segments not straight on the estimate's side: holding one of its knots (either
         # end included: its limits may differ there), or starting before its first knot or
@@ -386,7 +393,7 @@ class _AreaPass:
 def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
     """The distinct scores from the top, about `block` at a time: (score, TP, FP, positives,
     negatives) at each, descending, the counts as float64 (integers below 2^53 stay exact
-    through the sums, and dot products of them run in BLAS).
+    through the sums, in SIMD loops).
 
     Packed keys are read from the top: TP is the running count of their labels (one
     cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
@@ -446,7 +453,7 @@ def _add_all(jobs) -> None:
 
 EXACT_AUC_FLOAT = 2.0**52
 """Below this many (positive, negative) pairs, twice the AUC's integer sum is summed in float64
-dot products (exact: every partial sum is an integer below 2^53); above it, in int64."""
+(exact: every partial sum is an integer below 2^53); above it, in int64."""
 
 
 def exact_diagnostics(
@@ -496,14 +503,14 @@ def exact_diagnostics(
             stack.enter_context(pool)
         for t, tp, fp, dp, dn in _rows(s, block):
             if in_float:
-                twice_auc += 2 * int(np.dot(dn, tp)) - int(np.dot(dn, dp))
+                twice_auc += 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
             else:
                 dn_i = dn.astype(np.int64)
                 twice_auc += int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
             tpr, fpr = tp / p, fp / n
             count = tp + fp
             precision = tp / count  # every distinct score has a count
-            ap += float(np.dot(dp, precision))
+            ap += _dot(dp, precision)
             if roc is not None and pr is not None:
                 jobs = [(roc, (fpr, tpr, dn, per_n)), (pr, (tpr, precision, dp, per_p))]
                 if pool is None:
