@@ -156,12 +156,7 @@ def _area_of(g, leave1, arrive1, leave2, arrive2) -> float:
     # On each grid interval both curves are linear: difference d0 at the start, d1 at the end.
     d0 = leave1[:-1] - leave2[:-1]
     d1 = arrive1[1:] - arrive2[1:]
-    width = g[1:] - g[:-1]
-    a0, a1 = np.abs(d0), np.abs(d1)
-    area = (a0 + a1) / 2
-    crossing = d0 * d1 < 0  # the difference changes sign inside: two triangles
-    area[crossing] = (d0[crossing] ** 2 + d1[crossing] ** 2) / (2 * (a0[crossing] + a1[crossing]))
-    return float(np.sum(area * width))
+    return float(np.sum(_area_terms(g[1:] - g[:-1], d0, d1)))
 
 
 def roc_area_error(estimate: Curves, exact: Curves) -> float:
@@ -227,12 +222,12 @@ class _AreaPass:
     sums), in whole-array operations on each block.
 
     Each exact segment (between consecutive points, straight) is integrated from the
-    difference d = y − estimate at its two ends, the estimate read by one `np.interp`. That is
-    exact wherever the estimate is straight over the segment; the few segments that hold one
-    of the estimate's knots, or lie beyond its ends, are integrated again on their own grid
-    with the estimate's limits, and replace their first sum. The grid beyond the exact
-    curve's own ends (where only the estimate has knots) is added at the end, from the exact
-    curve's first and last two knots."""
+    difference d = y − estimate at its two ends, the estimate read on its segments' lines
+    (`_lines`). That is exact wherever the estimate is straight over the segment; the few
+    segments that hold one of the estimate's knots, or lie beyond its ends, are integrated
+    again on their own grid with the estimate's limits, and replace their first sum. The grid
+    beyond the exact curve's own ends (where only the estimate has knots) is added at the end,
+    from the exact curve's first and last two knots."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, start: tuple[float, float] | None = None):
         self.estimate = ux, left, right = _limits(x, y)
