@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from fedeval import audit
-from fedeval.privacy import distdp, localdp
+from fedeval.privacy import distdp, localdp, probe
 from fedeval.privacy.mechanism import Mechanism
 
 
@@ -29,7 +29,7 @@ def row(name: str, claimed: float, bound: audit.EpsilonBound, seconds: float, ex
         ("PASS" if passed else "FAIL") if expect_pass else ("caught" if not passed else "MISSED")
     )
     return (
-        f"{name:<44} {claimed:>5g} {bound.epsilon_lb:>8.3f} {bound.trials // 2:>8,} "
+        f"{name:<62} {claimed:>5g} {bound.epsilon_lb:>8.3f} {bound.trials // 2:>8,} "
         f"{seconds:>6.0f}s  {verdict:<7} {bound.event}"
     )
 
@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--epsilon", type=float, default=1.0)
     args = ap.parse_args()
     rng = np.random.default_rng()
-    print(f"{'mechanism':<44} {'ε':>5} {'ε_lb':>8} {'T/side':>8} {'time':>7}  verdict event")
+    print(f"{'mechanism':<62} {'ε':>5} {'ε_lb':>8} {'T/side':>8} {'time':>7}  verdict event")
     ok = True
     for sc in audit.all_scenarios(args.epsilon):
         t0 = time.perf_counter()
@@ -60,6 +60,29 @@ def main() -> None:
          audit.Scenario("localdp", "replace", "client", 2, epsilon=eps),
          localdp, "report_epsilon", lambda c: c.epsilon),
     ]  # fmt: skip
+
+    # Two-phase `auto`: a probe with no noise (exact totals, charged s·ε); a probe noised for
+    # the whole ε but charged s·ε (real ε = (1 + (1 − s))·ε: only T = 20,000 sees it); bare
+    # (unrandomised) localdp probe reports.
+    def bare(labels, real, config, rng):
+        bits = np.zeros((len(labels), 2), bool)
+        bits[np.arange(len(labels)), labels.astype(np.int64)] = real
+        return bits
+
+    def full_epsilon(c):
+        return math.exp(-c.epsilon / Mechanism(c).probe_sensitivity)
+
+    controls += [
+        ("BROKEN distdp auto: probe without noise",
+         audit.Scenario("distdp", "add-remove", epsilon=eps, height="auto"),
+         probe, "_alpha", lambda c: 1e-12),
+        ("BROKEN distdp auto: probe at ε, charged s·ε",
+         audit.Scenario("distdp", "add-remove", epsilon=eps, height="auto"),
+         probe, "_alpha", full_epsilon),
+        ("BROKEN localdp auto: bare probe reports",
+         audit.Scenario("localdp", "replace", epsilon=eps, height="auto"),
+         probe, "client_bits_localdp", bare),
+    ]  # fmt: skip
     for name, sc, module, attr, broken in controls:
         original = getattr(module, attr)
         setattr(module, attr, broken)
@@ -74,7 +97,9 @@ def main() -> None:
     print()
     head = f"{'per-cohort noise (2 cohorts)':<44} {'stated':>8} {'cohort':>7}"
     print(f"{head} {'99.9% interval of var':>22} {'max |r| < bound':>16} verdict")
-    for sc in [s for s in audit.all_scenarios(args.epsilon) if s.model == "distdp"]:
+    for sc in [
+        s for s in audit.all_scenarios(args.epsilon) if s.model == "distdp" and not s.two_phase
+    ]:
         stated = Mechanism(sc.config()).noise_variance
         for i, noise in enumerate(audit.cohort_noise(sc, max(args.trials // 10, 200), rng)):
             lo, hi = audit.variance_interval(noise)

@@ -314,7 +314,7 @@ class PlanReport:
         return {
             "schema": "fedeval.plan/1",
             "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon}
-            | ({"probe_share": cfg.probe_share, "probe": _probe_words(cfg)} if cfg.probed else {}),
+            | ({"probe_share": cfg.probe_share, "probe": probe_words(cfg)} if cfg.probed else {}),
             "rows": self.rows,
             "positives_fraction": self.positives_fraction,
             "reference": {"source": self.like}
@@ -337,7 +337,7 @@ class PlanReport:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
 
-def _probe_words(cfg: PrivacyConfig) -> str:
+def probe_words(cfg: PrivacyConfig) -> str:
     """What the probe of a two-phase `auto` takes, in words."""
     if cfg.model is PrivacyModel.LOCALDP:
         return (

@@ -70,7 +70,8 @@ HeightOpt = Annotated[
     str,
     typer.Option(
         help="Leaf height h: the release has 2^h cells over the score range. 'auto' balances "
-        "noise against resolution for this n and ε.",
+        "noise against resolution; under distdp/localdp it is chosen from noisy class totals "
+        "released first (5% of ε, or of the reports), part of the release and its claim.",
     ),
 ]
 ShapeOpt = Annotated[

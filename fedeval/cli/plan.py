@@ -112,6 +112,8 @@ def plan(
             f"curves Q = {rec['quantiles']}; calibration B = {rec['calibration_buckets']}",
             soft_wrap=True,
         )
+        if cfg.probed:
+            out.print(f"[dim]height auto: {planning.probe_words(cfg)}[/dim]", soft_wrap=True)
         t = Table(box=None, header_style="bold")
         t.add_column("expected |error|")
         t.add_column("", justify="right")

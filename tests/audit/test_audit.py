@@ -114,7 +114,21 @@ def _scan(scenario, tmp_path, runs):
     return server, analyst, views
 
 
-SCAN = [*SCENARIOS, audit.Scenario("localdp", "replace", "client", 2, short_client=True)]
+ONE_PHASE = [s for s in SCENARIOS if not s.two_phase]
+SCAN = [
+    *ONE_PHASE,
+    audit.Scenario("localdp", "replace", "client", 2, short_client=True),
+    # `--height auto` (two-phase): the probe's totals and the height are in every document.
+    audit.Scenario("distdp", "add-remove", height="auto"),
+    audit.Scenario("distdp", "replace", "client", 2, height="auto"),
+    audit.Scenario("localdp", "replace", "client", 2, height="auto"),
+    audit.Scenario(
+        "distdp",
+        "add-remove",
+        height="auto",
+        per_client=audit.BOUNDARY_PER_CLIENT["distdp", "add-remove"],
+    ),
+]
 
 
 @pytest.mark.parametrize("scenario", SCAN, ids=lambda s: s.name)
@@ -126,6 +140,9 @@ def test_no_document_separates_neighbours(scenario, tmp_path, scan_runs):
     for _, a in views["D"]:
         assert not [p for p in a if p.endswith(".seed")], "a private document names a seed"
         assert a.get("release.privacy.reproducible_simulation") is False
+        # A two-phase release states its probe's released counts (and so was scanned with them).
+        probed = "release.privacy.probe.released.counts[1]" in a
+        assert probed == scenario.two_phase
 
 
 def test_scan_catches_an_exact_count_beside_the_noise(tmp_path, monkeypatch, scan_runs):
@@ -180,7 +197,7 @@ def test_epsilon_audit_catches_per_example_budget_under_unit_client(monkeypatch,
 
 
 @pytest.mark.parametrize(
-    "scenario", [s for s in SCENARIOS if s.model == "distdp"], ids=lambda s: s.name
+    "scenario", [s for s in ONE_PHASE if s.model == "distdp"], ids=lambda s: s.name
 )
 def test_every_cohort_carries_the_full_noise(scenario, trials):
     stated = Mechanism(scenario.config()).noise_variance
@@ -192,12 +209,54 @@ def test_every_cohort_carries_the_full_noise(scenario, trials):
 
 
 @pytest.mark.parametrize(
-    "scenario", [s for s in SCENARIOS if s.model == "distdp"], ids=lambda s: s.name
+    "scenario", [s for s in ONE_PHASE if s.model == "distdp"], ids=lambda s: s.name
 )
 def test_noise_on_different_counts_is_independent(scenario, trials):
     for noise in audit.cohort_noise(scenario, trials // 4, np.random.default_rng(6)):
         worst, bound = audit.correlation_bound(noise)
         assert worst < bound, f"noise correlated across counts: |r| = {worst:.3f} ≥ {bound:.3f}"
+
+
+def test_two_phase_scenarios_at_the_boundary_do_change_the_height():
+    # The audit's boundary populations put m where the rule changes its mind, so neighbours'
+    # releases come at different heights with the probe's noise (else it would not test that).
+    for model, relation in audit.BOUNDARY_PER_CLIENT:
+        sc = audit.Scenario(
+            model, relation, height="auto", per_client=audit.BOUNDARY_PER_CLIENT[model, relation]
+        )
+        rng = np.random.default_rng(11)
+        if model == "distdp":
+            heights = audit.distdp_two_phase_statistic(sc, 100, rng)[2]
+        else:
+            heights = audit.localdp_two_phase_statistic(sc, sc.datasets()[0], 100, rng)[1]
+        assert len(set(heights.tolist())) == 2, (sc.name, np.unique(heights))
+
+
+def test_epsilon_audit_catches_a_probe_without_noise(monkeypatch, trials):
+    """Broken on purpose: the distdp probe releases the exact class totals (α → 0) while the
+    claim charges it s·ε; the audit must see through the tree to the probe."""
+    from fedeval.privacy import probe
+
+    monkeypatch.setattr(probe, "_alpha", lambda config: 1e-12)
+    scenario = audit.Scenario("distdp", "add-remove", height="auto")
+    bound = audit.audit_epsilon(scenario, trials, np.random.default_rng(8))
+    assert bound.epsilon_lb > scenario.epsilon, bound
+    assert bound.event.startswith("probe part"), bound
+
+
+def test_epsilon_audit_catches_bare_probe_reports(monkeypatch, trials):
+    """Broken on purpose: localdp probe reports sent without randomising their label."""
+    from fedeval.privacy import probe
+
+    def bare(labels, real, config, rng):
+        bits = np.zeros((len(labels), 2), bool)
+        bits[np.arange(len(labels)), labels.astype(np.int64)] = real
+        return bits
+
+    monkeypatch.setattr(probe, "client_bits_localdp", bare)
+    scenario = audit.Scenario("localdp", "replace", height="auto")
+    bound = audit.audit_epsilon(scenario, trials, np.random.default_rng(9))
+    assert bound.epsilon_lb > scenario.epsilon, bound
 
 
 def test_correlation_audit_catches_noise_reused_across_counts(monkeypatch, trials):
