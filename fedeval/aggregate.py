@@ -243,10 +243,9 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
         if cfg.unit is Unit.CLIENT and clients_seen:
             per_client = np.bincount(np.concatenate(clients_seen).astype(np.int64), minlength=n)
             # After a probe round a client's other slots went to the probe: at most L here.
-            wrong = per_client[seen] > cfg.max_examples if cfg.probed else None
-            if wrong is None:
-                wrong = per_client[seen] != cfg.max_examples
-            if np.any(wrong):
+            cap = int(cfg.max_examples or 0)
+            sent = per_client[seen]
+            if np.any(sent > cap) or (not cfg.probed and np.any(sent != cap)):
                 raise InputError(
                     f"'{d}': under unit client every client sends exactly {cfg.max_examples} "
                     "reports; some sent another number. Nothing was aggregated."

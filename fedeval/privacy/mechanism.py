@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from fedeval.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
 
@@ -416,11 +418,12 @@ class Mechanism:
             "analyst_learns": self.analyst_learns(),
             "reproducible_simulation": self.seeded,
         }
-        if cfg.probed:
-            out["probe_share"] = cfg.probe_share
-            out["probe"] = self.probe_parameters()
+        probe = self.probe_parameters()
+        if probe is not None:
             if self.probe is not None:
-                out["probe"]["released"] = self.probe.to_dict()
+                probe["released"] = self.probe.to_dict()
+            out["probe_share"] = cfg.probe_share
+            out["probe"] = probe
         return out
 
 
@@ -444,7 +447,7 @@ def probe_from_section(privacy: dict[str, Any]) -> Probe | None:
         isinstance(c, bool) or not isinstance(c, int) for c in counts
     ):
         raise ValueError("privacy.probe.released.counts must be two integers")
-    return Probe(counts, released.get("reports"))
+    return Probe(np.asarray(counts, np.int64), released.get("reports"))
 
 
 def mechanism_from_section(privacy: dict[str, Any]) -> Mechanism:
