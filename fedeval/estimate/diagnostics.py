@@ -209,7 +209,9 @@ def _area_terms(width, d0, d1) -> np.ndarray:
     return area * width
 
 
-def _knots_of(points: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+def _knots_of(
+    points: tuple[np.ndarray, np.ndarray],
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """`_limits` of a few points (x, y), and the same knots as points again: each knot as
     (x, left) then (x, right), so that points appended later continue its run."""
     ux, left, right = _limits(*points)
@@ -424,7 +426,7 @@ def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
             ends = np.flatnonzero(last)
             t = score[ends].view(s.dtype)
             tp = tp[ends]
-            fp = ends + base
+            fp = np.add(ends, base, out=np.empty_like(tp))
             fp -= tp
             dp, dn = _steps(tp, tp0), _steps(fp, fp0)
         tp0, fp0 = float(tp[-1]), float(fp[-1])

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -83,7 +84,10 @@ def _runs(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 DISTINCT_BLOCK = 1 << 16
 """Scores of each class taken at a time by `SortedScores.distinct_blocks`."""
 
-_KEY_TYPES = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
+_KEY_TYPES: dict[np.dtype, np.dtype] = {
+    np.dtype(np.float32): np.dtype(np.uint32),
+    np.dtype(np.float64): np.dtype(np.uint64),
+}
 
 
 def packable(scores: np.ndarray) -> bool:
@@ -144,8 +148,8 @@ class SortedScores:
 
     `negatives` and `positives` are each class's sorted scores (unpacked on first use)."""
 
-    keys: np.ndarray | None = None
-    """The sorted keys, when packed."""
+    _keys: np.ndarray | None = None
+    _sorting: Future | None = None  # the keys' sort, when it runs in another thread
 
     threads: int = 1
     """Threads the exact values may use (those the scores were read with)."""
@@ -156,12 +160,24 @@ class SortedScores:
         self.dtype = np.result_type(negatives.dtype, positives.dtype)
 
     @classmethod
-    def from_keys(cls, keys: np.ndarray, dtype, n_positives: int) -> SortedScores:
-        """From sorted packed keys of scores of `dtype`, `n_positives` of them positive."""
+    def from_keys(
+        cls, keys: np.ndarray, dtype, n_positives: int, sorting: Future | None = None
+    ) -> SortedScores:
+        """From sorted packed keys of scores of `dtype`, `n_positives` of them positive; or
+        from keys being sorted in place by `sorting` (waited for on first use: the work that
+        does not need them runs meanwhile)."""
         s = cls.__new__(cls)
-        s.keys, s._classes, s.dtype = keys, None, np.dtype(dtype)
+        s._keys, s._sorting, s._classes, s.dtype = keys, sorting, None, np.dtype(dtype)
         s.n_negatives, s.n_positives = len(keys) - n_positives, n_positives
         return s
+
+    @property
+    def keys(self) -> np.ndarray | None:
+        """The sorted keys, when packed."""
+        if self._sorting is not None:
+            self._sorting.result()
+            self._sorting = None
+        return self._keys
 
     @classmethod
     def from_arrays(cls, y_score: np.ndarray, y_positive: np.ndarray) -> SortedScores:
