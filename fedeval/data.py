@@ -124,6 +124,7 @@ class _Accumulator:
         # sort orders them by score and class: `fedeval.estimate.exact.pack`); others, each class
         # apart. `rows`: the source's rows, when known before reading.
         self.packed = keep_scores and axis.lo >= 0
+        self.threads = 1  # for the sort and the exact values, once read
         self.keys = _Growing(rows or 0)
         self.neg = _Growing(0 if self.packed else rows or 0)
         self.pos = _Growing(0 if self.packed else rows or 0)
@@ -187,10 +188,19 @@ class _Accumulator:
     def finish(self) -> ScoredData:
         sorted_scores = None
         if self.packed:
-            keys = self.keys.sorted() if self.keys.data is not None else np.zeros(0, np.uint32)
+            sorting = None
+            if self.keys.data is None:
+                keys = np.zeros(0, np.uint32)
+            elif self.threads > 1:  # sorted in another thread while the release is made
+                keys = self.keys.unsorted()
+                sorter = ThreadPoolExecutor(1, "fedeval-sort")
+                sorting = sorter.submit(keys.sort)
+                sorter.shutdown(wait=False)  # its thread ends with the sort
+            else:
+                keys = self.keys.sorted()
             dtype = np.float32 if keys.dtype == np.uint32 else np.float64
             positives = int(self.counts[1 << self.resolution :].sum())
-            sorted_scores = SortedScores.from_keys(keys, dtype, positives)
+            sorted_scores = SortedScores.from_keys(keys, dtype, positives, sorting)
         elif self.keep_scores:
             sorted_scores = SortedScores(self.neg.sorted(), self.pos.sorted())
         codes = uniques = None
@@ -249,11 +259,16 @@ class _Growing:
 
     def sorted(self) -> np.ndarray:
         """The scores sorted (in place: the buffer, shrunk to them, is handed over)."""
+        out = self.unsorted()
+        out.sort()
+        return out
+
+    def unsorted(self) -> np.ndarray:
+        """The scores in the order appended (the buffer, shrunk to them, is handed over)."""
         if self.data is None:
             return np.zeros(0)
         out, self.data = self.data, None
         out.resize(self.size, refcheck=False)
-        out.sort()
         return out
 
 
@@ -322,7 +337,7 @@ def read_scored(
     threads = _check_threads(threads)
     rows = parquet_rows(source) if keep_scores else None
     acc = _Accumulator(resolution, axis, keep_scores, keep_examples, rows)
-    pieces = scan(source, columns)
+    pieces = scan(source, columns, threads=threads)
     lo_hi = axis.score_range
     labels_seen: dict = {}
 
@@ -343,6 +358,7 @@ def read_scored(
             progress(None)
     if acc.rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
+    acc.threads = threads
     data = acc.finish()
     if data.sorted_scores is not None:  # the exact values may use as many threads
         data.sorted_scores.threads = threads

@@ -10,8 +10,10 @@ import contextlib
 import csv
 import io
 import os
+import queue
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -274,6 +276,15 @@ class Piece:
         return self.batch if self.load is None else self.load()
 
 
+def _row_group_sizes(path: Path) -> list[int] | None:
+    """The rows of each row group of a Parquet file (None if its footer cannot be read)."""
+    try:
+        md = pq.ParquetFile(path, pre_buffer=False).metadata
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    return [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+
+
 def _row_group_loaders(
     path: Path, cols: list[str], extra, name: str, batch_rows: int
 ) -> list | None:
@@ -281,13 +292,9 @@ def _row_group_loaders(
     on its own (a reader is not shared between threads), so row groups are read in parallel;
     None when a row group holds more than `batch_rows` rows (the file is then streamed in
     batches, so memory stays bounded)."""
-    try:
-        md = pq.ParquetFile(path, pre_buffer=False).metadata
-    except (pa.ArrowException, OSError, ValueError):
-        return None  # the streamed path reports it
-    sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
-    if any(n > batch_rows for n in sizes):
-        return None
+    sizes = _row_group_sizes(path)
+    if sizes is None or any(n > batch_rows for n in sizes):
+        return None  # a broken footer: the streamed path reports it
 
     def load(i: int) -> pa.Table:
         try:
@@ -301,29 +308,104 @@ def _row_group_loaders(
     return [(n, partial(load, i)) for i, n in enumerate(sizes) if n]
 
 
+_END = object()
+"""Put by a row group's reader after its last batch."""
+
+
+def _stream_row_group(path: Path, i: int, cols: list[str], batch_rows: int, out, stop) -> None:
+    """Read row group i in batches into the queue `out` (bounded: the reader waits while it
+    is full), then `_END`; an error is put instead. Stops early once `stop` is set."""
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    try:
+        pf = pq.ParquetFile(path, pre_buffer=False)
+        batches = pf.iter_batches(
+            batch_size=batch_rows, row_groups=[i], columns=cols, use_threads=False
+        )
+        for rb in batches:
+            if not put(rb):
+                return
+        put(_END)
+    except BaseException as e:  # reported by the reading thread, in file order
+        put(e)
+
+
+def _big_row_groups(
+    path: Path, sizes: list[int], cols: list[str], name: str, batch_rows: int, ahead: int
+) -> Iterator[pa.RecordBatch]:
+    """The batches of a Parquet file whose row groups exceed `batch_rows`, in file order, with
+    up to `ahead` row groups decoded at once, each in its own thread (a row group's pages
+    decode one after another, so one thread per row group is what parallelism there is).
+    Each reader holds at most two batches ahead: memory is `ahead` × 3 batches."""
+    groups = [i for i, n in enumerate(sizes) if n]
+    stop = threading.Event()
+    started: list[tuple[threading.Thread, queue.Queue]] = []
+
+    def start(k: int) -> None:
+        q: queue.Queue = queue.Queue(maxsize=2)
+        t = threading.Thread(
+            target=_stream_row_group,
+            args=(path, groups[k], cols, batch_rows, q, stop),
+            name="fedeval-row-group",
+            daemon=True,
+        )
+        t.start()
+        started.append((t, q))
+
+    try:
+        for k in range(min(ahead, len(groups))):
+            start(k)
+        for k in range(len(groups)):
+            _, q = started[k]
+            while (item := q.get()) is not _END:
+                if isinstance(item, pa.ArrowException | OSError):
+                    raise InputError(f"cannot read '{name}': {_one_line(item)}") from item
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+            if k + ahead < len(groups):
+                start(k + ahead)
+    finally:
+        stop.set()
+        for t, _ in started:
+            t.join()
+
+
 def scan(
     source: str | os.PathLike,
     columns: Columns = DEFAULT_COLUMNS,
     *,
     batch_rows: int = BATCH_ROWS,
+    threads: int = 1,
 ) -> Iterator[Piece]:
     """Raw record batches of (score, label[, client]) from a file, '-', a directory (a
     Parquet or CSV dataset, hive partitions included) or a glob, file by file in sorted order,
     only the needed columns read. Each file must hold the score and label columns.
 
     Validation is left to `validate_piece`, so that it can run beside the reading (threads).
-    Raises `InputError` for an unreadable file or a missing column.
+    A Parquet file's row groups of more than `batch_rows` rows are streamed, up to `threads`
+    of them at once. Raises `InputError` for an unreadable file or a missing column.
     """
     files = source_files(source)
     if files is None:
-        yield from _scan_file(source, {}, {}, columns, batch_rows)
+        yield from _scan_file(source, {}, {}, columns, batch_rows, threads)
         return
     types = _partition_types(files)
     for f in files:
-        yield from _scan_file(f.path, f.partition, types, columns, batch_rows)
+        yield from _scan_file(f.path, f.partition, types, columns, batch_rows, threads)
 
 
-def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_rows: int):
+def _scan_file(
+    source, partition: dict, types: dict, columns: Columns, batch_rows: int, threads: int = 1
+):
     name = source_name(source)
     # The implicit "client" column, unless it already holds the scores or the labels.
     implicit = None if "client" in (columns.score, columns.label) else "client"
@@ -362,6 +444,9 @@ def _scan_file(source, partition: dict, types: dict, columns: Columns, batch_row
                 yield Piece(name, offset, None, False, client, rows, load)
                 offset += rows
             return
+        sizes = _row_group_sizes(Path(source))
+        if threads > 1 and sizes is not None and sum(1 for n in sizes if n) > 1:
+            batches = _big_row_groups(Path(source), sizes, file_cols, name, batch_rows, threads)
     offset = 0
     for rb in batches:
         if rb.num_rows == 0:

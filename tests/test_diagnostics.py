@@ -190,3 +190,16 @@ def test_scores_on_a_signed_range_keep_the_classes_apart():
     assert got is not None and got.keys is None
     np.testing.assert_array_equal(got.positives, np.sort(s[y] * 2 - 1))
     assert exact_auc(got) == exact_auc(SortedScores.from_arrays(s, y))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+def test_keys_sorted_in_another_thread_are_the_same(tmp_path, threads):
+    s, y = _scores(7, 50_000, "rounded")
+    pq.write_table(
+        pa.table({"score": s, "label": y.astype(np.int8)}),
+        tmp_path / "a.parquet",
+        row_group_size=4096,
+    )
+    got = read_scored(tmp_path / "a.parquet", threads=threads).sorted_scores
+    assert got is not None and got.threads == threads
+    np.testing.assert_array_equal(got.keys, SortedScores.from_arrays(s, y).keys)

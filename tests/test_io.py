@@ -590,3 +590,39 @@ def test_a_failed_write_leaves_no_directory_it_made(tmp_path):
     with pytest.raises(RuntimeError), atomic_output(tmp_path / "kept" / "x.csv") as f:
         raise RuntimeError("the run failed")
     assert [p.name for p in tmp_path.iterdir()] == ["kept"]  # not made by the write: kept
+
+
+def _big_groups_file(path, groups: int = 5, rows: int = 3000):
+    rng = np.random.default_rng(3)
+    n = groups * rows
+    t = pa.table({"score": rng.random(n), "label": (rng.random(n) < 0.3).astype(np.int8)})
+    pq.write_table(t, path, row_group_size=rows)
+    return t
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_large_row_groups_read_several_at_once_give_the_same_batches(tmp_path, threads):
+    """Row groups over `batch_rows` are streamed, several at a time in threads: the same
+    batches, offsets and rows, in file order, as one reader."""
+    from fedeval.io import scan
+
+    t = _big_groups_file(tmp_path / "big.parquet")
+    one = list(scan(tmp_path / "big.parquet", batch_rows=1000))
+    many = list(scan(tmp_path / "big.parquet", batch_rows=1000, threads=threads))
+    assert [(p.offset, p.rows) for p in one] == [(p.offset, p.rows) for p in many]
+    assert len(many) == 15 and sum(p.rows for p in many) == t.num_rows
+    for a, b in zip(one, many, strict=True):
+        assert a.table().equals(b.table())
+
+
+def test_stopping_early_ends_the_row_group_readers(tmp_path):
+    import threading
+
+    from fedeval.io import scan
+
+    _big_groups_file(tmp_path / "big.parquet", groups=6)
+    pieces = scan(tmp_path / "big.parquet", batch_rows=500, threads=4)
+    first = [next(pieces) for _ in range(3)]
+    pieces.close()
+    assert sum(p.rows for p in first) == 1500
+    assert not [t for t in threading.enumerate() if t.name == "fedeval-row-group"]
