@@ -34,6 +34,7 @@ from fedeval.estimate.metrics import (
 )
 from fedeval.estimate.uncertainty import (
     DEFAULT_DRAWS,
+    bias_aware_interval,
     count_bounds,
     interval,
     interval_around,
@@ -42,7 +43,7 @@ from fedeval.estimate.uncertainty import (
     threshold_metrics,
     within_bucket_auc_variance,
 )
-from fedeval.hierarchy import bucket_counts, equidepth_edges
+from fedeval.hierarchy import bucket_counts, coarsen, equidepth_edges
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.params import data_resolution
 from fedeval.release import ScoreHistogram
@@ -126,36 +127,48 @@ def estimate_metrics(
     return MetricEstimates(auc, clip_unit(p), clip_unit(r), clip_unit(a))
 
 
-def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buckets: int | None):
-    """95% intervals of AUC and of P/R/A at each threshold (`fedeval.estimate.uncertainty`).
+def auc_interval(leaves: np.ndarray, draws: np.ndarray | None, buckets: int | None) -> np.ndarray:
+    """95% interval of the AUC from consistent leaves (2, L) and fresh noise draws on them
+    (draws, 2, L) or None: bias-aware (`bias_aware_interval`) over the range from the unclipped
+    estimate to it less its discretisation bias (`auc_discretisation_bias`), with spread
+    √(noise variance over the draws + the within-leaf Mann-Whitney variance), clipped to [0, 1].
 
-    AUC: estimate ± z·√(noise variance from fresh draws on the release + the within-leaf
-    Mann-Whitney variance). P/R/A: the worst case over where the examples of the leaf that holds
-    t sit (`threshold_bounds`, none of it to all of it ≥ t; nothing when t is on a leaf edge),
-    widened by z·σ of the noise on each side. All None when intervals are switched off
+    Around the unclipped estimate: near 1 (or 0) the clipped one shifts the interval inwards and
+    its far side covers more than the noise allows (measured: 0.98 for an AUC of 0.992 under
+    localdp, 1.5% positives)."""
+    neg, pos = auc_buckets(leaves, buckets)
+    variance = within_bucket_auc_variance(neg, pos)
+    if draws is not None:
+        resampled = leaves + draws
+        if buckets is None:
+            values = auc_from_buckets(resampled[:, 0], resampled[:, 1])
+        else:
+            values = np.array([auc_from_buckets(*auc_buckets(x, buckets)) for x in resampled])
+        variance += float(np.square(noise_sd(values)))
+    raw = float(auc_from_buckets(neg, pos))
+    corrected = raw - auc_discretisation_bias(leaves, buckets)
+    ci = bias_aware_interval(min(raw, corrected), max(raw, corrected), np.sqrt(variance))
+    return np.clip(ci, 0.0, 1.0)
+
+
+def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buckets: int | None):
+    """95% intervals of AUC (`auc_interval`) and of P/R/A at each threshold
+    (`fedeval.estimate.uncertainty`): the worst case over where the examples of the leaf that
+    holds t sit (`threshold_bounds`, none of it to all of it ≥ t; nothing when t is on a leaf
+    edge), widened by z·σ of the noise on each side. All None when intervals are switched off
     (ci_draws = 0)."""
     if run.ci_draws == 0:
         return None, None, None, None
     leaves = run.histogram.leaves
     draws = run.noise_draws
-    auc_disc = within_bucket_auc_variance(*auc_buckets(leaves, buckets))
-    auc_sd: float | np.ndarray
     if draws is None:
-        auc_sd = 0.0
         sd_p = sd_r = sd_a = np.zeros(len(unit_thresholds))
     else:
-        resampled = leaves + draws
-        if buckets is None:
-            auc_sd = noise_sd(auc_from_buckets(resampled[:, 0], resampled[:, 1]))
-        else:
-            auc_sd = noise_sd(
-                np.array([auc_from_buckets(*auc_buckets(x, buckets)) for x in resampled])
-            )
-        p, r, a = threshold_metrics(resampled, unit_thresholds)
+        p, r, a = threshold_metrics(leaves + draws, unit_thresholds)
         sd_p, sd_r, sd_a = noise_sd(p), noise_sd(r), noise_sd(a)
     bp, br, ba = threshold_bounds(leaves, unit_thresholds)
     return (
-        interval(est.auc, auc_sd, auc_disc),
+        auc_interval(leaves, draws, buckets),
         interval_around(est.precision, sd_p, bp),
         interval_around(est.recall, sd_r, br),
         interval_around(est.accuracy, sd_a, ba),
@@ -220,6 +233,31 @@ def sparse_note(threshold: float, predicted: float) -> str:
         f"few or no examples score ≥ {threshold:.4g} (≈ {max(predicted, 0.0):,.0f} predicted "
         "positive): precision is barely determined"
     )
+
+
+RICHARDSON_MIN_CELLS = 8
+"""The fewest leaves (or buckets) at which the AUC's discretisation bias is extrapolated: with
+fewer, the cells are too wide for the bias to shrink as a power of their width."""
+
+
+def auc_discretisation_bias(leaves: np.ndarray, buckets: int | None) -> float:
+    """Estimated bias of the AUC from counting each pair that shares a cell as ½: (AUC over
+    cells twice as wide − AUC)/3, a Richardson step, 0 below RICHARDSON_MIN_CELLS cells.
+
+    Where scores are smooth the pairs sharing a cell are proportional to its width w and each
+    departs from ½ by O(w), so the bias is c·w²: the coarser AUC carries 4× it, and the
+    difference is 3×. Tied pairs count ½ in both AUCs, so ties add nothing. Read from the same
+    release (post-processing); its noise is mostly shared by the two AUCs."""
+    cells = leaves.shape[-1] if buckets is None else buckets
+    if cells < RICHARDSON_MIN_CELLS:
+        return 0.0
+    fine = auc_from_buckets(*auc_buckets(leaves, buckets))
+    if buckets is None:
+        coarse = auc_from_buckets(*coarsen(leaves, int(np.log2(cells)) - 1))
+    else:
+        coarse = auc_from_buckets(*auc_buckets(leaves, buckets // 2))
+    bias = float((coarse - fine) / 3.0)
+    return bias if np.isfinite(bias) else 0.0
 
 
 def auc_buckets(leaves: np.ndarray, buckets: int | None) -> tuple[np.ndarray, np.ndarray]:
@@ -316,9 +354,7 @@ def evaluate_run(
         if exact_auc_value is None:
             exact_auc_value = exact_auc(s)
         tp, fp = exact_threshold_counts(s, thr)
-        ep, er, ea = precision_recall_accuracy(
-            tp, fp, float(s.n_positives), float(s.n_negatives)
-        )
+        ep, er, ea = precision_recall_accuracy(tp, fp, float(s.n_positives), float(s.n_negatives))
         exact_p, exact_r, exact_a = ep.tolist(), er.tolist(), ea.tolist()
 
     def ci(a, i) -> tuple[float, float] | None:
