@@ -27,8 +27,7 @@ from fedeval.estimate.curves import (
     Curves,
     curve_height,
     estimate_curves,
-    leaf_ap,
-    leaf_tails,
+    leaf_ap_interval,
     within_leaf_bounds,
 )
 from fedeval.estimate.diagnostics import exact_diagnostics
@@ -140,62 +139,12 @@ def curve_result(
     )
 
 
-AP_DRAWS = 60
-"""Noise draws behind the AP interval of the 'leaves' estimator: the AP is O(L) per draw, and
-the bias estimate below is a mean over them (its own spread is sd/√AP_DRAWS)."""
-
-CONSTRAINT_BIAS_FACTOR = 3.0
-"""From the bias of a re-noised release to the release's own bias (see `_leaf_ap_interval`).
-A bias growing like σ would give 1/(√2 − 1) ≈ 2.4 and one like σ² would give 1. Measured over
-60 releases with the tails' fit held at both ends (`monotone_cumulative`), the ratio was 4.8
-(smooth, distdp, 300k rows), 2.5 (1.5% positives, distdp, 1M), 3.0 (smooth, localdp) and 2.3
-(rare, localdp); 3 is their middle. Where it is low (smooth distdp) the noise's spread is 3× the
-bias and still covers. An empirical constant: a two-level extrapolation (re-noising at √2σ and
-2σ, fitting a power law) tracked the measured ratios worse than this."""
-
-
 def _leaf_ap_interval(
     run: Simulated, estimate: float, hull: tuple[float, float]
 ) -> tuple[float, float]:
-    """95% interval of the 'leaves' AP: the span of what the release cannot tell apart, widened
-    by z·σ of the noise. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`).
-
-    The span holds (1) the AP with each leaf's examples tied (the step rule: exact for scores
-    with point masses) and uniformly mixed (the integral rule, the estimate: exact in the limit
-    of smooth scores); (2) the estimate minus the bias of the monotone, non-negative fit of the
-    noisy tails. That bias is estimated by noising the release again: b̂ = mean AP(leaves + d) −
-    AP(leaves). The fit's bias comes from its constraints (counts ≥ 0 where the truth is 0);
-    the extra noise takes σ to √2σ, and the release's own bias is a multiple of b̂
-    (CONSTRAINT_BIAS_FACTOR, measured). The worst-case order inside each leaf is not in the span: it
-    is far wider than any order real scores take, and the interval would cover 100% of the time;
-    it is used where there is no noise (exact sums), as the bound that holds for any data, and
-    where the noise is larger than it (the bias estimate is then unreliable).
-    """
-    leaves = run.histogram.leaves
-    if run.noise_draws is None:
-        # Exact sums: discretisation is all there is to cover, and the worst case is the only
-        # bound that holds for every data set (at the federated height it is narrow).
-        return (float(min(estimate, hull[0])), float(max(estimate, hull[1])))
-    fp, tp = leaf_tails(leaves)
-    step = leaf_ap(fp, tp, "step")
-    lo, hi = min(estimate, step), max(estimate, step)
-    draws = run.noise_draws[:AP_DRAWS]
-    renoised = np.array([leaf_ap(*leaf_tails(leaves + d), "integral") for d in draws])
-    sd = float(noise_sd(renoised))
-    finite = renoised[np.isfinite(renoised)]
-    if finite.size:
-        debiased = estimate - CONSTRAINT_BIAS_FACTOR * (float(finite.mean()) - estimate)
-        lo, hi = min(lo, debiased), max(hi, debiased)
-    ap_lo, ap_hi = hull
-    if not sd < ap_hi - ap_lo:
-        # Noise beyond the leaves' own uncertainty: the fit's bias is then no small
-        # perturbation, re-noising underestimates it (measured: 58% coverage at ε/L under unit
-        # client), and only the conservative hull holds.
-        lo, hi = min(lo, ap_lo), max(hi, ap_hi)
-    return (
-        float(np.clip(lo - Z95 * sd, 0.0, 1.0)),
-        float(np.clip(hi + Z95 * sd, 0.0, 1.0)),
-    )
+    """95% interval of the 'leaves' AP from the run's release and noise draws
+    (`fedeval.estimate.curves.leaf_ap_interval`)."""
+    return leaf_ap_interval(run.histogram.leaves, estimate, hull, run.noise_draws)
 
 
 def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str):
