@@ -91,7 +91,8 @@ def main() -> None:
                 f"{res['recall']:>10.1e} {res['accuracy']:>10.1e}",
                 flush=True,
             )
-        cfg = {m: resolve_config(m, n=data.rows).height for m in ("distdp", "localdp")}
+        # The one-phase rule from n: what the probe of a two-phase auto lands near.
+        cfg = {m: resolve_config(m, n=data.rows, probe=False).height for m in ("distdp", "localdp")}
         print(f"{label}: n = {data.rows}; auto heights {cfg} (* = chosen by --height auto)")
     print(
         "papers at n ≈ 500k: P/R/A ≈ 1e-4 federated, 1e-3 distdp, 5e-3 localdp; "

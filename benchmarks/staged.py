@@ -142,8 +142,9 @@ class Choice:
 
     @property
     def cli_height(self) -> str:
-        """What `--height` gets: 'auto' whenever auto's pick is run as is."""
-        return "auto" if self.rule == "auto" else str(self.config.height)
+        """What `--height` gets: the height itself (under DP `auto` is two-phase and chooses
+        from its probe, so a run sized in advance gives the height the n-rule predicts)."""
+        return str(self.config.height)
 
 
 def report_entries(config: PrivacyConfig) -> int:
@@ -156,7 +157,10 @@ def choose_height(setting: Setting, n: int) -> Choice:
     from fedeval.params import resolve_config
 
     def cfg(height):
-        return resolve_config(setting.model, n=n, epsilon=setting.epsilon, height=height)
+        # A staged run encodes at a given height; auto's one-phase rule from n predicts it.
+        return resolve_config(
+            setting.model, n=n, epsilon=setting.epsilon, height=height, probe=False
+        )
 
     auto = cfg("auto")
     if setting.model == "federated":
