@@ -286,8 +286,11 @@ class _AreaPass:
         above = int(np.searchsorted(x, ux[-1], side="right"))  # x[k] > ux[-1] for k ≥ above
         if above < m:
             parts.append(np.arange(above, m))
-        special = np.unique(np.concatenate(parts))
-        special = special[w[special] > 0]
+        special = np.concatenate(parts)
+        special.sort()  # (np.unique's hashing costs more on these few sorted runs)
+        keep = w[special] > 0
+        keep[1:] &= special[1:] != special[:-1]
+        special = special[keep]
         if len(special):
             xa, ya = x[special - 1], y[special - 1]
             if special[0] == 0:
