@@ -320,22 +320,26 @@ class _AreaPass:
 
     def _segments(self, xa, ya, xb, yb) -> float:
         """∫|exact − estimate| over exact segments from (xa, ya) to (xb, yb) (each straight,
-        xb > xa), on a grid of its ends and the estimate's knots between them."""
+        xb > xa), on a grid of its ends and the estimate's knots between them: at those
+        knots the estimate's limits are read directly, and only the ends are placed on it."""
         ux, left, right = self.estimate
-        lo = np.searchsorted(ux, xa, side="right")
-        inner = np.maximum(np.searchsorted(ux, xb, side="left") - lo, 0)
-        size = inner + 2
+        n = len(ux)
+        lo = np.searchsorted(ux, xa, side="right")  # knots ≤ xa
+        hi = np.searchsorted(ux, xb, side="left")  # knots < xb
+        on_a = (lo > 0) & (ux[np.maximum(lo - 1, 0)] == xa)
+        on_b = (hi < n) & (ux[np.minimum(hi, n - 1)] == xb)
+        leave_a = _on_grid(ux, left, right, xa, lo, on_a)[0]
+        arrive_b = _on_grid(ux, left, right, xb, hi + on_b, on_b)[1]
+        size = np.maximum(hi - lo, 0) + 2
         ends = np.cumsum(size) - 1
         starts = ends - size + 1
         seg = np.repeat(np.arange(len(xa)), size)
-        pos = np.arange(int(ends[-1]) + 1) - starts[seg]
-        g = ux[np.clip(lo[seg] + pos - 1, 0, len(ux) - 1)]
+        knot = np.clip(lo[seg] + np.arange(int(ends[-1]) + 1) - starts[seg] - 1, 0, n - 1)
+        g, leaving, arriving = ux[knot], right[knot], left[knot]
         g[starts], g[ends] = xa, xb
+        leaving[starts], arriving[ends] = leave_a, arrive_b
         ey = ya[seg] + (g - xa[seg]) / (xb - xa)[seg] * (yb - ya)[seg]  # as `_on_grid`'s line
         ey[ends] = yb
-        le = np.searchsorted(ux, g, side="right")
-        on = (le > 0) & (ux[np.maximum(le - 1, 0)] == g)
-        leaving, arriving = _on_grid(ux, left, right, g, le, on)
         inside = seg[:-1] == seg[1:]
         terms = _area_terms(g[1:] - g[:-1], ey[:-1] - leaving[:-1], ey[1:] - arriving[1:])
         return float(np.sum(terms[inside]))
