@@ -4,7 +4,8 @@ the floor measured in the same run with the same number of threads.
 For each row count, thread count, privacy model (federated, distdp, localdp) and mode
 (``default``: the exact values beside each estimate, as a simulation shows them, and 95%
 intervals; ``--no-exact``: intervals only), it prints the wall time, rows/s, the peak resident
-memory (RSS), the floor's time and the ratio. The floors:
+memory (RSS), the floor's time and the ratio, and the CPU seconds of all threads with their
+ratio to the floor's (steadier than wall time on a loaded machine). The floors:
 
 - ``floor+sort`` (for the default mode): read the two columns with pyarrow, one ``np.bincount``
   of a cell index per row group, and one sort of all the scores (the exact values need it);
@@ -219,18 +220,20 @@ def run_child(task: str, path: Path, threads: int, model: str, mode: str, repeat
         "evaluate": lambda: evaluate(path, threads, model, mode),
         "per-client": lambda: per_client(path, threads, model, mode),
     }[task]
-    best = float("inf")
+    best = best_cpu = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         work()
         best = min(best, time.perf_counter() - t0)
-    print(json.dumps({"seconds": best, "peak_mb": own_peak_rss_mb()}))
+        best_cpu = min(best_cpu, time.process_time() - c0)
+    print(json.dumps({"seconds": best, "cpu": best_cpu, "peak_mb": own_peak_rss_mb()}))
 
 
 def measure(
     task: str, path: Path, threads: int, repeats: int, model: str = "-", mode: str = "-"
-) -> tuple[float, float]:
-    """(best seconds, peak RSS MB) of `task` in a fresh interpreter."""
+) -> tuple[float, float, float]:
+    """(best seconds, peak RSS MB, best CPU seconds of all its threads) of `task` in a fresh
+    interpreter. CPU seconds move less than wall time on a machine others are loading."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", task, str(path)]
     cmd += ["--child-threads", str(threads), "--child-model", model, "--child-mode", mode]
     cmd += ["--repeats", str(repeats)]
@@ -238,7 +241,7 @@ def measure(
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr}")
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    return out["seconds"], out["peak_mb"]
+    return out["seconds"], out["peak_mb"], out["cpu"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,6 +257,8 @@ class Result:
     seconds: float
     peak_mb: float
     floor_s: float
+    cpu: float = float("nan")
+    floor_cpu: float = float("nan")
 
     @property
     def ratio(self) -> float:
@@ -263,7 +268,8 @@ class Result:
         return (
             f"{self.rows:>13,}  {self.threads:>3}  {self.model:<9}  {self.mode:<8}  "
             f"{self.seconds:8.2f} s  {self.rows / self.seconds / 1e6:7.1f} M rows/s  "
-            f"peak {self.peak_mb:7.0f} MB  floor {self.floor_s:6.2f} s  ratio {self.ratio:5.2f}"
+            f"peak {self.peak_mb:7.0f} MB  floor {self.floor_s:6.2f} s  ratio {self.ratio:5.2f}  "
+            f"cpu {self.cpu:6.2f} s ratio {self.cpu / self.floor_cpu:5.2f}"
         )
 
 
@@ -273,19 +279,19 @@ def run_size(rows: int, threads: int, models, repeats: int) -> list[Result]:
     measure("floor", path, threads, 1)
     floors = {}
     for name in ("floor", "floor+sort"):
-        s, peak = measure(name, path, threads, repeats)
-        floors[name] = s
+        s, peak, cpu = measure(name, path, threads, repeats)
+        floors[name] = s, cpu
         print(
             f"{rows:>13,}  {threads:>3}  {name:<20}  {s:8.2f} s  "
-            f"{rows / s / 1e6:7.1f} M rows/s  peak {peak:7.0f} MB",
+            f"{rows / s / 1e6:7.1f} M rows/s  peak {peak:7.0f} MB  cpu {cpu:6.2f} s",
             flush=True,
         )
     results = []
     for mode in MODES:
-        floor_s = floors["floor+sort" if mode == "default" else "floor"]
+        floor_s, floor_cpu = floors["floor+sort" if mode == "default" else "floor"]
         for model in models:
-            s, peak = measure("evaluate", path, threads, repeats, model, mode)
-            r = Result(rows, threads, model, mode, s, peak, floor_s)
+            s, peak, cpu = measure("evaluate", path, threads, repeats, model, mode)
+            r = Result(rows, threads, model, mode, s, peak, floor_s, cpu, floor_cpu)
             print(r.line(), flush=True)
             results.append(r)
     return results
@@ -308,8 +314,8 @@ def per_client_ratios(threads: int, models, repeats: int) -> list[tuple[str, flo
     path = ensure_clients(PER_CLIENT_CLIENTS)
     out = []
     for model in models:
-        fast, _ = measure("per-client", path, threads, repeats, model, "fast")
-        slow, _ = measure("per-client", path, threads, repeats, model, "per-client")
+        fast = measure("per-client", path, threads, repeats, model, "fast")[0]
+        slow = measure("per-client", path, threads, repeats, model, "per-client")[0]
         print(
             f"per-client  {PER_CLIENT_CLIENTS:,} clients  {model:<9}  fast {fast:6.2f} s  "
             f"per-client {slow:6.2f} s  ratio {slow / fast:5.2f}",
