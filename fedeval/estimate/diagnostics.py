@@ -330,7 +330,15 @@ class _AreaPass:
         on_b = (hi < n) & (ux[np.minimum(hi, n - 1)] == xb)
         leave_a = _on_grid(ux, left, right, xa, lo, on_a)[0]
         arrive_b = _on_grid(ux, left, right, xb, hi + on_b, on_b)[1]
-        size = np.maximum(hi - lo, 0) + 2
+        plain = hi <= lo  # no knot inside (as beyond the estimate's ends): one interval
+        terms = _area_terms(xb - xa, ya - leave_a, yb - arrive_b)
+        total = float(np.sum(terms[plain]))
+        if plain.all():
+            return total
+        keep = ~plain
+        xa, ya, xb, yb, lo, hi = (v[keep] for v in (xa, ya, xb, yb, lo, hi))
+        leave_a, arrive_b = leave_a[keep], arrive_b[keep]
+        size = hi - lo + 2
         ends = np.cumsum(size) - 1
         starts = ends - size + 1
         seg = np.repeat(np.arange(len(xa)), size)
@@ -342,7 +350,7 @@ class _AreaPass:
         ey[ends] = yb
         inside = seg[:-1] == seg[1:]
         terms = _area_terms(g[1:] - g[:-1], ey[:-1] - leaving[:-1], ey[1:] - arriving[1:])
-        return float(np.sum(terms[inside]))
+        return total + float(np.sum(terms[inside]))
 
     def _ends(self, x: np.ndarray, y: np.ndarray) -> None:
         """Keep the exact curve's first two knots (once known) and its last two so far."""
