@@ -124,7 +124,7 @@ class _Accumulator:
         # sort orders them by score and class: `fedeval.estimate.exact.pack`); others, each class
         # apart. `rows`: the source's rows, when known before reading.
         self.packed = keep_scores and axis.lo >= 0
-        self.threads = 1  # for the sort and the exact values, once read
+        self.threads = 1  # more: the kept scores are sorted in another thread
         self.keys = _Growing(rows or 0)
         self.neg = _Growing(0 if self.packed else rows or 0)
         self.pos = _Growing(0 if self.packed else rows or 0)
@@ -359,10 +359,7 @@ def read_scored(
     if acc.rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
     acc.threads = threads
-    data = acc.finish()
-    if data.sorted_scores is not None:  # the exact values may use as many threads
-        data.sorted_scores.threads = threads
-    return data
+    return acc.finish()
 
 
 def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, parallel_checks):

@@ -5,10 +5,8 @@ estimate and the exact curves (moved from `fedeval.estimate.curves`).
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,8 +192,8 @@ class ExactCurves(Curves):
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
     """Σ a·b of two float64 vectors in numpy's own loop (`einsum`), not BLAS: OpenBLAS
-    threads its dot products, and on a busy machine, or called from several threads, their
-    spin-waits cost many times the sum."""
+    threads its dot products, and on a busy machine their spin-waits cost many times the
+    sum."""
     return float(np.einsum("i,i->", a, b))
 
 
@@ -456,13 +454,6 @@ def _steps(a: np.ndarray, before: float) -> np.ndarray:
     return out
 
 
-def _add_all(jobs) -> None:
-    """Each (area pass, block) in turn, numpy's float warnings off (as in the main thread)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for area, args in jobs:
-            area.add(*args)
-
-
 EXACT_AUC_FLOAT = 2.0**52
 """Below this many (positive, negative) pairs, twice the AUC's integer sum is summed in float64
 (exact: every partial sum is an integer below 2^53); above it, in int64."""
@@ -474,7 +465,6 @@ def exact_diagnostics(
     *,
     block: int = EXACT_BLOCK,
     cells: int = THIN_CELLS,
-    threads: int | None = None,
 ) -> tuple[ExactCurves, float | None, float | None]:
     """(exact curves thinned for display, ROC area error, PR area error) in one pass over the
     distinct scores from the top, `block` at a time: AUC, AP and the areas between `estimate`
@@ -485,10 +475,8 @@ def exact_diagnostics(
     distinct score.
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
-    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it. With `threads` > 1 (default:
-    those the scores were read with) the two areas run in other threads (one for both, or one
-    each from 3 threads) while the next block is read: the same sums in the same order, so
-    the same values."""
+    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it. (Running the areas in other
+    threads was measured slower: most of a block's numpy calls are short and hold the GIL.)"""
     p, n = s.n_positives, s.n_negatives
     roc = pr = None
     if estimate is not None:
@@ -506,13 +494,7 @@ def exact_diagnostics(
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
-    threads = s.threads if threads is None else threads
-    workers = min(threads - 1, 2) if pr is not None else 0
-    pool = ThreadPoolExecutor(workers, "fedeval-exact") if workers > 0 else None
-    pending: list[Future] = []
-    with contextlib.ExitStack() as stack, np.errstate(divide="ignore", invalid="ignore"):
-        if pool is not None:
-            stack.enter_context(pool)
+    with np.errstate(divide="ignore", invalid="ignore"):
         for t, tp, fp, dp, dn in _rows(s, block):
             if in_float:
                 twice_auc += 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
@@ -524,14 +506,8 @@ def exact_diagnostics(
             precision = tp / count  # every distinct score has a count
             ap += _dot(dp, precision)
             if roc is not None and pr is not None:
-                jobs = [(roc, (fpr, tpr, dn, per_n)), (pr, (tpr, precision, dp, per_p))]
-                if pool is None:
-                    _add_all(jobs)
-                else:  # in the other threads, a block behind at most
-                    for f in pending:
-                        f.result()
-                    lanes = [jobs] if workers == 1 else [[j] for j in jobs]
-                    pending = [pool.submit(_add_all, lane) for lane in lanes]
+                roc.add(fpr, tpr, dn, per_n)
+                pr.add(tpr, precision, dp, per_p)
             if every is not None:
                 every.append((t, tpr, fpr, precision))
                 if last[0] + len(t) + 1 > 4 * cells + 2:
@@ -566,8 +542,6 @@ def exact_diagnostics(
                 rank_hi,
                 arc_hi,
             )
-        for f in pending:
-            f.result()
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all

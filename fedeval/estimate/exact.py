@@ -151,9 +151,6 @@ class SortedScores:
     _keys: np.ndarray | None = None
     _sorting: Future | None = None  # the keys' sort, when it runs in another thread
 
-    threads: int = 1
-    """Threads the exact values may use (those the scores were read with)."""
-
     def __init__(self, negatives: np.ndarray, positives: np.ndarray):
         self._classes: tuple[np.ndarray, np.ndarray] | None = (negatives, positives)
         self.n_negatives, self.n_positives = len(negatives), len(positives)
