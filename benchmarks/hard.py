@@ -26,9 +26,11 @@ Per metric row: P, R and A pool their 5 thresholds (5R intervals); `min cov` is 
 the worst single threshold; `med|err|` is, for P/R/A, the median over releases of the worst
 error over the 5 thresholds (for AUC and AP the median error). PASS needs 93% ≤ coverage ≤ 97%
 and min cov ≥ 90% and, where the issue sets one, the error target (checked only at the row
-count the target names). With R = 50 one interval is 0.4–2% of coverage, and a binomial 95%
-band around 95% is about ±6% (R = 50, one threshold) or ±3% (R = 200): read quick-mode
-verdicts as indicative.
+count the target names). A row whose median interval is [0, 1] (width ≥ 0.99) is marked
+uninformative instead: the release says nothing on the metric (unit client under localdp: ε/L
+per report), so its coverage is 100% by construction and not a verdict. With R = 50 one
+interval is 0.4–2% of coverage, and a binomial 95% band around 95% is about ±6% (R = 50, one
+threshold) or ±3% (R = 200): read quick-mode verdicts as indicative.
 
     .venv/bin/python benchmarks/hard.py --quick        # n = 100k, R = 50
     .venv/bin/python benchmarks/hard.py                # n = 300k (rare: 1M), R = 200
@@ -228,6 +230,22 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
     return st, rows, elapsed, dropped
 
 
+UNINFORMATIVE_WIDTH = 0.99
+"""A row whose median interval is at least this wide is reported as uninformative, not judged:
+the release carries (almost) nothing on the metric and [0, 1] is its honest interval, whose
+coverage says nothing about calibration."""
+
+
+def _why_uninformative(st: Setting) -> str:
+    """Why a setting's release says nothing on a metric: under unit client each of a client's
+    L reports gets ε/L (localdp), or the noise scale grows L-fold (distdp)."""
+    eps = EPSILON[st.model]
+    if st.unit == "client" and eps is not None:
+        per = f"ε per report = ε/L = {eps:g}/{st.max_examples} = {eps / st.max_examples:g}"
+        return f"{per}: the noise swamps every count, so [0, 1] is the honest interval"
+    return "the noise swamps the counts the metric needs, so [0, 1] is the honest interval"
+
+
 def _verdict(st: Setting, metric: str, nans: int, cov: float, min_cov: float, err: float) -> str:
     notes = [f"{nans} nan"] if nans else []
     ok = nans == 0 and 0.93 <= cov <= 0.97 and min_cov >= 0.90
@@ -315,6 +333,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     fails: dict[str, list[str]] = {}
+    blind: dict[Setting, list[str]] = {}
     for st in settings:
         rows, elapsed, dropped = results[st]
         for metric, count, nans, cov, min_cov, err, width in rows:
@@ -323,6 +342,9 @@ def main() -> None:
                 # Thresholds on cell edges without noise: the estimate is the exact value, and
                 # a zero-width interval has nothing left to cover.
                 v = "EXACT"
+            elif width >= UNINFORMATIVE_WIDTH:
+                v = "uninformative (interval is [0, 1])"
+                blind.setdefault(st, []).append(metric)
             if v.startswith("FAIL"):
                 fails.setdefault(f"{st.family} · {st.label}", []).append(metric)
             print(
@@ -340,6 +362,14 @@ def main() -> None:
     print(f"{n_fail} metric rows FAIL" + (":" if fails else ""))
     for key, metrics in fails.items():
         print(f"  {key}: {', '.join(metrics)}")
+    n_blind = sum(len(v) for v in blind.values())
+    if blind:
+        print(
+            f"{n_blind} metric rows uninformative "
+            f"(median width ≥ {UNINFORMATIVE_WIDTH}, not judged):"
+        )
+        for st, metrics in blind.items():
+            print(f"  {st.family} · {st.label}: {', '.join(metrics)} ({_why_uninformative(st)})")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 from scipy.special import digamma
 
-from fedeval.estimate.uncertainty import Z95, noise_sd
+from fedeval.estimate.uncertainty import bias_aware_interval, noise_sd
 from fedeval.hierarchy import monotone_cumulative, quantiles
 
 EVAL_GRID = 4097
@@ -300,28 +300,49 @@ grows like σ where a class has no mass (isotonic regression of pure noise scale
 adding noise of the same spread (σ → √2σ) adds (√2 − 1)× the release's own bias."""
 
 
+def _coarser(leaves: np.ndarray) -> np.ndarray:
+    """The leaves one level up: each pair of neighbours summed (post-processing of the release)."""
+    return leaves.reshape(*leaves.shape[:-1], leaves.shape[-1] // 2, 2).sum(axis=-1)
+
+
+def _extrapolated_step(leaves: np.ndarray) -> float:
+    """The step rule extrapolated to zero leaf width from its values at two levels (a Richardson
+    step on its O(w) error): 2·step_h − step_{h−1}."""
+    return 2.0 * leaf_ap(*leaf_tails(leaves), "step") - leaf_ap(
+        *leaf_tails(_coarser(leaves)), "step"
+    )
+
+
 def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
     """Values of the AP the leaves cannot tell apart: the estimate (the integral rule: examples
-    mixed uniformly inside each leaf) and, from the leaves one level coarser (Richardson steps,
-    post-processing of the same release), the integral rule less its O(w²) bias, (AP_{h−1} −
-    AP_h)/3, and the step rule extrapolated to zero leaf width, 2·step_h − step_{h−1}.
+    mixed uniformly inside each leaf) and, from the leaves one and two levels coarser (Richardson
+    steps, post-processing of the same release), the integral rule less its O(w²) bias,
+    (AP_{h−1} − AP_h)/3; the step rule extrapolated to zero leaf width, T_h = 2·step_h −
+    step_{h−1}; and T_h with its own leftover error taken out by a second (Romberg) step,
+    T_h + (T_h − T_{h−1})/3.
 
     The step rule (each leaf's examples tied, as scikit-learn scores ties) is exact for tied
     scores and is off by O(w) for smooth ones; extrapolated, it tends to the AP of tied scores
-    where leaves hold point masses and to that of smooth scores elsewhere (measured on 8 point
-    masses holding 40% of 300k rows: the extrapolated step within 1e-4 of the AP with ties,
-    where the unextrapolated step is 5e-3 off). Below 4 leaves: the estimate and the step rule.
+    where leaves hold point masses and to that of smooth scores elsewhere. One step leaves an
+    error where a point mass shares its leaf with smooth mass (its error does not halve with
+    the leaf); the second step is a measure of that error, not a cure: with 8 point masses on
+    40% of 300k rows at 32 leaves it took 1.5e-3 to 6e-5 (benchmarks/hard.py, localdp) and
+    7e-4 to −1.1e-3 (uniform leaves), so T_h and its second step both stay in the span.
+    Below 4 leaves: the estimate and the step rule; below 8, no second step.
     """
     fp, tp = leaf_tails(leaves)
     step = leaf_ap(fp, tp, "step")
     n_leaves = leaves.shape[-1]
-    if n_leaves < 4:
+    if n_leaves < 4 or n_leaves % 2:
         return np.array([estimate, step])
-    coarse = leaves.reshape(*leaves.shape[:-1], n_leaves // 2, 2).sum(axis=-1)
+    coarse = _coarser(leaves)
     fp_c, tp_c = leaf_tails(coarse)
     smooth = estimate - (leaf_ap(fp_c, tp_c, "integral") - estimate) / 3.0
     tied = 2.0 * step - leaf_ap(fp_c, tp_c, "step")
-    return np.array([estimate, smooth, tied])
+    if n_leaves < 8 or n_leaves % 4:
+        return np.array([estimate, smooth, tied])
+    romberg = tied + (tied - _extrapolated_step(coarse)) / 3.0
+    return np.array([estimate, smooth, tied, romberg])
 
 
 def leaf_ap_interval(
@@ -330,16 +351,18 @@ def leaf_ap_interval(
     hull: tuple[float, float],
     draws: np.ndarray | None,
 ) -> tuple[float, float]:
-    """95% interval of the 'leaves' AP: the span of what the release cannot tell apart, widened
-    by z·σ of the noise (σ over AP_DRAWS fresh noise draws on the release, `draws`). `hull` is
-    the AP's within-leaf worst case (`within_leaf_bounds`).
+    """95% interval of the 'leaves' AP: bias-aware (`bias_aware_interval`, Armstrong–Kolesár)
+    over the span of what the release cannot tell apart, with σ the larger spread of the
+    integral and extrapolated step rules over AP_DRAWS fresh noise draws on the release
+    (`draws`). `hull` is the AP's within-leaf worst case (`within_leaf_bounds`).
 
     The span holds (1) `leaf_ap_candidates`, each kept inside the hull: ties or a uniform mix
     inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
     none to FIT_BIAS_FACTOR·b̂, with b̂ = mean AP(leaves + d) − AP(leaves) measured by noising the
-    release again. Without noise (exact sums) the interval is the hull, the bound that holds for
-    every data set; so it is also where the noise is larger than the hull (the fit's bias is
-    then no small perturbation, and re-noising underestimates it)."""
+    release again. Bias-aware rather than span ± z·σ: the latter covers 97.5–99% where the span
+    is about one σ (benchmarks/hard.py). Without noise (exact sums) the interval is the hull, the
+    bound that holds for every data set; so it is also where the noise is larger than the hull
+    (the fit's bias is then no small perturbation, and re-noising underestimates it)."""
     ap_lo, ap_hi = hull
     if draws is None:
         return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
@@ -347,16 +370,17 @@ def leaf_ap_interval(
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = np.array([leaf_ap(*leaf_tails(leaves + d), "integral") for d in draws[:AP_DRAWS]])
     sd = float(noise_sd(renoised))
+    if leaves.shape[-1] >= 4 and leaves.shape[-1] % 2 == 0:
+        tied = np.array([_extrapolated_step(leaves + d) for d in draws[:AP_DRAWS]])
+        sd = float(np.fmax(sd, noise_sd(tied)))
     finite = renoised[np.isfinite(renoised)]
     if finite.size:
         fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
         lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
     if not sd < ap_hi - ap_lo:
         lo, hi = min(lo, ap_lo), max(hi, ap_hi)
-    return (
-        float(np.clip(lo - Z95 * sd, 0.0, 1.0)),
-        float(np.clip(hi + Z95 * sd, 0.0, 1.0)),
-    )
+    ci = bias_aware_interval(lo, hi, sd if np.isfinite(sd) else 0.0)
+    return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0)))
 
 
 _MOVED = (
