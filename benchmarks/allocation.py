@@ -26,6 +26,24 @@ declared threshold's range [t_max, 1] (level 3 for smooth and rare, 2 for pointm
 uniform, lowers the worst precision sd 1.29–1.34× with the AUC's sd 0.94–1.08×; the usage and
 count-free minimax splits gain at most 1.09×.
 
+Not landed: in the library (the split from the declared thresholds' cell edges, after the
+probe's height) benchmarks/hard.py (localdp ε = 5, auto height: smooth and point mass h = 5 at
+300k, rare h = 4 at 1M) does not show the analytic gain. Median worst error over the 5
+thresholds, hard.py's 200 releases (seeds 0..199), then 400 more in its settings (seeds
+1000..1399), uniform → half on k*:
+smooth precision 3.28e-3 → 2.76e-3 and 3.00e-3 → 2.78e-3 (1.08–1.19×, not 1.3×: the other
+thresholds' sd rise); rare precision 3.59e-2 → 3.98e-2 and 3.61e-2 → 4.36e-2, recall and
+accuracy 10–20% worse (at h = 4 half on level 3 starves level 4; precision at 0.85 is measured
+better than this linear model says, so 0.7's rise dominates); point mass recall and accuracy
+10–19% worse, AUC coverage 0.950 → 0.925 and 0.948 → 0.915, AP coverage 0.945 → 0.880 (the
+bias-aware AP interval; 0.917 → 0.845 with the one before it): AP's sd over 200 releases
+2.1e-3 → 3.0e-3 and AUC's 1.23e-3 → 1.37e-3, while P/R/A intervals still match their sd
+(the shares' measurement noise is right). A quarter on k* (smooth precision 2.69e-3 and
+2.86e-3; rare 3.91e-2 and 3.84e-2; point mass AP coverage 0.870 and 0.910 with the older AP
+interval) is no clear win either. The model predicts one threshold's precision sd; the issue's
+targets are the worst of P/R/A over all thresholds, and AP is not modelled. The library
+version is in the history (issue 12: "tree reports split over the levels", then reverted).
+
     .venv/bin/python benchmarks/allocation.py --family smooth --height 6
 """
 

@@ -210,9 +210,6 @@ class PrivacyConfig:
     probe_share : s of a two-phase release (`--height auto` under DP, `fedeval.params`): 0 when
         the height was given; else a probe of the class totals came first, at s·ε under distdp
         (the tree then gets (1 − s)·ε), or from a share s of the reports under localdp.
-    level_shares : localdp, hierarchy shape: the chance a tree report goes to each released
-        level, fixed before any data is read (`fedeval.privacy.localdp.level_shares`, from the
-        declared thresholds and h); None is the uniform split.
     """
 
     model: PrivacyModel
@@ -223,7 +220,6 @@ class PrivacyConfig:
     max_examples: int | None = None
     relation: Relation | None = None
     probe_share: float = 0.0
-    level_shares: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
@@ -236,7 +232,6 @@ class PrivacyConfig:
         object.__setattr__(self, "probe_share", float(share))
         if share and self.model is PrivacyModel.FEDERATED:
             raise UsageError("a probe round applies to distdp and localdp only.")
-        object.__setattr__(self, "level_shares", self._checked_shares(self.level_shares))
         if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
@@ -249,37 +244,6 @@ class PrivacyConfig:
                     "expect intervals that cover the whole range of every metric.",
                     stacklevel=2,
                 )
-
-    def _checked_shares(self, shares: object) -> tuple[float, ...] | None:
-        """`level_shares` as a tuple of floats: one positive share per level of a localdp
-        hierarchy, summing to 1 (or None)."""
-        if shares is None:
-            return None
-        if self.model is not PrivacyModel.LOCALDP or self.shape is not Shape.HIERARCHY:
-            raise UsageError("`level_shares` applies to localdp releases of shape hierarchy only.")
-        try:
-            out = tuple(float(x) for x in shares)  # type: ignore[attr-defined]
-        except (TypeError, ValueError):
-            raise UsageError(f"`level_shares` must be numbers. Found {shares!r}.") from None
-        if (
-            len(out) != len(self.levels)
-            or not all(math.isfinite(x) and x > 0 for x in out)
-            or abs(math.fsum(out) - 1.0) > 1e-9
-        ):
-            raise UsageError(
-                f"`level_shares` must be {len(self.levels)} positive fractions (one per level "
-                f"1..{self.height}) summing to 1. Found {list(out)}."
-            )
-        return out
-
-    @property
-    def level_split(self) -> tuple[float, ...]:
-        """The chance a (tree) report goes to each released level: `level_shares`, or 1/g
-        each."""
-        if self.level_shares is not None:
-            return self.level_shares
-        g = len(self.levels)
-        return (1.0 / g,) * g
 
     @property
     def examples_per_unit(self) -> int:
@@ -308,8 +272,7 @@ class PrivacyConfig:
 
 def config_dict(config: PrivacyConfig) -> dict:
     """The configuration as stored in report directories and saved aggregates (`probe_share`
-    only for a two-phase release, `level_shares` only for a split other than uniform, so a
-    given height on a uniform split stores what it always did)."""
+    only for a two-phase release, so a given height stores what it always did)."""
     out = {
         "model": config.model.value,
         "epsilon": config.epsilon,
@@ -322,8 +285,6 @@ def config_dict(config: PrivacyConfig) -> dict:
     }
     if config.probed:
         out["probe_share"] = config.probe_share
-    if config.level_shares is not None:
-        out["level_shares"] = list(config.level_shares)
     return out
 
 
@@ -339,5 +300,4 @@ def config_from_dict(p: dict) -> PrivacyConfig:
         max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
         relation=p.get("relation"),
         probe_share=p.get("probe_share", 0.0),
-        level_shares=p.get("level_shares"),
     )

@@ -327,7 +327,6 @@ def encode_file(
     rnd = probe_round(data, config, rng, max_cells) if config.probed else None
     if rnd is not None:
         config = rnd.config
-    config = localdp.split_for(config, data.axis)  # localdp: the level shares at this height
     cells = cell_index(ex.unit_scores, config.height)
     masked = config.model is not PrivacyModel.LOCALDP
     k = secagg.neighbours_per_side(n, neighbours) if masked else 0

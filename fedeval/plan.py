@@ -140,7 +140,6 @@ def predict(
     default thresholds on the population's axis. `truth` (`population_truth`) may be passed
     when predicting for several configurations of one population."""
     thr = _thresholds(population)
-    split = localdp.split_for(config, population.axis)  # localdp: the split evaluate makes
     if truth is None:
         truth = population_truth(population, rng)
     leaves = population.leaf_counts(config.height)  # once, not once per run
@@ -149,7 +148,7 @@ def predict(
         draw = _probed_draw
     errs = []
     for _ in range(runs):
-        est = estimate_metrics(draw(leaves, population.n_clients, split, rng).histogram(), thr)
+        est = estimate_metrics(draw(leaves, population.n_clients, config, rng).histogram(), thr)
         errs.append(
             [
                 abs(est.auc - truth.auc),

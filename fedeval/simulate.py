@@ -51,7 +51,6 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
     height it chose (the release's config)."""
     mech = mechanism_for(config.model)
     if not config.probed:
-        config = localdp.split_for(config, data.axis)
         return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
     floor = data.axis.auto_floor(data.resolution)
     if config.model is PrivacyModel.DISTDP:
@@ -64,7 +63,7 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
     pad = localdp.empty_reports(data.rows, data.n_clients, config)
     found, rest, rest_pad = probe.draw_localdp(data.leaf_counts(fine), pad, config, rng)
     h = probe.height(found, config, data.rows + pad, floor, fine)
-    config = localdp.split_for(replace(config, height=h), data.axis)
+    config = replace(config, height=h)
     return localdp.draw(coarsen(rest, h), data.n_clients, config, rng, pad=rest_pad, probe=found)
 
 
@@ -148,8 +147,7 @@ def probe_round(
     found = Probe(counts, int(taken.sum()))
     total = len(ex.positive) + localdp.empty_reports(len(ex.positive), n, config)
     h = probe.height(found, config, total, floor, data.resolution)
-    tree = localdp.split_for(replace(config, height=h), data.axis)
-    return ProbeRound(found, tree, used, taken)
+    return ProbeRound(found, replace(config, height=h), used, taken)
 
 
 FEDERATED_BATCH_WIDTH = 64
@@ -178,7 +176,6 @@ def per_client_release(
     rnd = probe_round(data, config, rng, max_cells) if config.probed else None
     if rnd is not None:
         config = rnd.config
-    config = localdp.split_for(config, data.axis)  # localdp: the level shares at this height
     cells = cell_index(ex.unit_scores, config.height)
     n = data.n_clients
     width = int(level_offsets(config)[-1])

@@ -2,9 +2,8 @@
 
 The domain of a level-k report is label × cell (2 · 2^k bits), so one OUE report covers both
 class histograms at the cost of one. Under the hierarchy shape each example reports one level,
-chosen at random with the full ε (uniformly, or with `level_shares` fixed from the declared
-thresholds before any data is read); the aggregator rescales that level's counts by n / n_k
-(Cormode & Markov, appendix A; Wang et al. 2017). Changing an example's input changes
+chosen uniformly at random, with the full ε; the aggregator rescales that level's counts by
+n / n_k (Cormode & Markov, appendix A; Wang et al. 2017). Changing an example's input changes
 the distribution of two bits by a factor p(1 − q) / (q(1 − p)) = e^ε, so each report is ε-LDP.
 Under unit client each example reports at ε/L and every client sends exactly L reports: a client
 with fewer examples pads with empty reports (an all-zero one-hot, randomised like any other), so
@@ -15,14 +14,9 @@ every report ε/L-LDP, and the decoding (which counts every report, real or empt
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-from dataclasses import replace
-
 import numpy as np
 
-from fedeval.axis import ScoreAxis
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.config import PrivacyConfig, Unit
 from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen, consistent_leaves
 from fedeval.privacy.mechanism import mechanism_of
@@ -37,41 +31,6 @@ def report_epsilon(config: PrivacyConfig) -> float:
     if eps is None:
         raise ValueError("a local-DP configuration needs ε")
     return eps
-
-
-TOP_LEVEL_SHARE = 0.5
-"""Share of the tree reports `level_shares` puts on the top threshold's level (the rest uniform)."""
-
-
-def level_shares(unit_thresholds: Sequence[float], height: int) -> tuple[float, ...] | None:
-    """Shares of levels 1..h for localdp's tree reports, from the declared thresholds' unit
-    positions and h only: half on level k* = ⌈−log2(1 − u_max)⌉, the coarsest level whose last
-    node [1 − 2^−k*, 1] lies inside the highest threshold's suffix [u_max, 1], the other half
-    uniform; None (uniform) with no threshold inside (0, 1), a single level, or k* > h.
-
-    Why: precision's noise is worst at the highest threshold (fewest predicted positives), and
-    its FP count there is mostly that node's. benchmarks/allocation.py (n = 300k, ε = 5): worst
-    precision sd 1.29–1.34× lower (1.32–1.43× with the default thresholds), AUC sd 0.94–1.08×."""
-    u = [float(x) for x in unit_thresholds if 0.0 < float(x) < 1.0]
-    if not u or height < 2:
-        return None
-    rest = 1.0 - max(u)
-    top = max(1, math.ceil(-math.log2(rest) - 1e-12))
-    if top > height:
-        return None
-    shares = [(1.0 - TOP_LEVEL_SHARE) / height] * height
-    shares[top - 1] += TOP_LEVEL_SHARE
-    return tuple(shares)
-
-
-def split_for(config: PrivacyConfig, axis: ScoreAxis) -> PrivacyConfig:
-    """`config` with its tree reports split by `level_shares` of the axis's threshold edges
-    (localdp hierarchy; thresholds declared up front or evaluate's defaults, both cell edges);
-    any other configuration unchanged. Data-independent: the axis and h are public."""
-    if config.model is not PrivacyModel.LOCALDP or config.shape is not Shape.HIERARCHY:
-        return config
-    shares = level_shares([unit for _, unit in axis.knots], config.height)
-    return replace(config, level_shares=shares)
 
 
 MAX_REPORTS = 1 << 26
@@ -103,19 +62,18 @@ def draw(
     pad: int | None = None,
     probe: Probe | None = None,
 ) -> Release:
-    """Split reports over the levels (multinomial per cell with the configuration's level
-    shares; empty reports too), then Binomial sums of OUE bits. After a probe round,
-    `leaf_counts` and `pad` are the reports it left."""
+    """Split reports over the levels (multinomial per cell; empty reports too), then Binomial
+    sums of OUE bits. After a probe round, `leaf_counts` and `pad` are the reports it left."""
     levels = config.levels
     g = len(levels)
-    shares = np.asarray(config.level_split)
+    uniform = np.full(g, 1.0 / g)
     if g == 1:
         split = leaf_counts[..., None]
     else:
-        split = rng.multinomial(leaf_counts, shares)  # (2, L, g)
+        split = rng.multinomial(leaf_counts, uniform)  # (2, L, g)
     if pad is None:
         pad = empty_reports(int(leaf_counts.sum()), n_clients, config)
-    pad_split = rng.multinomial(pad, shares) if g > 1 else np.array([pad])
+    pad_split = rng.multinomial(pad, uniform) if g > 1 else np.array([pad])
     parts, reporters = [], []
     for i, k in enumerate(levels):
         true_k = coarsen(split[..., i], k)  # (2, 2^k)
@@ -168,16 +126,12 @@ def example_reports(
     rng: np.random.Generator,
     real: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """What every report says: the index of its level (uniform, or drawn with the
-    configuration's `level_shares`), and per level i the OUE bits (m_i, 2·2^k) of the reports
-    that chose it, in their order. A report that is not `real` (padding) randomises the
-    all-zero vector."""
+    """What every report says: the index of its uniformly chosen level, and per level i the
+    OUE bits (m_i, 2·2^k) of the reports that chose it, in their order. A report that is not
+    `real` (padding) randomises the all-zero vector."""
     levels = config.levels
     h = config.height
-    if config.level_shares is None:
-        group = rng.integers(len(levels), size=len(cells))
-    else:
-        group = rng.choice(len(levels), size=len(cells), p=np.asarray(config.level_shares))
+    group = rng.integers(len(levels), size=len(cells))
     bits = []
     for i, k in enumerate(levels):
         sel = group == i
@@ -290,9 +244,8 @@ each level's sampling variance alone, a slight overestimate of prefix-sum varian
 def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Fresh noise of each decoded count, per level (n_draws, 2, 2^k).
 
-    Two parts. Sampling: each example reports one level, chosen with the level shares π_k, so
-    a level-k count is estimated from about π_k of the examples; the choice is redrawn for the
-    estimated leaf
+    Two parts. Sampling: each example reports one level, chosen uniformly, so a level-k count
+    is estimated from about 1/g of the examples; the choice is redrawn for the estimated leaf
     counts jointly over the levels (an example that reports one level reports no other, so the
     levels' sampling errors are negatively correlated, and range queries that combine levels
     are less variable than independent draws would make them). OUE: normal with its variance at
@@ -302,14 +255,12 @@ def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.n
     n_total = float(hist.total_reports)
     levels = list(hist.config.levels)
     g = len(levels)
-    s = hist.config.probe_share
-    shares = hist.config.level_shares  # a report's chance of each level:
-    share = np.full(g, (1.0 - s) / g) if shares is None else (1.0 - s) * np.asarray(shares)
+    share = (1.0 - hist.config.probe_share) / g  # a report's chance of each level
     leaves = np.clip(hist.leaves, 0.0, n_total)  # estimated true counts, (2, L)
     joint = None
     if g > 1 and n_draws * leaves.size * g <= JOINT_SAMPLING_CELLS:
         counts = np.broadcast_to(np.rint(leaves).astype(np.int64), (n_draws, *leaves.shape))
-        pvals = share
+        pvals = np.full(g, share)
         if hist.config.probed:  # the probe's reports: in no level
             pvals = np.append(pvals, hist.config.probe_share)
         joint = rng.multinomial(counts, pvals)[..., :g]  # (n_draws, 2, L, g)
@@ -322,7 +273,7 @@ def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.n
         noise = rng.standard_normal((n_draws, 2, 1 << k)) * np.sqrt(scale**2 * oue)
         if joint is not None and n_k:
             chosen = coarsen(joint[..., i].astype(np.float64), k)
-            expected = coarsen(np.rint(leaves), k) * share[i]
+            expected = coarsen(np.rint(leaves), k) * share
             noise += scale * (chosen - expected)
         elif n_k:
             noise += rng.standard_normal(noise.shape) * np.sqrt(c * max(scale - 1.0, 0.0))

@@ -247,26 +247,15 @@ class Mechanism:
                     "epsilon_per_report": self.report_epsilon,
                     "domain": "label × cell of one level",
                     "levels_per_example": 1,
-                    "level_assignment": self._level_assignment(),
+                    "level_assignment": "uniform at random over the released levels"
+                    if len(cfg.levels) > 1
+                    else "the leaf level",
                     "reports_per_client": f"exactly {cfg.max_examples} (empty reports pad a "
                     "client with fewer examples)"
                     if cfg.unit is Unit.CLIENT
                     else "one per example",
                 }
         raise AssertionError(cfg.model)
-
-    def _level_assignment(self) -> str:
-        """How a localdp tree report's level is chosen: at random, independently of the data."""
-        cfg = self.config
-        if len(cfg.levels) == 1:
-            return "the leaf level"
-        if cfg.level_shares is None:
-            return "uniform at random over the released levels"
-        shares = ", ".join(f"{x:.6g}" for x in cfg.level_shares)
-        return (
-            f"at random with shares [{shares}] of levels 1..{cfg.height}, fixed from the "
-            "declared thresholds and h before any data is read"
-        )
 
     def dp_event(self) -> dict[str, Any]:
         """The machine-readable DP event `fedeval.ledger` composes (dp_accounting's vocabulary)."""
@@ -333,12 +322,6 @@ class Mechanism:
                     if cfg.probed
                     else ""
                 )
-                if cfg.level_shares is not None:
-                    probe += (
-                        "; each tree report's level is drawn "
-                        + self._level_assignment()
-                        + ", so the split reveals nothing and every report keeps its ε"
-                    )
                 if cfg.unit is Unit.CLIENT:
                     return (
                         f"pure {eps:g}-local DP (δ = 0) for each client: exactly "
@@ -415,8 +398,7 @@ class Mechanism:
     def section(self) -> dict[str, Any]:
         """The privacy section every document carries (the ledger reads it). A two-phase
         release adds `probe_share` and `probe` (the probe round's parameters); the probe's
-        noisy totals are part of the release and stored beside it (`probe_section`); a localdp
-        split other than uniform adds `level_shares`."""
+        noisy totals are part of the release and stored beside it (`probe_section`)."""
         cfg = self.config
         out = {
             "model": cfg.model.value,
@@ -442,8 +424,6 @@ class Mechanism:
                 probe["released"] = self.probe.to_dict()
             out["probe_share"] = cfg.probe_share
             out["probe"] = probe
-        if cfg.level_shares is not None:
-            out["level_shares"] = list(cfg.level_shares)
         return out
 
 

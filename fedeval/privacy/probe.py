@@ -8,7 +8,7 @@ releases the two class totals and chooses the tree's height from them (`fedeval.
   The tree then spends (1 − s)·ε (`fedeval.privacy.mechanism`).
 - localdp: every report slot (padding too) is a probe report with probability s, drawn before
   any data is read; a probe report is the OUE of its label alone (two bits), at the report ε.
-  The other reports go to the tree levels, chosen as without a probe (`level_shares`).
+  The other reports go to the tree levels, chosen uniformly as without a probe.
 
 The totals are part of the release (every document states them); the height is
 post-processing of them, so no exact count of the data reaches the choice of h.
