@@ -101,18 +101,32 @@ def _participation(path: str) -> bool:
 
 
 def _scan(scenario, tmp_path, runs):
+    """Leaks over `runs` runs per side, confirmed over as many again when any is found.
+
+    A field that only post-processes the noisy release can still be nearly constant on D and
+    move on D′ (ε-DP bounds how often, not whether): with r runs per side such a field looks
+    separating with probability up to (1 − e^−ε)^r (6% at ε = 1, r = 6). A deterministic field
+    stays separating in any number of runs, so a flagged path must survive 2r runs per side
+    (at most 0.4% for the worst such field at ε = 1)."""
     d, dp = scenario.datasets()
-    views = {"D": [], "D′": []}
-    for side, table in (("D", d), ("D′", dp)):
-        for i in range(runs):
-            where = tmp_path / f"{side}{i}"
-            where.mkdir()
-            views[side].append(_run_all(scenario, table, where, i))
+    views: dict[str, list] = {"D": [], "D′": []}
     ignore_server = _participation if scenario.changes_participation else (lambda p: False)
-    server = audit.deterministic_leaks(
-        [s for s, _ in views["D"]], [s for s, _ in views["D′"]], ignore_server
-    )
-    analyst = audit.deterministic_leaks([a for _, a in views["D"]], [a for _, a in views["D′"]])
+
+    def run(first: int, count: int) -> tuple[list[str], list[str]]:
+        for side, table in (("D", d), ("D′", dp)):
+            for i in range(first, first + count):
+                where = tmp_path / f"{side}{i}"
+                where.mkdir()
+                views[side].append(_run_all(scenario, table, where, i))
+        server = audit.deterministic_leaks(
+            [s for s, _ in views["D"]], [s for s, _ in views["D′"]], ignore_server
+        )
+        analyst = audit.deterministic_leaks([a for _, a in views["D"]], [a for _, a in views["D′"]])
+        return server, analyst
+
+    server, analyst = run(0, runs)
+    if server or analyst:
+        server, analyst = run(runs, runs)
     return server, analyst, views
 
 
