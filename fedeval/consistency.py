@@ -66,7 +66,7 @@ def check_release_consistency(
     if cfg.model is PrivacyModel.FEDERATED:
         _check_federated(cfg, levels, reporters, n_clients, fail)
     elif cfg.model is PrivacyModel.LOCALDP:
-        _check_localdp(cfg, levels, reporters, n_clients, fail)
+        _check_localdp(cfg, levels, reporters, n_clients, fail, release.probe)
 
 
 def _integer_array(values: np.ndarray) -> np.ndarray | None:
@@ -144,9 +144,19 @@ def _check_federated(cfg, levels, reporters, n_clients, fail) -> None:
             )
 
 
-def _check_localdp(cfg, levels, reporters, n_clients, fail) -> None:
+def _check_localdp(cfg, levels, reporters, n_clients, fail, probe=None) -> None:
     if reporters is None:
         raise fail("a localdp release must state its number of reports per level")
+    # A two-phase release: the probe's reports are some of every client's L report slots.
+    probe_reports = 0
+    if probe is not None:
+        probe_reports = int(probe.reports or 0)
+        bits = np.asarray(probe.counts)
+        if np.any((bits < 0) | (bits > probe_reports)):
+            raise fail(
+                f"the probe counts {bits.tolist()} set bits, outside [0, {probe_reports}] for "
+                f"its {probe_reports} reports"
+            )
     for k, lv, n in zip(cfg.levels, levels, reporters, strict=True):
         n = int(n)
         bad = (lv < 0) | (lv > n)
@@ -158,8 +168,9 @@ def _check_localdp(cfg, levels, reporters, n_clients, fail) -> None:
             )
     if cfg.unit is Unit.CLIENT and n_clients is not None:
         expected = int(n_clients) * cfg.max_examples
-        if int(reporters.sum()) != expected:
+        sent = int(reporters.sum()) + probe_reports
+        if sent != expected:
             raise fail(
-                f"{int(reporters.sum())} reports from {n_clients} clients, but under unit client "
-                f"every client sends exactly {cfg.max_examples} ({expected} in all)"
+                f"{sent} reports from {n_clients} clients, but under unit client every client "
+                f"sends exactly {cfg.max_examples} ({expected} in all)"
             )

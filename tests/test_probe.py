@@ -232,3 +232,34 @@ def test_a_release_carries_its_probe_exactly_when_probed():
     with pytest.raises(ReleaseError, match="probe"):
         Release(fixed, counts, None, None, probe=Probe([1, 1]))
     assert mechanism_of(cfg, probe=a.probe).section()["probe"]["released"] == {"counts": [10, 3]}
+
+
+@pytest.mark.parametrize("path", ["fast", "per-client"])
+def test_localdp_unit_client_two_phase_release_reloads(tmp_path, path):
+    """Every client's L slots are the probe's reports plus the tree's: the saved release passes
+    its consistency check on reload (it counted the tree's reports alone), and a probe stating
+    more set bits than reports is refused."""
+    import json
+
+    from fedeval.errors import InputError
+    from fedeval.integrity import seal
+    from fedeval.releasefile import load_release, release_dict, save_release
+
+    data = _data(3000, 900, clients=400)
+    run = simulate(
+        data, model="localdp", unit="client", max_examples=12, path=path, seed=3, ci_draws=0
+    )
+    release = run.release
+    assert release.probe is not None and release.probe.reports > 0
+    assert release.total_reports == 400 * 12
+    out = tmp_path / "r.fedeval"
+    save_release(out, release, data.axis)
+    back, _ = load_release(out)
+    assert back.probe.same(release.probe)
+    assert back.total_reports == 400 * 12
+    bad = json.loads(json.dumps(release_dict(release, data.axis)))
+    bad["privacy"]["probe"]["released"]["counts"] = [release.probe.reports + 1, 0]
+    tampered = tmp_path / "bad.fedeval"
+    tampered.write_text(json.dumps(seal(bad)))  # re-sealed: anyone can recompute a digest
+    with pytest.raises(InputError, match="probe counts"):
+        load_release(tampered)
