@@ -52,6 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fedeval.config import Relation, Unit
 from fedeval.errors import FedevalError, InputError, UsageError
 
 SCHEMA = "fedeval.ledger/2"
@@ -345,9 +346,12 @@ def _check_entry(entry: Any) -> list[tuple]:
     if _LEAKY_KEYS & entry.keys():
         raise UsageError("a ledger entry must not record a seed or a file path.")
     _check_dataset(entry.get("dataset"))
-    for key in ("unit", "relation"):
+    for key, kind in (("unit", Unit), ("relation", Relation)):
         if not isinstance(entry.get(key), str) or not entry[key]:
             raise UsageError(f"a ledger entry needs its {key}. Found {entry.get(key)!r}.")
+        if entry[key] not in {k.value for k in kind}:
+            choices = ", ".join(k.value for k in kind)
+            raise UsageError(f"a ledger entry's {key} is one of {choices}. Found {entry[key]!r}.")
     leaves = _leaves(entry.get("dp_event"))
     claimed = entry.get("epsilon")
     if isinstance(claimed, bool) or not isinstance(claimed, int | float) or not claimed >= 0:
@@ -485,6 +489,60 @@ def check_budget(
     return header
 
 
+def _admit(
+    path: Path,
+    entry: dict[str, Any],
+    leaves: list[tuple],
+    budget: float | None,
+    delta: float | None,
+) -> tuple[dict[str, Any], bool, float]:
+    """(header, whether it is new, the dataset's total after `entry`) if the ledger can take
+    `entry`; else the error `charge` raises, with nothing written."""
+    stored = check_budget(path, budget, delta)
+    _, entries = read_ledger(path)
+    dataset = entry["dataset"]
+    header: dict[str, Any]
+    if stored is not None:
+        header = stored
+    else:
+        if budget is None:
+            raise UsageError(
+                f"ledger '{path}' does not exist yet: give its budget to create it "
+                "(an ε); it is stored in the ledger."
+            )
+        if delta is None:
+            gaussian = any(leaf[0] == "gaussian" for leaf in leaves)
+            delta = float(entry.get("delta") or 0.0) if gaussian else 0.0
+        header = {
+            "schema": SCHEMA,
+            "budget": {"epsilon": float(budget), "delta": float(delta)},
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+    limit = float(header["budget"]["epsilon"])
+    ledger_delta = float(header["budget"]["delta"])
+    same = _group(entries).get(dataset, [])
+    if same:
+        _same_units(same, f"dataset '{dataset}' of ledger '{path}'")
+        unit, relation = same[0]["unit"], same[0]["relation"]
+        if (entry["unit"], entry["relation"]) != (unit, relation):
+            raise UsageError(
+                f"dataset '{dataset}' of ledger '{path}' holds releases with unit {unit}, "
+                f"relation {relation}; this release has unit {entry['unit']}, relation "
+                f"{entry['relation']}. A composed total must refer to one unit and one "
+                "neighbouring relation: charge it to another dataset or ledger."
+            )
+    before_leaves = _all_leaves(same)
+    before = _compose(before_leaves, ledger_delta)
+    after = _compose([*before_leaves, *leaves], ledger_delta)
+    if after > limit * (1 + TOLERANCE):
+        raise BudgetExceeded(
+            f"this release (ε = {entry['epsilon']:g}) would take dataset '{dataset}' of the "
+            f"ledger '{path}' from ε = {before:g} to {after:g}, over its budget of "
+            f"{limit:g}; nothing was released."
+        )
+    return header, stored is None, after
+
+
 def charge(
     path: str | os.PathLike,
     entry: dict[str, Any],
@@ -501,51 +559,11 @@ def charge(
     """
     path = Path(path)
     leaves = _check_entry(entry)  # refuse unchargeable releases before taking the lock
-    check_budget(path, budget, delta)  # fail fast; checked again under the lock
-    dataset = entry["dataset"]
+    # Fail fast, without the lock (taking it leaves its lock file behind): the same admission
+    # is judged again under the lock, against the ledger as it then is.
+    _admit(path, entry, leaves, budget, delta)
     with _locked(path):
-        stored = check_budget(path, budget, delta)
-        _, entries = read_ledger(path)
-        created = stored is None
-        header: dict[str, Any]
-        if stored is not None:
-            header = stored
-        else:
-            if budget is None:
-                raise UsageError(
-                    f"ledger '{path}' does not exist yet: give its budget to create it "
-                    "(an ε); it is stored in the ledger."
-                )
-            if delta is None:
-                gaussian = any(leaf[0] == "gaussian" for leaf in leaves)
-                delta = float(entry.get("delta") or 0.0) if gaussian else 0.0
-            header = {
-                "schema": SCHEMA,
-                "budget": {"epsilon": float(budget), "delta": float(delta)},
-                "created": datetime.now(UTC).isoformat(timespec="seconds"),
-            }
-        limit = float(header["budget"]["epsilon"])
-        ledger_delta = float(header["budget"]["delta"])
-        same = _group(entries).get(dataset, [])
-        if same:
-            _same_units(same, f"dataset '{dataset}' of ledger '{path}'")
-            unit, relation = same[0]["unit"], same[0]["relation"]
-            if (entry["unit"], entry["relation"]) != (unit, relation):
-                raise UsageError(
-                    f"dataset '{dataset}' of ledger '{path}' holds releases with unit {unit}, "
-                    f"relation {relation}; this release has unit {entry['unit']}, relation "
-                    f"{entry['relation']}. A composed total must refer to one unit and one "
-                    "neighbouring relation: charge it to another dataset or ledger."
-                )
-        before_leaves = _all_leaves(same)
-        before = _compose(before_leaves, ledger_delta)
-        after = _compose([*before_leaves, *leaves], ledger_delta)
-        if after > limit * (1 + TOLERANCE):
-            raise BudgetExceeded(
-                f"this release (ε = {entry['epsilon']:g}) would take dataset '{dataset}' of the "
-                f"ledger '{path}' from ε = {before:g} to {after:g}, over its budget of "
-                f"{limit:g}; nothing was released."
-            )
+        header, created, after = _admit(path, entry, leaves, budget, delta)
         lines = [header] if created else []
         lines.append(entry)
         text = "".join(json.dumps(item, allow_nan=False) + "\n" for item in lines)

@@ -203,6 +203,20 @@ def test_mixed_relations_are_refused(tmp_path):
     assert len(read_ledger(path)[1]) == 1
 
 
+def test_a_refused_charge_leaves_the_ledger_and_its_directory_as_they_were(tmp_path):
+    """Refusals that the ledger as it is already decides (over budget, another unit) are judged
+    before the lock is taken, so a refused run leaves no lock file behind."""
+    path = tmp_path / "l.jsonl"
+    charge(path, entry(0.5), budget=1.0)
+    (tmp_path / "l.jsonl.lock").unlink(missing_ok=True)  # what a successful charge leaves
+    before = sorted(tmp_path.iterdir()), path.read_bytes()
+    with pytest.raises(BudgetExceeded):
+        charge(path, entry(0.75))
+    with pytest.raises(UsageError, match="one unit and one"):
+        charge(path, entry(0.25, unit="client"))
+    assert (sorted(tmp_path.iterdir()), path.read_bytes()) == before
+
+
 # --- the file ----------------------------------------------------------------------------------
 
 
@@ -244,8 +258,18 @@ def test_malformed_ledger(tmp_path):
         (lambda e: e.update(delta=[0.0]), "δ must be in"),
         (lambda e: e.update(dp_event="x"), ""),
         (lambda e: e.update(seed=1), "seed or a file path"),
+        (lambda e: e.update(relation=" add-remove"), "relation is one of add-remove, replace"),
+        (lambda e: e.update(unit="user"), "unit is one of example, client"),
     ],
-    ids=["no unit", "epsilon a list", "delta a list", "event a string", "a seed"],
+    ids=[
+        "no unit",
+        "epsilon a list",
+        "delta a list",
+        "event a string",
+        "a seed",
+        "relation misspelt",
+        "unknown unit",
+    ],
 )
 def test_an_edited_entry_is_refused_when_read(tmp_path, edit, message):
     # An entry is checked when read, as when charged: a hand-edited one is one line naming the
