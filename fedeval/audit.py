@@ -498,6 +498,7 @@ def distdp_two_phase_statistic(
     d, dp = scenario.datasets()
     out: list[list[tuple[float, float]]] = [[], []]
     heights = []
+    exact_at: dict[int, tuple] = {}  # h → both datasets' exact totals and tree: the same each trial
     for side, table in enumerate((d, dp)):
         fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
         k = secagg.neighbours_per_side(n)
@@ -513,8 +514,9 @@ def distdp_two_phase_statistic(
             doc = release_dict(Release.of_cohort(cfg, counts, None, n, found), (0.0, 1.0))
             x_probe = np.asarray(doc["privacy"]["probe"]["released"]["counts"])[None]
             x_tree = np.asarray(doc["counts"])[None]
-            t_d, c_d = _two_phase_exact(d, cfg)
-            t_p, c_p = _two_phase_exact(dp, cfg)
+            if h not in exact_at:
+                exact_at[h] = (*_two_phase_exact(d, cfg), *_two_phase_exact(dp, cfg))
+            t_d, c_d, t_p, c_p = exact_at[h]
             alpha = Mechanism(cfg).alpha
             assert alpha is not None
             tree = -math.log(alpha) * laplace_statistic(x_tree, c_d, c_p)[0]
