@@ -216,6 +216,10 @@ def _knots_of(
     return (ux, left, right), (np.repeat(ux, 2), np.column_stack([left, right]).ravel())
 
 
+SPECIAL_BATCH = 1 << 14
+"""Special segments (`_AreaPass`) gathered before they are integrated together."""
+
+
 class _AreaPass:
     """∫|exact − estimate| dx with the exact curve's points fed a block at a time, in curve
     order: the same sum as `_area_between` over the whole curve (up to the order of float
@@ -239,6 +243,11 @@ class _AreaPass:
         self.head: tuple[np.ndarray, np.ndarray] | None = None  # first points, until 3 knots
         self.first: tuple[np.ndarray, ...] | None = None  # the exact curve's first two knots
         self.tail: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # last 2 knots
+        # The blocks not yet folded into `tail` (its last two knots are read off them at the
+        # end), and the special segments not yet integrated (`_flush`, a batch at a time).
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.special: list[tuple[np.ndarray, ...]] = []
+        self.special_size = 0
         if start is not None:
             self.add(np.array([start[0]]), np.array([start[1]]), np.zeros(1))
 
@@ -294,9 +303,21 @@ class _AreaPass:
             if special[0] == 0:
                 xa[0], ya[0] = xp, yp
             ws = w[special] * unit
-            total += self._segments(xa, ya, x[special], y[special])
-            total -= float(np.sum(_area_terms(ws, d[special], d[special + 1])))
+            part = (xa, ya, x[special], y[special], ws, d[special], d[special + 1])
+            self.special.append(part)
+            self.special_size += len(special)
+            if self.special_size >= SPECIAL_BATCH:
+                self._flush()
         self.total += total
+
+    def _flush(self) -> None:
+        """Integrate the special segments kept so far on their own grid, in place of their
+        first sum: one batch for many blocks (a few thousand segments in all, usually)."""
+        if not self.special:
+            return
+        xa, ya, xb, yb, ws, d0, d1 = (np.concatenate(a) for a in zip(*self.special, strict=True))
+        self.special, self.special_size = [], 0
+        self.total += self._segments(xa, ya, xb, yb) - float(np.sum(_area_terms(ws, d0, d1)))
 
     def _lines(self, x: np.ndarray) -> np.ndarray:
         """The estimate at x (ascending) on the line of the segment each lies in (the first or
@@ -309,7 +330,10 @@ class _AreaPass:
         j0 = min(max(int(np.searchsorted(ux, x[0], side="right")) - 1, 0), len(ux) - 2)
         j1 = min(max(int(np.searchsorted(ux, x[-1], side="right")) - 1, j0), len(ux) - 2)
         cut = np.searchsorted(x, ux[j0 + 1 : j1 + 1], side="left")
-        runs = np.diff(cut, prepend=0, append=len(x))
+        runs = np.empty(len(cut) + 1, np.intp)  # np.diff(cut, prepend=0, append=len(x))
+        runs[0] = cut[0] if len(cut) else len(x)
+        np.subtract(cut[1:], cut[:-1], out=runs[1:-1])
+        runs[-1] = len(x) - cut[-1] if len(cut) else len(x)
         f = np.repeat(ux[j0 : j1 + 1], runs)
         np.subtract(x, f, out=f)
         f *= np.repeat(self.slope[j0 : j1 + 1], runs)
@@ -364,6 +388,19 @@ class _AreaPass:
                 self.head = None
             else:
                 self.head = points
+        # The last two knots are read off the last blocks at the end: a block with three
+        # distinct x holds them whole (the blocks before it are dropped); otherwise the oldest
+        # of more than two pending blocks is folded into `tail` now (memory stays bounded).
+        r = int(np.searchsorted(x, x[-1], side="left"))  # where the last run of x starts
+        if r and x[0] < x[r - 1]:
+            self.pending.clear()
+            self.tail = (np.zeros(0), np.zeros(0))
+        self.pending.append((x, y))
+        if len(self.pending) > 2:
+            self._fold(*self.pending.pop(0))
+
+    def _fold(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Fold a block into `tail`, the last two knots seen (each as two points)."""
         r = int(np.searchsorted(x, x[-1], side="left"))  # where the last run of x starts
         q = int(np.searchsorted(x, x[r - 1], side="left")) if r else 0
         tx, ty = self.tail
@@ -374,6 +411,10 @@ class _AreaPass:
         """The total, with the grid beyond either end of the exact curve added."""
         if self.prev is None:
             return math.nan
+        self._flush()
+        for block in self.pending:
+            self._fold(*block)
+        self.pending.clear()
         first = self.first
         if first is None:  # fewer than three distinct x
             first = _limits(*self.head) if self.head is not None else None
