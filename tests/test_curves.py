@@ -422,7 +422,7 @@ def test_leaves_ap_inside_leaves_is_within_the_within_leaf_bound(seed, make):
     assert ap_lo <= res.average_precision.estimate <= ap_hi
     assert auc_lo <= res.roc_auc.estimate <= auc_hi
     assert abs(res.average_precision.estimate - exact_ap) <= ap_hi - ap_lo
-    # The interval (federated: the within-leaf hull) holds the truth.
+    # The interval (federated: the spread of the order inside the leaves) holds the truth.
     lo, hi = res.average_precision.ci95
     assert lo <= exact_ap <= hi
 

@@ -311,7 +311,7 @@ def test_intervals_can_be_switched_off_and_are_reproducible():
 
 def test_curve_and_ece_intervals_hold_on_the_sample(sample):
     # Conservative by construction: ROC AUC (hull of rigorous within-leaf bounds, widened by
-    # noise) at any noise; AP without noise (the worst-case order inside the leaves).
+    # noise) at any noise; AP without noise (the order's spread inside the leaves).
     from fedeval.curves import curves_data
 
     for model in ("federated", "distdp"):

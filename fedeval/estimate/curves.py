@@ -42,7 +42,7 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 from scipy.special import digamma
 
-from fedeval.estimate.uncertainty import bias_aware_interval, noise_sd
+from fedeval.estimate.uncertainty import ROUNDING, bias_aware_interval, noise_sd
 from fedeval.hierarchy import monotone_cumulative, quantiles
 
 EVAL_GRID = 4097
@@ -360,12 +360,13 @@ def leaf_ap_interval(
     inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
     none to FIT_BIAS_FACTOR·b̂, with b̂ = mean AP(leaves + d) − AP(leaves) measured by noising the
     release again. Bias-aware rather than span ± z·σ: the latter covers 97.5–99% where the span
-    is about one σ (benchmarks/hard.py). Without noise (exact sums) the interval is the hull, the
-    bound that holds for every data set; so it is also where the noise is larger than the hull
-    (the fit's bias is then no small perturbation, and re-noising underestimates it)."""
+    is about one σ (benchmarks/hard.py). Without noise (exact sums) σ is the spread of the
+    order inside the leaves (`_order_interval`). Where the noise is larger than the hull the
+    interval is the hull, the bound that holds for every data set (the fit's bias is then no
+    small perturbation, and re-noising underestimates it)."""
     ap_lo, ap_hi = hull
     if draws is None:
-        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+        return _order_interval(leaves, estimate, hull)
     candidates = np.clip(leaf_ap_candidates(leaves, estimate), ap_lo, ap_hi)
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = np.array([leaf_ap(*leaf_tails(leaves + d), "integral") for d in draws[:AP_DRAWS]])
@@ -381,6 +382,161 @@ def leaf_ap_interval(
         lo, hi = min(lo, ap_lo), max(hi, ap_hi)
     ci = bias_aware_interval(lo, hi, sd if np.isfinite(sd) else 0.0)
     return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0)))
+
+
+ORDER_EXACT_ABOVE = 64
+"""Positives ranked above a leaf below which its random-order AP variance is computed exactly
+(moments of sampling without replacement). Below them a first-order (delta-method) variance is
+within a few percent of the exact one; at the very top, where a precision is a ratio of a few
+positives, it can be off many-fold (5 positives among 5,000 negatives: 500-fold)."""
+
+ORDER_EXACT_SIZE = 1 << 22
+"""The most examples the exact variances of the top leaves are summed over (memory O(that));
+beyond it `shuffled_ap` gives no spread and the interval stays the within-leaf hull."""
+
+ORDER_NODES = 64
+"""Positions per leaf at which the first-order variance is evaluated: all of them in a leaf of
+at most this many examples, else a quadrature denser at the leaf's top."""
+
+ORDER_CHUNK = 1 << 14
+"""Leaves per block of the first-order variance ((block, ORDER_NODES) values at a time)."""
+
+
+def _leaf_sums(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(p, n, a, b) per leaf, top leaf first, of the non-negative leaves from the monotone prefix
+    sums: positives and negatives inside each leaf and above it."""
+    neg = np.diff(monotone_cumulative(leaves[0]))[::-1]
+    pos = np.diff(monotone_cumulative(leaves[1]))[::-1]
+    a = np.concatenate([[0.0], np.cumsum(pos)[:-1]])
+    b = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
+    return pos, neg, a, b
+
+
+def _all_positive(p: np.ndarray, m: np.ndarray, j: int) -> np.ndarray:
+    """p(p − 1)…(p − j + 1) / m(m − 1)…(m − j + 1): the chance that j given positions of a leaf
+    all hold positives when its examples are in random order (0 below j examples)."""
+    out = np.ones(np.shape(p))
+    for i in range(j):
+        ok = m - i > 0
+        out = out * np.where(ok, (p - i) / np.where(ok, m - i, 1.0), 0.0)
+    return np.clip(out, 0.0, 1.0)
+
+
+def shuffled_ap_mean(leaves: np.ndarray) -> float:
+    """The AP's mean over random orders of the examples inside each leaf (exact, discrete).
+
+    A leaf with a positives and b negatives above it (c = a + b), p and n inside (m = p + n):
+    its sum of precisions at its positives, S = Σₖ Xₖ(a + Tₖ)/(c + k), has mean
+    (p/m)(a + 1)·H + p(p − 1)/(m(m − 1))·(m − (c + 1)·H), H = ψ(c + m + 1) − ψ(c + 1), since
+    E[Xₖ] = p/m and E[Xₖ Tₖ] = p/m + (k − 1)·p(p − 1)/(m(m − 1)). Unlike the integral rule
+    (a continuous uniform mix) it has no discreteness bias where leaves hold a few examples.
+    """
+    p, n, a, b = _leaf_sums(leaves)
+    total = p.sum()
+    if total <= 0:
+        return 0.0
+    live = p > 0
+    p, m, a, c = p[live], p[live] + n[live], a[live], a[live] + b[live]
+    h = digamma(c + m + 1) - digamma(c + 1)
+    s = _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
+    return float(np.clip(s.sum() / total, 0.0, 1.0))
+
+
+def _exact_order_variance(a, c, p, m) -> np.ndarray:
+    """Var over random orders of each leaf's S = Σₖ Xₖ(a + Tₖ)/(c + k), exactly: S = (a + 1)U + V
+    with U = Σ Xₖfₖ, V = Σ_{l<k} X_l Xₖ fₖ, fₖ = 1/(c + k), from the joint moments of 1 to 4
+    positions under sampling without replacement. O(m) per leaf, vectorised over leaves."""
+    size = np.rint(m).astype(np.int64)
+    leaf = np.repeat(np.arange(size.size), size)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    k = np.arange(leaf.size) - start[leaf] + 1.0  # 1..m inside each leaf
+    f = 1.0 / (c[leaf] + k)
+    cum = np.cumsum(f)
+    g = cum - np.concatenate([[0.0], cum])[start][leaf]  # Σ_{l≤k} f_l inside the leaf
+
+    def per_leaf(x: np.ndarray) -> np.ndarray:
+        return np.bincount(leaf, weights=x, minlength=size.size)
+
+    f1, f2 = per_leaf(f), per_leaf(f * f)
+    pairs = per_leaf(f * (g - f))  # Σ_{l<k} f_l fₖ
+    own = per_leaf((k - 1.0) * f * f)  # Σ_{l<k} fₖ²
+    c1 = per_leaf((k - 1.0) * f)  # Σ_{l<k} fₖ = E[V]/μ₂
+    touching = per_leaf(((f1[leaf] - g) + (k - 1.0) * f) ** 2)  # Σ over k of (weights at k)²
+    mu1, mu2, mu3, mu4 = (_all_positive(p, m, j) for j in (1, 2, 3, 4))
+    eu, ev = mu1 * f1, mu2 * c1
+    var_u = mu1 * f2 + mu2 * (f1 * f1 - f2) - eu * eu
+    cov = mu2 * (pairs + own) + mu3 * (f1 * c1 - pairs - own) - eu * ev
+    var_v = mu4 * c1 * c1 + (mu3 - mu4) * (touching - own) + (mu2 - mu3) * own - ev * ev
+    return np.maximum((a + 1.0) ** 2 * var_u + 2.0 * (a + 1.0) * cov + var_v, 0.0)
+
+
+def _first_order_variance(a, c, p, m) -> np.ndarray:
+    """Var of each leaf's S to first order in the positives' deviations δ_l = X_l − p/m:
+    S ≈ E + Σ δ_l v_l with v_l = (a + πl)/(c + l) + π·(ψ(c + m + 1) − ψ(c + l)), π = p/m, so
+    Var = π(1 − π)·m/(m − 1)·Σ_l (v_l − v̄)² (sampling without replacement). The sum is taken
+    over every position of a leaf of at most ORDER_NODES examples, else by quadrature."""
+    out = np.empty(p.size)
+    j = np.arange(ORDER_NODES)
+    t = ((j + 0.5) / ORDER_NODES) ** 2
+    w_big = 2.0 * (j + 0.5) / ORDER_NODES**2  # the weights of t, summing to 1
+    for s in range(0, p.size, ORDER_CHUNK):
+        a_, c_, p_, m_ = (x[s : s + ORDER_CHUNK, None] for x in (a, c, p, m))
+        small = m_ <= ORDER_NODES
+        pos = np.where(small, j + 1.0, 1.0 + (m_ - 1.0) * t)
+        w = np.where(small, (j < m_) / m_, w_big)
+        pi = p_ / m_
+        v = (a_ + pi * pos) / (c_ + pos) + pi * (digamma(c_ + m_ + 1) - digamma(c_ + pos))
+        mean = np.sum(w * v, axis=1, keepdims=True)
+        spread = m_[:, 0] * np.sum(w * (v - mean) ** 2, axis=1)
+        out[s : s + ORDER_CHUNK] = pi[:, 0] * (1 - pi[:, 0]) * m_[:, 0] / (m_[:, 0] - 1) * spread
+    return out
+
+
+def shuffled_ap(leaves: np.ndarray) -> tuple[float, float]:
+    """(mean, sd) of the AP over random orders of the examples inside each leaf (exchangeable
+    within a leaf; leaves independent): the AP's spread over data draws that the leaves' exact
+    counts leave open. The mean is `shuffled_ap_mean`; the variance is exact for the leaves with
+    fewer than ORDER_EXACT_ABOVE positives above them and first-order below (nan: too many
+    examples at the top to sum exactly)."""
+    mean = shuffled_ap_mean(leaves)
+    p, n, a, b = _leaf_sums(leaves)
+    total = p.sum()
+    mixed = (p > 0) & (n > 0)
+    if total <= 0 or not mixed.any():
+        return mean, 0.0
+    p, m, a, c = p[mixed], p[mixed] + n[mixed], a[mixed], a[mixed] + b[mixed]
+    top = a < ORDER_EXACT_ABOVE
+    if m[top].sum() > ORDER_EXACT_SIZE:
+        return mean, float("nan")
+    variance = _exact_order_variance(a[top], c[top], p[top], m[top]).sum()
+    variance += _first_order_variance(a[~top], c[~top], p[~top], m[~top]).sum()
+    return mean, float(np.sqrt(variance) / total)
+
+
+def _order_interval(
+    leaves: np.ndarray, estimate: float, hull: tuple[float, float]
+) -> tuple[float, float]:
+    """95% interval of the AP from exact leaves: bias-aware over the values the leaves cannot
+    tell apart, with σ the spread over random orders inside the leaves (`shuffled_ap`), kept
+    inside the within-leaf hull (which always holds the AP). The values: the random-order mean,
+    it less its O(w²) bias from the scores' trend inside a leaf ((mean_{h−1} − mean_h)/3), and
+    the tie candidates of `leaf_ap_candidates` (exact where a leaf holds one tied score). The
+    integral rule (a continuous mix) is not among them: with few examples per leaf its
+    discreteness bias is 9–25σ (benchmarks/hard.py, h = 16)."""
+    ap_lo, ap_hi = hull
+    mean, sd = shuffled_ap(leaves)
+    if not np.isfinite(sd):
+        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+    values = [mean]
+    n_leaves = leaves.shape[-1]
+    if n_leaves >= 4 and n_leaves % 2 == 0:
+        values.append(mean - (shuffled_ap_mean(_coarser(leaves)) - mean) / 3.0)
+    values.extend(leaf_ap_candidates(leaves, estimate)[2:])
+    span = np.clip(values, ap_lo, ap_hi)
+    ci = bias_aware_interval(float(span.min()), float(span.max()), sd)
+    lo = max(float(ci[0]), ap_lo - ROUNDING)
+    hi = min(float(ci[1]), ap_hi + ROUNDING)
+    return (float(np.clip(lo, 0.0, 1.0)), float(np.clip(hi, 0.0, 1.0)))
 
 
 _MOVED = (
