@@ -442,9 +442,10 @@ class _AreaPass:
 
 
 def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
-    """The distinct scores from the top, about `block` at a time: (score, TP, FP, positives,
-    negatives) at each, descending, the counts as float64 (integers below 2^53 stay exact
-    through the sums, in SIMD loops).
+    """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
+    positives, negatives), descending, the counts at each distinct score as float64 (integers
+    below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
+    `scores[where]` (`where` None: all of them), read only where a point is kept.
 
     Packed keys are read from the top: TP is the running count of their labels (one
     cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
@@ -458,7 +459,7 @@ def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
             fp = np.cumsum(dn)
             fp += fp0
             tp0, fp0 = float(tp[-1]), float(fp[-1])
-            yield d.values[::-1], tp, fp, dp, dn
+            yield d.values[::-1], None, tp, fp, dp, dn
         return
     for lo, hi in s.key_ranges(block, descending=True):
         keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
@@ -470,21 +471,21 @@ def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
         np.not_equal(score[:-1], score[1:], out=last[:-1])
         last[-1] = True
         base = tp0 + fp0 + 1.0  # the rank of the block's first key
+        t = score.view(s.dtype)
+        ends = None
         if last.all():
             fp = np.arange(base, base + len(keys))
             fp -= tp
             dp = label.astype(np.float64)
             dn = np.subtract(1.0, dp)
-            t = score.view(s.dtype)
         else:
             ends = np.flatnonzero(last)
-            t = score[ends].view(s.dtype)
             tp = tp[ends]
             fp = np.add(ends, base, out=np.empty_like(tp))
             fp -= tp
             dp, dn = _steps(tp, tp0), _steps(fp, fp0)
         tp0, fp0 = float(tp[-1]), float(fp[-1])
-        yield t, tp, fp, dp, dn
+        yield t, ends, tp, fp, dp, dn
 
 
 def _steps(a: np.ndarray, before: float) -> np.ndarray:
@@ -493,6 +494,21 @@ def _steps(a: np.ndarray, before: float) -> np.ndarray:
     out[0] = a[0] - before
     np.subtract(a[1:], a[:-1], out=out[1:])
     return out
+
+
+@dataclass(frozen=True)
+class _Picked:
+    """A block's distinct scores, `scores[where]` (all of `scores` when `where` is None),
+    gathered only at the points asked for."""
+
+    scores: np.ndarray
+    where: np.ndarray | None
+
+    def at(self, i: np.ndarray) -> np.ndarray:
+        return self.scores[i if self.where is None else self.where[i]]
+
+    def all(self) -> np.ndarray:
+        return self.scores if self.where is None else self.scores[self.where]
 
 
 EXACT_AUC_FLOAT = 2.0**52
@@ -536,7 +552,8 @@ def exact_diagnostics(
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for t, tp, fp, dp, dn in _rows(s, block):
+        for scores, where, tp, fp, dp, dn in _rows(s, block):
+            t = _Picked(scores, where)
             if in_float:
                 twice_auc += 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
             else:
@@ -550,8 +567,8 @@ def exact_diagnostics(
                 roc.add(fpr, tpr, dn, per_n)
                 pr.add(tpr, precision, dp, per_p)
             if every is not None:
-                every.append((t, tpr, fpr, precision))
-                if last[0] + len(t) + 1 > 4 * cells + 2:
+                every.append((t.all(), tpr, fpr, precision))
+                if last[0] + len(tp) + 1 > 4 * cells + 2:
                     every = None
             # Thinning: the first point in each new cell of rank or of arc, and the point
             # before each. Both rise along the curve, so each cell's first point is found by a
@@ -572,11 +589,11 @@ def exact_diagnostics(
                 if last[0] > last_kept:
                     kept.append(tuple(np.array([v]) for v in last[1:5]))
             if len(keep):
-                kept.append((t[keep], tpr[keep], fpr[keep], precision[keep]))
+                kept.append((t.at(keep), tpr[keep], fpr[keep], precision[keep]))
                 last_kept = last[0] + 1 + int(keep[-1])
             last = (
-                last[0] + len(t),
-                float(t[-1]),
+                last[0] + len(tp),
+                float(t.at(np.array([-1]))[0]),
                 float(tpr[-1]),
                 float(fpr[-1]),
                 float(precision[-1]),
