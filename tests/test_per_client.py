@@ -55,17 +55,109 @@ def test_chunk_sum_is_the_sum_of_the_dense_reports_for_one_seed(module):
     np.testing.assert_array_equal(reports.sum(axis=0), total)
 
 
-def test_rows_summed_by_client_match_add_at():
-    # The localdp per-client sums by one sort and reduceat equal numpy's unbuffered add.
-    from fedeval.privacy.localdp import _sum_rows_by
+def _patterns(bits: np.ndarray) -> np.ndarray:
+    """Each report's bits as one integer (bit j of the report is bit j of the integer)."""
+    return bits.astype(np.int64) @ (1 << np.arange(bits.shape[1]))
 
-    rng = np.random.default_rng(3)
-    key = rng.integers(0, 60, 2_000)
-    key[key == 7] = 8  # a client with no report keeps a zero row
-    rows = rng.random((2_000, 9)) < 0.3
-    want = np.zeros((60, 9), np.int64)
-    np.add.at(want, key, rows.astype(np.int64))
-    got = _sum_rows_by(key, rows, 60)
-    assert got.dtype == np.int64 and np.array_equal(got, want)
-    assert not got[7].any()
-    assert np.array_equal(_sum_rows_by(key[:0], rows[:0], 60), np.zeros((60, 9), np.int64))
+
+def _oue_pmf(width: int, col: int | None, p: float, q: float) -> np.ndarray:
+    """The OUE law of a report over its 2^width bit patterns: the one-hot bit at `col` (none
+    for an empty report) on with probability p, every other bit with q, independently."""
+    codes = np.arange(1 << width)
+    bits = (codes[:, None] >> np.arange(width)) & 1
+    prob = np.where(bits == 1, q, 1 - q)
+    if col is not None:
+        prob[:, col] = np.where(bits[:, col] == 1, p, 1 - p)
+    return prob.prod(axis=1)
+
+
+@pytest.mark.parametrize(("width", "epsilon"), [(4, 0.5), (4, 5.0), (8, 1.0), (8, 3.0)])
+def test_sparse_oue_reports_have_the_oue_law(width, epsilon):
+    """Every report's whole bit pattern against the exact OUE law (a chi-square over all
+    2^width patterns, rare ones pooled), for each true column and for empty reports; and
+    against the dense encoder (`oue_perturb_at`, uniforms compared with p and q) by a
+    two-sample chi-square. The sample is large (60,000 reports per column), so a wrong rate
+    of one bit by 0.01 fails."""
+    from fedeval.privacy.localdp import oue_sparse
+    from fedeval.privacy.noise import oue_perturb_at, oue_probabilities
+
+    p, q = oue_probabilities(epsilon)
+    per, cols = 60_000, [0, 1, width - 1, None]
+    col = np.repeat([c if c is not None else 0 for c in cols], per)
+    on = np.repeat([c is not None for c in cols], per)
+    rng = np.random.default_rng([width, int(epsilon * 10)])
+    new = _patterns(oue_sparse(col, width, epsilon, rng, on).dense())
+    old = _patterns(oue_perturb_at(col, width, epsilon, rng, on))
+    for j, c in enumerate(cols):
+        got = np.bincount(new[j * per : (j + 1) * per], minlength=1 << width)
+        ref = np.bincount(old[j * per : (j + 1) * per], minlength=1 << width)
+        expected = per * _oue_pmf(width, c, p, q)
+        # Patterns expected fewer than 5 times pooled into one cell (the chi-square needs it).
+        rare = expected < 5
+        f_obs = np.append(got[~rare], got[rare].sum())
+        f_exp = np.append(expected[~rare], expected[rare].sum())
+        if f_exp[-1] == 0:
+            f_obs, f_exp = f_obs[:-1], f_exp[:-1]
+        assert stats.chisquare(f_obs, f_exp).pvalue > 1e-4
+        both = (got + ref) > 0
+        assert stats.chi2_contingency(np.stack([got[both], ref[both]]))[1] > 1e-4
+        # Each bit's rate within 5 standard errors of p (the one-hot bit) or q.
+        rate = oue_sparse(np.full(per, c or 0), width, epsilon, rng, np.full(per, c is not None))
+        rate = rate.dense().mean(axis=0)
+        want = np.full(width, q)
+        if c is not None:
+            want[c] = p
+        assert np.all(np.abs(rate - want) <= 5 * np.sqrt(want * (1 - want) / per))
+
+
+def test_sparse_oue_positions_are_distinct_and_skip_the_own_column():
+    """Many 0-bits on at once (ε small, q near ½) make equal first draws common: every
+    report's turned-on positions are distinct, never its own column, and as many as drawn."""
+    from fedeval.privacy.localdp import oue_sparse
+
+    rng = np.random.default_rng(4)
+    col = rng.integers(0, 16, 20_000)
+    on = rng.random(20_000) < 0.8
+    r = oue_sparse(col, 16, 0.01, rng, on)
+    key = r.flip_rows * 16 + r.flip_cols
+    assert len(np.unique(key)) == len(key)
+    assert not np.any(on[r.flip_rows] & (r.flip_cols == col[r.flip_rows]))
+    assert np.any(~on[r.flip_rows] & (r.flip_cols == col[r.flip_rows]))  # padding: any column
+    assert np.all(np.diff(r.flip_rows) >= 0)
+    assert not np.any(r.kept & ~on)
+    assert r.dense().sum() == len(key) + r.kept.sum()
+    # About half of a real report's 15 other bits are on (q = 0.4975), 8 of an empty one's 16.
+    per_report = np.bincount(r.flip_rows, minlength=20_000)
+    assert per_report[on].mean() == pytest.approx(15 * 0.4975, abs=5 * np.sqrt(15 / 4 / 16_000))
+
+
+def test_localdp_chunk_sum_and_client_reports_are_the_example_reports_for_one_seed():
+    """The per-client sums, their total and the encoder's dense reports come from the same
+    draws: one seed, the same reports (padding and a probe's taken slots included)."""
+    from fedeval.config import Unit
+    from fedeval.privacy import localdp
+
+    config = resolve_config(
+        PrivacyModel.LOCALDP, n=500, height=4, unit=Unit.CLIENT, max_examples=20
+    )
+    rng = np.random.default_rng(0)
+    n_clients = 60
+    cells = rng.integers(0, 16, 500)
+    labels = rng.integers(0, 2, 500)
+    client = rng.integers(0, n_clients, 500)
+    taken = np.ones(n_clients, np.int64)
+    args = (cells, labels, client, n_clients, config, 80)
+    reports, reporters = localdp.client_reports(*args, np.random.default_rng(9), taken=taken)
+    total, per_level = localdp.chunk_sum(*args, np.random.default_rng(9), taken=taken)
+    np.testing.assert_array_equal(reports.sum(axis=0), total)
+    np.testing.assert_array_equal(reporters.sum(axis=0), per_level)
+    b_cells, b_labels, b_client, real = localdp.padded(
+        cells, labels, client, n_clients, config, taken
+    )
+    group, bits = localdp.example_reports(b_cells, b_labels, config, np.random.default_rng(9), real)
+    off = np.cumsum([0] + [b.shape[1] for b in bits])
+    want = np.zeros_like(reports)
+    for i, b in enumerate(bits):
+        np.add.at(want[:, off[i] : off[i + 1]], b_client[group == i], b.astype(np.int64))
+    np.testing.assert_array_equal(reports, want)
+    assert np.all(reporters.sum(axis=1) == 20 - taken)

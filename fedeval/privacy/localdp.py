@@ -14,13 +14,15 @@ every report ε/L-LDP, and the decoding (which counts every report, real or empt
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fedeval.config import PrivacyConfig, Unit
 from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen, consistent_leaves
 from fedeval.privacy.mechanism import mechanism_of
-from fedeval.privacy.noise import oue_perturb_at, oue_probabilities, oue_sum
+from fedeval.privacy.noise import oue_probabilities, oue_sum
 from fedeval.release import Probe, Release, level_offsets
 
 
@@ -119,6 +121,93 @@ def padded(
     )
 
 
+@dataclass(frozen=True, eq=False)
+class LevelReports:
+    """The OUE reports of one level, sparse: m reports of `width` bits whose set bits are
+    `kept` reports' own 1-bit (at `cols[kept]`) and the 0-bits at (`flip_rows`, `flip_cols`)."""
+
+    width: int
+    cols: np.ndarray  # each report's one-hot column (meaningless where not `real`)
+    kept: np.ndarray  # (m,) bool: a real report whose 1-bit stayed on
+    flip_rows: np.ndarray  # the report of each 0-bit turned on, non-decreasing
+    flip_cols: np.ndarray  # its column
+
+    def dense(self) -> np.ndarray:
+        """The reports' bits, (m, width) bool."""
+        bits = np.zeros((len(self.cols), self.width), bool)
+        bits[self.flip_rows, self.flip_cols] = True
+        rows = np.flatnonzero(self.kept)
+        bits[rows, self.cols[rows]] = True
+        return bits
+
+    def column_sums(self) -> np.ndarray:
+        """Set bits per column over the reports (int64)."""
+        return np.bincount(self.flip_cols, minlength=self.width) + np.bincount(
+            self.cols[self.kept], minlength=self.width
+        )
+
+
+def oue_sparse(
+    cols: np.ndarray, width: int, epsilon: float, rng: np.random.Generator, on: np.ndarray | None
+) -> LevelReports:
+    """OUE reports of the one-hot rows with their 1 at `cols` (none where `on` is False), drawn
+    sparse: the 1-bit is kept with probability p; of a report's z other bits (z = width − 1,
+    or width for an empty report) Binomial(z, q) are turned on, at z-choose-that-many positions
+    uniformly. That is the OUE law exactly (each 0-bit on with probability q, independently),
+    in about width·q draws a report instead of width: at ε = 5, q = 0.0067."""
+    p, q = oue_probabilities(epsilon)
+    m = len(cols)
+    real = np.ones(m, bool) if on is None else np.asarray(on, bool)
+    zeros = width - real.astype(np.int64)
+    n_on = rng.binomial(zeros, q)
+    kept = real & (rng.random(m) < p)
+    rows = np.repeat(np.arange(m), n_on)
+    at = _distinct_positions(rows, zeros[rows], width, rng)
+    at += real[rows] & (at >= cols[rows])  # skip the report's own column
+    return LevelReports(width, np.asarray(cols, np.int64), kept, rows, at)
+
+
+def _distinct_positions(
+    rows: np.ndarray, size: np.ndarray, width: int, rng: np.random.Generator
+) -> np.ndarray:
+    """For draws grouped by report (`rows` non-decreasing), positions uniform on
+    0..size−1, distinct within a report: uniform draws, the later of any two equal ones in a
+    report drawn again until none are. The rule treats every position alike, so the set a
+    report ends with is uniform over the sets of its size."""
+    at = rng.integers(0, size) if len(rows) else np.zeros(0, np.int64)
+    again = np.arange(len(rows))
+    while len(again):
+        key = rows * width + at
+        order = np.argsort(key, kind="stable")
+        same = key[order[1:]] == key[order[:-1]]
+        again = order[1:][same]
+        if len(again):
+            at[again] = rng.integers(0, size[again])
+    return at
+
+
+def sparse_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+    real: np.ndarray | None = None,
+) -> tuple[np.ndarray, list[LevelReports]]:
+    """What every report says: the index of its uniformly chosen level, and per level i the
+    OUE reports (`oue_sparse`) of the reports that chose it, in their order. A report that is
+    not `real` (padding) randomises the all-zero vector."""
+    levels = config.levels
+    h = config.height
+    group = rng.integers(len(levels), size=len(cells))
+    out = []
+    for i, k in enumerate(levels):
+        sel = group == i
+        cols = (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))
+        on = None if real is None else real[sel]
+        out.append(oue_sparse(cols, 2 << k, report_epsilon(config), rng, on))
+    return group, out
+
+
 def example_reports(
     cells: np.ndarray,
     labels: np.ndarray,
@@ -126,19 +215,10 @@ def example_reports(
     rng: np.random.Generator,
     real: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """What every report says: the index of its uniformly chosen level, and per level i the
-    OUE bits (m_i, 2·2^k) of the reports that chose it, in their order. A report that is not
-    `real` (padding) randomises the all-zero vector."""
-    levels = config.levels
-    h = config.height
-    group = rng.integers(len(levels), size=len(cells))
-    bits = []
-    for i, k in enumerate(levels):
-        sel = group == i
-        cols = (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))
-        on = None if real is None else real[sel]
-        bits.append(oue_perturb_at(cols, 2 << k, report_epsilon(config), rng, on))
-    return group, bits
+    """`sparse_reports` with each level's OUE bits dense, (m_i, 2·2^k) bool: the same draws,
+    so the same reports."""
+    group, levels = sparse_reports(cells, labels, config, rng, real)
+    return group, [r.dense() for r in levels]
 
 
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
@@ -148,37 +228,29 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, t
     Returns (reports (n_clients, D), reports per client and level (n_clients, levels))."""
     off = level_offsets(config)
     cells, labels, client, real = padded(cells, labels, client, n_clients, config, taken)
-    group, bits = example_reports(cells, labels, config, rng, real)
+    group, levels = sparse_reports(cells, labels, config, rng, real)
     reports = np.zeros((n_clients, int(off[-1])), np.int64)
     reporters = np.zeros((n_clients, len(config.levels)), np.int64)
-    for i, b in enumerate(bits):
-        sel = group == i
-        reports[:, off[i] : off[i + 1]] = _sum_rows_by(client[sel], b, n_clients)
-        reporters[:, i] = np.bincount(client[sel], minlength=n_clients)
+    for i, r in enumerate(levels):
+        who = client[group == i]
+        # Each set bit counted at (its report's client, its column).
+        at = np.concatenate(
+            [who[r.flip_rows] * r.width + r.flip_cols, (who * r.width + r.cols)[r.kept]]
+        )
+        sums = np.bincount(at, minlength=n_clients * r.width).reshape(n_clients, r.width)
+        reports[:, off[i] : off[i + 1]] = sums
+        reporters[:, i] = np.bincount(who, minlength=n_clients)
     return reports, reporters
 
 
 def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
     """The sum of `client_reports` over the clients: every report's OUE bits drawn from the
-    generator exactly as they are, summed per bit without the (n_clients, D) per-client sums;
-    and the reports per level."""
+    generator exactly as they are (sparse), summed per bit without the (n_clients, D)
+    per-client sums; and the reports per level."""
     cells, labels, client, real = padded(cells, labels, client, n_clients, config, taken)
-    group, bits = example_reports(cells, labels, config, rng, real)
-    total = np.concatenate([b.sum(axis=0, dtype=np.int64) for b in bits])
+    group, levels = sparse_reports(cells, labels, config, rng, real)
+    total = np.concatenate([r.column_sums() for r in levels])
     return total, np.bincount(group, minlength=len(config.levels)).astype(np.int64)
-
-
-def _sum_rows_by(key: np.ndarray, rows: np.ndarray, n_keys: int) -> np.ndarray:
-    """Per key in 0..n_keys−1, the sum of its rows (n_keys, D): one stable sort and one
-    `np.add.reduceat` over the runs of equal keys (`np.add.at` on rows is ~10× slower)."""
-    out = np.zeros((n_keys, rows.shape[1]), np.int64)
-    if len(key) == 0:
-        return out
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]])
-    out[sorted_key[starts]] = np.add.reduceat(rows[order].astype(np.int64), starts, axis=0)
-    return out
 
 
 def cell_variance(n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float):
