@@ -464,9 +464,9 @@ def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
     for lo, hi in s.key_ranges(block, descending=True):
         keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
         score = np.right_shift(keys, 1)
-        label = np.bitwise_and(keys, 1, out=keys)
-        tp = np.cumsum(label, dtype=np.float64)
-        tp += tp0
+        # The positives from the block's top to each key: a running count in the keys' own
+        # width, in place (a block holds far fewer than 2^32 keys), made float64 only where read.
+        below = np.cumsum(np.bitwise_and(keys, 1, out=keys), out=keys)
         last = np.empty(len(keys), bool)  # the last key of each score, from the top
         np.not_equal(score[:-1], score[1:], out=last[:-1])
         last[-1] = True
@@ -474,13 +474,14 @@ def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
         t = score.view(s.dtype)
         ends = None
         if last.all():
+            tp = np.add(below, tp0, dtype=np.float64)
             fp = np.arange(base, base + len(keys))
             fp -= tp
-            dp = label.astype(np.float64)
+            dp = _steps(tp, tp0)
             dn = np.subtract(1.0, dp)
         else:
             ends = np.flatnonzero(last)
-            tp = tp[ends]
+            tp = np.add(below[ends], tp0, dtype=np.float64)
             fp = np.add(ends, base, out=np.empty_like(tp))
             fp -= tp
             dp, dn = _steps(tp, tp0), _steps(fp, fp0)
