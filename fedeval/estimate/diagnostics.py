@@ -272,7 +272,10 @@ class _AreaPass:
         self.prev = (float(x[-1]), float(y[-1]), float(d[-1]))
         a = np.abs(d)
         total = 0.5 * (_dot(w, a[:-1]) + _dot(w, a[1:]))
-        cross = np.flatnonzero(d[:-1] * d[1:] < 0)  # two triangles: less than the trapezoid
+        # Two triangles where d changes sign: less than the trapezoid. (By sign bits: d is
+        # never −0, and where one end is 0 the triangles' correction is 0.)
+        below = np.signbit(d)
+        cross = np.flatnonzero(below[:-1] != below[1:])
         if len(cross):
             a0, a1 = a[cross], a[cross + 1]
             total -= _dot(w[cross], a0 * a1 / (a0 + a1))
