@@ -55,10 +55,11 @@ Q-quantile PCHIP estimator."""
 DEFAULT_CURVE_METHOD = "leaves"
 """The more accurate of the two, measured (benchmarks/rare.py; figures in the module docstring)."""
 
-AP_RULES = ("integral", "step")
+AP_RULES = ("integral", "step", "shuffled")
 """How the leaves estimator takes AP inside a leaf: 'integral' integrates precision exactly along
 the leaf's straight (FP, TP) segment (examples mixed uniformly); 'step' takes the whole leaf at
-once, as scikit-learn does for tied scores."""
+once, as scikit-learn does for tied scores; 'shuffled' is the mean over random orders of the
+leaf's examples, the discrete form of 'integral' (`shuffled_ap_mean`), for exact counts."""
 
 
 def curve_height(n_quantiles: int) -> int:
@@ -181,7 +182,8 @@ def leaf_tails(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
     """AP over the leaves from their tails (top edge first), as Σ over leaves of the recall each
     adds times its precision: 'step' at the leaf's lower edge (scikit-learn's AP when the scores
-    are tied within each leaf), 'integral' exactly along the leaf under a uniform mix.
+    are tied within each leaf), 'integral' exactly along the leaf under a uniform mix,
+    'shuffled' its mean over random orders of the leaf's examples (`shuffled_ap_mean`).
 
     A leaf with a positives and b negatives above it, p and n inside (c = a + b, m = p + n):
     ∫₀¹ (a + u·p)/(c + u·m) du = p/m + (a − p·c/m)·ln(1 + m/c)/m, and p/m when c = 0.
@@ -196,6 +198,11 @@ def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
     p, n, a, c, m = p[live], n[live], a[live], c[live], m[live]
     if rule == "step":
         prec = (a + p) / (c + m)
+    elif rule == "shuffled":
+        h = digamma(c + m + 1) - digamma(c + 1)
+        prec = (
+            _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
+        ) / p
     elif rule == "integral":
         with np.errstate(divide="ignore", invalid="ignore"):
             log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
@@ -431,15 +438,7 @@ def shuffled_ap_mean(leaves: np.ndarray) -> float:
     E[Xₖ] = p/m and E[Xₖ Tₖ] = p/m + (k − 1)·p(p − 1)/(m(m − 1)). Unlike the integral rule
     (a continuous uniform mix) it has no discreteness bias where leaves hold a few examples.
     """
-    p, n, a, b = _leaf_sums(leaves)
-    total = p.sum()
-    if total <= 0:
-        return 0.0
-    live = p > 0
-    p, m, a, c = p[live], p[live] + n[live], a[live], a[live] + b[live]
-    h = digamma(c + m + 1) - digamma(c + 1)
-    s = _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
-    return float(np.clip(s.sum() / total, 0.0, 1.0))
+    return leaf_ap(*leaf_tails(leaves), "shuffled")
 
 
 def _exact_order_variance(a, c, p, m) -> np.ndarray:
@@ -472,23 +471,33 @@ def _exact_order_variance(a, c, p, m) -> np.ndarray:
 
 def _first_order_variance(a, c, p, m) -> np.ndarray:
     """Var of each leaf's S to first order in the positives' deviations δ_l = X_l − p/m:
-    S ≈ E + Σ δ_l v_l with v_l = (a + πl)/(c + l) + π·(ψ(c + m + 1) − ψ(c + l)), π = p/m, so
-    Var = π(1 − π)·m/(m − 1)·Σ_l (v_l − v̄)² (sampling without replacement). The sum is taken
-    over every position of a leaf of at most ORDER_NODES examples, else by quadrature."""
-    out = np.empty(p.size)
-    j = np.arange(ORDER_NODES)
-    t = ((j + 0.5) / ORDER_NODES) ** 2
-    w_big = 2.0 * (j + 0.5) / ORDER_NODES**2  # the weights of t, summing to 1
+    S ≈ E + Σ δ_l v_l with v_l = (a + πl)/(c + l) + π·Σ_{k=l}^{m} 1/(c + k), π = p/m, so
+    Var = π(1 − π)·m/(m − 1)·Σ_l (v_l − v̄)² (sampling without replacement). The sum runs over
+    every position of a leaf of at most ORDER_NODES examples (leaves sorted by size, so that a
+    block is padded to its largest), else by quadrature, with ψ for the sum over k."""
+    out = np.zeros(p.size)
+    order = np.argsort(m, kind="stable")
     for s in range(0, p.size, ORDER_CHUNK):
-        a_, c_, p_, m_ = (x[s : s + ORDER_CHUNK, None] for x in (a, c, p, m))
-        small = m_ <= ORDER_NODES
-        pos = np.where(small, j + 1.0, 1.0 + (m_ - 1.0) * t)
-        w = np.where(small, (j < m_) / m_, w_big)
+        i = order[s : s + ORDER_CHUNK]
+        a_, c_, p_, m_ = (x[i, None] for x in (a, c, p, m))
         pi = p_ / m_
-        v = (a_ + pi * pos) / (c_ + pos) + pi * (digamma(c_ + m_ + 1) - digamma(c_ + pos))
-        mean = np.sum(w * v, axis=1, keepdims=True)
-        spread = m_[:, 0] * np.sum(w * (v - mean) ** 2, axis=1)
-        out[s : s + ORDER_CHUNK] = pi[:, 0] * (1 - pi[:, 0]) * m_[:, 0] / (m_[:, 0] - 1) * spread
+        if m_[-1, 0] <= ORDER_NODES:  # every position: l = 1 … m
+            pos = np.arange(1.0, math.floor(m_[-1, 0]) + 1.0)
+            w = (pos <= m_).astype(np.float64)
+            tail = np.cumsum((w / (c_ + pos))[:, ::-1], axis=1)[:, ::-1]
+        else:  # quadrature nodes, denser at the leaf's top: l = 1 + (m − 1)t, t = u²
+            u = (np.arange(ORDER_NODES) + 0.5) / ORDER_NODES
+            small = m_ <= ORDER_NODES
+            pos = np.where(small, np.arange(1.0, ORDER_NODES + 1.0), 1.0 + (m_ - 1.0) * u * u)
+            w = np.where(small, pos <= m_, 2.0 * u)
+            tail = digamma(c_ + m_ + 1) - digamma(c_ + pos)
+        v = (a_ + pi * pos) / (c_ + pos) + pi * tail
+        w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+        spread = np.sum(w * (v - np.sum(w * v, axis=1, keepdims=True)) ** 2, axis=1)
+        pi, m_ = pi[:, 0], m_[:, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = pi * (1.0 - pi) * m_ * m_ / (m_ - 1.0) * spread
+        out[i] = np.where(m_ > 1.0, var, 0.0)
     return out
 
 
