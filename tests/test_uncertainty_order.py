@@ -114,3 +114,33 @@ def test_exact_leaves_ap_interval_holds_tied_point_masses():
     hits, width = federated_coverage("pointmass", 20_000, 10, 60, seed=6)
     assert hits == 60
     assert width < 0.5, width
+
+
+def test_exact_leaves_ap_estimate_is_the_random_order_mean():
+    # Over 200 draws of smooth scores at ~5 examples per leaf, (exact − estimate)/σ has mean 0
+    # and sd 1 under the random-order model: the mean of 200 is within ±0.3 and the sd within
+    # ±0.2 (4 standard errors; measured −0.06 and 0.97). The integral rule (a continuous mix)
+    # sits 3.5σ below the truth here (9–25σ in benchmarks/hard.py at h = 16).
+    rng = np.random.default_rng(8)
+    z, z_integral = [], []
+    for _ in range(200):
+        leaves, exact = draw_leaves("smooth", 20_000, 12, rng)
+        mean, sd = shuffled_ap(leaves)
+        z.append((exact - mean) / sd)
+        z_integral.append((exact - leaf_ap(*leaf_tails(leaves), "integral")) / sd)
+    assert abs(np.mean(z)) <= 0.3, np.mean(z)
+    assert 0.8 <= np.std(z) <= 1.2, np.std(z)
+    assert np.mean(z_integral) > 2, np.mean(z_integral)
+
+
+def test_federated_curves_report_the_random_order_mean():
+    from fedeval.curves import roc_pr_curves
+
+    rng = np.random.default_rng(9)
+    y = rng.random(20_000) < 0.3
+    s = np.where(y, rng.beta(4, 2, y.size), rng.beta(2, 4, y.size))
+    res = roc_pr_curves(y.astype(int), s, model="federated", quantiles=100)
+    leaves = res.run.histogram.leaves
+    assert res.average_precision.estimate == pytest.approx(shuffled_ap(leaves)[0], abs=1e-12)
+    lo, hi = res.average_precision.ci95
+    assert lo <= res.average_precision.estimate <= hi
