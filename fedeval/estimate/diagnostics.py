@@ -274,8 +274,8 @@ class _AreaPass:
         total = 0.5 * (_dot(w, a[:-1]) + _dot(w, a[1:]))
         # Two triangles where d changes sign: less than the trapezoid. (By sign bits: d is
         # never −0, and where one end is 0 the triangles' correction is 0.)
-        below = np.signbit(d)
-        cross = np.flatnonzero(below[:-1] != below[1:])
+        negative = np.signbit(d)
+        cross = np.flatnonzero(negative[:-1] != negative[1:])
         if len(cross):
             a0, a1 = a[cross], a[cross + 1]
             total -= _dot(w[cross], a0 * a1 / (a0 + a1))
@@ -444,7 +444,10 @@ class _AreaPass:
         return _area_of(g, leave1, arrive1, leave2, arrive2)
 
 
-def _rows(s: SortedScores, block: int) -> Iterator[tuple[np.ndarray, ...]]:
+_Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _rows(s: SortedScores, block: int) -> Iterator[_Block]:
     """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
     positives, negatives), descending, the counts at each distinct score as float64 (integers
     below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
