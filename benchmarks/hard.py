@@ -21,8 +21,9 @@ Models: federated (no noise), distdp ε = 1, localdp OUE ε = 5, all at auto hei
 
 DP settings: one data set, R seeds (the noise varies). Federated: a release is deterministic
 given the data, so its coverage is over R independent data draws (seeds 0 … R−1 of the
-family's generator): the interval then only has discretisation to cover (within-leaf AUC
-variance, worst-case P/R/A bounds of the leaf that holds t).
+family's generator): the interval then only has discretisation to cover (the spread of the
+order of the examples inside the leaves for AUC and AP, worst-case P/R/A bounds of the leaf that
+holds t).
 
 Per metric row: P, R and A pool their 5 thresholds (5R intervals); `min cov` is the coverage at
 the worst single threshold; `med|err|` is, for P/R/A, the median over releases of the worst
