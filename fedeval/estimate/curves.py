@@ -6,7 +6,9 @@ Two estimators (`CURVE_METHODS`), on the same consistent, possibly noisy leaves:
   the leaves, made monotone after summing (`leaf_tails`); ROC = (FP/N, TP/P), PR = (TP/P,
   TP/(TP + FP)), straight inside a leaf (examples mixed uniformly). ROC AUC is the trapezoid over
   the edges (the half-credit-within-leaf AUC); AP integrates precision exactly along each leaf
-  (`ap_rule="integral"`) or steps at its lower edge as scikit-learn does for ties ("step").
+  (`ap_rule="integral"`, used under noise), averages it over random orders of the leaf's
+  examples ("shuffled", used on exact counts) or steps at its lower edge as scikit-learn does
+  for ties ("step").
   The PR curve starts at recall 0 with the precision of the top non-empty leaf.
 - **pchip** (Xu & Cormode, "Federated Computation of ROC and PR Curves", arXiv 2510.04979,
   section 3): each class's ECDF is rebuilt from Q of its quantiles by monotone PCHIP;
