@@ -44,7 +44,13 @@ interval) is no clear win either. The model predicts one threshold's precision s
 targets are the worst of P/R/A over all thresholds, and AP is not modelled. The library
 version is in the history (issue 12: "tree reports split over the levels", then reverted).
 
+Which levels a localdp tree releases (`fedeval.params.LEVEL_1_FROM_EPSILON`): `--levels`
+compares levels 2..h with 1..h exactly, with the levels' sampling covariance (each report goes
+to one level, so a cell's counts on two levels are negatively correlated: −c per shared leaf)
+on top of each level's OUE and multinomial variance, through the library's consistency step.
+
     .venv/bin/python benchmarks/allocation.py --family smooth --height 6
+    .venv/bin/python benchmarks/allocation.py --levels --family rare --height 4 --rows 1000000
 """
 
 from __future__ import annotations
@@ -181,13 +187,76 @@ def minimax(model: Model) -> np.ndarray:
     return shares(res.x)
 
 
+def level_set_covariance(
+    leaf: np.ndarray, levels: list[int], height: int, epsilon: float, n: int, share: float
+) -> np.ndarray:
+    """Exact covariance (2^h, 2^h) of one class's consistent leaves when the reports are spread
+    uniformly over `levels` (a `share` of all n of them; the rest are the probe's): each level's
+    OUE noise and sampling, less the sampling covariance between levels, through the library's
+    consistency with its own weights (OUE plus c·(1/π − 1) per cell)."""
+    p, q = 0.5, 1.0 / (math.exp(epsilon) + 1.0)
+    n_leaves = 1 << height
+    pi = share / len(levels)
+    design = np.concatenate(
+        [np.kron(np.eye(1 << k), np.ones((1, n_leaves >> k))) for k in levels]
+    )  # measured cells × leaves
+    c = design @ leaf
+    oue = (n * q * (1 - q) + c * (p * (1 - p) - q * (1 - q))) / (pi * (p - q) ** 2)
+    cov = np.diag(oue + c / pi) - design @ (leaf[:, None] * design.T)
+    weight = oue + c * (1 / pi - 1)
+    sizes = [1 << k for k in levels]
+    starts = np.cumsum([0, *sizes])
+    basis = np.eye(int(starts[-1]))
+    op = consistent_leaves(
+        [basis[:, a:b] for a, b in itertools.pairwise(starts)],
+        [weight[a:b] for a, b in itertools.pairwise(starts)],
+        levels,
+    )  # measured cells → leaves
+    return op.T @ cov @ op
+
+
+def compare_levels(family: str, n: int, height: int, epsilon: float, share: float) -> None:
+    """Levels 2..h against 1..h: ratio of the variance of the count ≥ t at every leaf edge t
+    (both classes), and of the AUC's sd (delta method)."""
+    data = hard.build(family, n, 0)
+    leaves = simulate(data, model="federated", height=height, ci_draws=0).histogram.leaves
+    neg, pos = leaves
+    p_total, n_total = pos.sum(), neg.sum()
+    above = p_total - np.cumsum(pos)
+    auc = (neg * (above + pos / 2)).sum() / (p_total * n_total)
+    below = np.cumsum(neg) - neg
+    g_neg = (above + pos / 2) / (p_total * n_total) - auc / n_total
+    g_pos = (below + neg / 2) / (p_total * n_total) - auc / p_total
+    n_leaves = 1 << height
+    suffix = np.triu(np.ones((n_leaves, n_leaves)))[1:]  # count ≥ edge j, j = 1 .. 2^h − 1
+    out = {}
+    for first in (1, 2):
+        levels = list(range(first, height + 1))
+        cov_n = level_set_covariance(neg, levels, height, epsilon, n, share)
+        cov_p = level_set_covariance(pos, levels, height, epsilon, n, share)
+        var = np.einsum("ji,ik,jk->j", suffix, cov_n + cov_p, suffix)
+        out[first] = (var, math.sqrt(g_neg @ cov_n @ g_neg + g_pos @ cov_p @ g_pos))
+    ratio = out[2][0] / out[1][0]
+    print(
+        f"{family}, n = {n:,}, h = {height}, localdp ε = {epsilon:g}: levels 2..h / 1..h, "
+        f"variance of a count ≥ t (both classes) mean {out[2][0].mean() / out[1][0].mean():.3f}, "
+        f"at ½ {ratio[n_leaves // 2 - 1]:.3f}, top eighth {ratio[-(n_leaves // 8) :].mean():.3f}; "
+        f"AUC sd {out[2][1] / out[1][1]:.3f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--family", choices=hard.FAMILIES, default="smooth")
     ap.add_argument("--height", type=int, default=6)
     ap.add_argument("--rows", type=int, default=300_000)
     ap.add_argument("--epsilon", type=float, default=5.0)
+    ap.add_argument("--levels", action="store_true", help="compare levels 2..h with 1..h")
+    ap.add_argument("--probe-share", type=float, default=0.05, help="reports the probe takes")
     args = ap.parse_args()
+    if args.levels:
+        compare_levels(args.family, args.rows, args.height, args.epsilon, 1 - args.probe_share)
+        return
     model = Model(args.family, args.rows, args.height, args.epsilon)
     g = len(model.levels)
     uniform = np.full(g, 1.0 / g)

@@ -14,6 +14,7 @@ the reports (localdp) buys noisy class totals first, and the height is chosen fr
 
     .venv/bin/python benchmarks/height.py            # n = 1M, R = 40 (a few minutes)
     .venv/bin/python benchmarks/height.py --quick    # n = 200k, R = 8
+    .venv/bin/python benchmarks/height.py --families rare --models localdp --heights 3-5 --draws 200
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="n = 200k, R = 8")
     ap.add_argument("--draws", type=int, help="noise draws per height (default 40; quick 8)")
     ap.add_argument("--verbose", action="store_true", help="print every height's errors")
+    ap.add_argument("--families", nargs="+", choices=("smooth", "rare"), default=["smooth", "rare"])
+    ap.add_argument("--models", nargs="+", choices=[m for m, _, _ in MODELS], default=None)
+    ap.add_argument("--heights", help="fixed heights to compare, e.g. 3-6 (default the model's)")
     args = ap.parse_args()
     n, draws = (200_000, 8) if args.quick else (1_000_000, 40)
     draws = args.draws or draws
@@ -83,12 +87,19 @@ def main() -> int:
     print(f"{'data':<7} {'model':<12} {'metric':<12} {'auto h':>6} {'error':>9} "
           f"{'best h':>6} {'error':>9} {'auto/best':>9}")  # fmt: skip
     for fam in ("smooth", "rare"):
-        y, s = family(fam, n, rng)
+        y, s = family(fam, n, rng)  # drawn for both families, so each keeps its data
+        if fam not in args.families:
+            continue
         # Read as evaluate reads it: the default thresholds declared, so they are cell edges.
         data = scored_from_arrays(
             y, s, keep_scores=True, resolution=14, axis=threshold_axis((0.0, 1.0), None)
         )
         for model, eps, heights in MODELS:
+            if args.models is not None and model not in args.models:
+                continue
+            if args.heights:
+                lo, _, hi = args.heights.partition("-")
+                heights = range(int(lo), int(hi or lo) + 1)
             t0 = time.perf_counter()
             auto_h, auto_err = errors(data, model, eps, "auto", draws)
             table = {h: errors(data, model, eps, h, draws)[1] for h in heights}

@@ -84,7 +84,8 @@ def check_relation(model: PrivacyModel, relation: Relation | str | None) -> Rela
 class Shape(StrEnum):
     """Which levels of the dyadic hierarchy are released.
 
-    ``hierarchy`` releases levels 1..h (cheap long range queries, sensitivity h under distdp);
+    ``hierarchy`` releases levels 1..h (cheap long range queries, sensitivity h under distdp;
+    2..h under localdp from ε = 5 per report, `fedeval.params.LEVEL_1_FROM_EPSILON`);
     ``flat`` releases only the leaf level h (sensitivity 1; better for AUC up to 2^h ≈ h³).
     """
 
@@ -210,6 +211,9 @@ class PrivacyConfig:
     probe_share : s of a two-phase release (`--height auto` under DP, `fedeval.params`): 0 when
         the height was given; else a probe of the class totals came first, at s·ε under distdp
         (the tree then gets (1 − s)·ε), or from a share s of the reports under localdp.
+    first_level : the coarsest level a hierarchy releases (levels first_level..h; at most h,
+        and 1 for a flat release): 1 is the papers' tree; `fedeval.params.resolve_config`
+        starts localdp's at 2 from ε = 5 per report (`fedeval.params.LEVEL_1_FROM_EPSILON`).
     """
 
     model: PrivacyModel
@@ -220,9 +224,16 @@ class PrivacyConfig:
     max_examples: int | None = None
     relation: Relation | None = None
     probe_share: float = 0.0
+    first_level: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
+        first = self.first_level
+        if isinstance(first, bool) or not isinstance(first, numbers.Integral) or first < 1:
+            raise UsageError(f"`first_level` must be an integer ≥ 1. Found {first!r}.")
+        # Canonical: at most h (a tree of height 1 releases level 1), and 1 for a flat release.
+        first = min(int(first), self.height) if self.shape is Shape.HIERARCHY else 1
+        object.__setattr__(self, "first_level", first)
         check_epsilon(self.model, self.epsilon)
         object.__setattr__(self, "unit", check_unit(self.unit, self.max_examples))
         object.__setattr__(self, "relation", check_relation(self.model, self.relation))
@@ -263,7 +274,7 @@ class PrivacyConfig:
         """The released levels k (level k has 2^k cells)."""
         if self.shape is Shape.FLAT:
             return (self.height,)
-        return tuple(range(1, self.height + 1))
+        return tuple(range(self.first_level, self.height + 1))
 
     @property
     def n_leaves(self) -> int:
@@ -290,14 +301,25 @@ def config_dict(config: PrivacyConfig) -> dict:
 
 def config_from_dict(p: dict) -> PrivacyConfig:
     """Read `config_dict`'s output back (KeyError, ValueError or UsageError if malformed); files
-    written before units existed have no unit and mean one example."""
-    return PrivacyConfig(
+    written before units existed have no unit and mean one example. A hierarchy's first level is
+    its stored levels' first (1 in files written before it could differ), and the stored levels
+    must be the ones the configuration releases."""
+    shape = Shape(p["shape"])
+    stored = p.get("levels")
+    first = 1
+    if shape is Shape.HIERARCHY and isinstance(stored, list) and stored:
+        first = stored[0]
+    config = PrivacyConfig(
         model=PrivacyModel(p["model"]),
         height=int(p["height"]),
-        shape=Shape(p["shape"]),
+        shape=shape,
         epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
         unit=Unit(p.get("unit", "example")),
         max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
         relation=p.get("relation"),
         probe_share=p.get("probe_share", 0.0),
+        first_level=first,
     )
+    if stored is not None and list(stored) != list(config.levels):
+        raise ValueError(f"levels {stored} are not the levels {list(config.levels)} of {config}")
+    return config

@@ -197,14 +197,22 @@ def test_precision_with_nothing_predicted_positive_is_defined(model):
 
 
 def test_precision_barely_predicted_positive_under_noise_has_a_note():
-    # A handful of examples above t under localdp noise: the count is within 2 noise sds of 0.
+    # A handful of examples above t under localdp noise: the count is within 2 noise sds of 0
+    # but in about 2.3% of releases (3 examples, a noise sd far above 3: P(Z > 2)), so over 20
+    # releases at least 17 carry the note (4 or more misses: probability < 0.002), each with
+    # [0, 1] and a precision in [0, 1].
     rng = np.random.default_rng(8)
     y = rng.integers(0, 2, 20_000)
     s = np.clip(0.25 * y + 0.5 * rng.random(20_000), 0, 1)
     s[:3] = 0.97
-    ev = fedeval.evaluate(y, s, model="localdp", thresholds=[0.9], seed=1)
-    p = ev.thresholds[0].precision
-    assert p.note is not None and p.ci95 == (0.0, 1.0) and 0 <= p.estimate <= 1
+    noted = 0
+    for seed in range(1, 21):
+        p = fedeval.evaluate(y, s, model="localdp", thresholds=[0.9], seed=seed).thresholds[0]
+        p = p.precision
+        if p.note is not None:
+            noted += 1
+            assert p.ci95 == (0.0, 1.0) and 0 <= p.estimate <= 1
+    assert noted >= 17
 
 
 def test_no_silent_null_when_the_noisy_class_totals_are_not_positive():

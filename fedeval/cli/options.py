@@ -78,8 +78,8 @@ ShapeOpt = Annotated[
     str,
     typer.Option(
         help="'flat' releases the leaves only (sensitivity 1); 'hierarchy' releases levels "
-        "1..h (the papers' dyadic tree, sensitivity h, consistent range queries); 'auto' picks "
-        "hierarchy under DP.",
+        "1..h (the papers' dyadic tree, sensitivity h, consistent range queries; 2..h under "
+        "localdp from ε = 5 per report); 'auto' picks hierarchy under DP.",
     ),
 ]
 SeedOpt = Annotated[
