@@ -161,3 +161,35 @@ def test_localdp_chunk_sum_and_client_reports_are_the_example_reports_for_one_se
         np.add.at(want[:, off[i] : off[i + 1]], b_client[group == i], b.astype(np.int64))
     np.testing.assert_array_equal(reports, want)
     assert np.all(reporters.sum(axis=1) == 20 - taken)
+
+
+def test_padding_sits_among_its_clients_reports_not_after_everyones():
+    """Under unit client the encoder's rows are in client order, a client's empty reports
+    among its own: appended after every client's real ones, their place would tell the server
+    which reports are empty. D (every client holds L = 2) and D' (client 3 holds one) give the
+    same client and level columns for one seed."""
+    from fedeval.config import Unit
+    from fedeval.encode import local_reports
+
+    config = resolve_config(
+        PrivacyModel.LOCALDP, n=20, height=2, unit=Unit.CLIENT, max_examples=2, epsilon=1.0
+    )
+    columns = []
+    for drop in (None, 7):
+        client = np.repeat(np.arange(10), 2)
+        keep = np.arange(20) != drop
+        t = local_reports(
+            np.zeros(keep.sum(), int),
+            np.zeros(keep.sum(), int),
+            client[keep],
+            0,
+            10,
+            config,
+            np.random.default_rng(1),
+        )
+        levels = t.column("level").to_numpy()
+        clients = t.column("client").to_numpy()
+        for lv in np.unique(levels):
+            assert np.all(np.diff(clients[levels == lv].astype(np.int64)) >= 0)
+        columns.append((clients.tolist(), levels.tolist()))
+    assert columns[0] == columns[1]

@@ -95,9 +95,10 @@ def padded(
     config: PrivacyConfig,
     taken: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every report clients send: their examples, then empty reports so that each client sends
-    exactly L under unit client (less the `taken` slots per client a probe round used).
-    Returns (cells, labels, client, real), `real` False on padding."""
+    """Every report clients send: their examples and empty reports so that each client sends
+    exactly L under unit client (less the `taken` slots per client a probe round used), in
+    client order, a client's real reports in their order first. Returns (cells, labels,
+    client, real), `real` False on padding."""
     used = 0 if taken is None else int(taken.sum())
     pad = empty_reports(len(cells), n_clients, config, used)
     if len(cells) + pad > MAX_REPORTS:
@@ -113,11 +114,16 @@ def padded(
     if taken is not None:
         per_client = per_client + taken
     extra = np.repeat(np.arange(n_clients), int(config.max_examples or 0) - per_client)
+    # In client order, each client's empty reports after its own real ones (a stable sort):
+    # appended after every client's real reports, their place in the encoder's rows would
+    # tell the server which reports are empty, so how many examples a client holds.
+    all_client = np.concatenate([client, extra.astype(client.dtype)])
+    order = np.argsort(all_client, kind="stable")
     return (
-        np.concatenate([cells, np.zeros(len(extra), cells.dtype)]),
-        np.concatenate([labels, np.zeros(len(extra), labels.dtype)]),
-        np.concatenate([client, extra.astype(client.dtype)]),
-        np.concatenate([real, np.zeros(len(extra), bool)]),
+        np.concatenate([cells, np.zeros(len(extra), cells.dtype)])[order],
+        np.concatenate([labels, np.zeros(len(extra), labels.dtype)])[order],
+        all_client[order],
+        np.concatenate([real, np.zeros(len(extra), bool)])[order],
     )
 
 
