@@ -142,7 +142,7 @@ def probe_round(
         )
         role = probe.roles(len(labels), config, rng)
         counts += probe.client_bits_localdp(labels[role], real[role], config, rng).sum(axis=0)
-        used[sel] = role[real]  # the real examples, in their order
+        used[sel] = role[real]  # the real examples in their order (the batch is in client order)
         taken[c0:c1] += np.bincount(client[role], minlength=c1 - c0)
     found = Probe(counts, int(taken.sum()))
     total = len(ex.positive) + localdp.empty_reports(len(ex.positive), n, config)
