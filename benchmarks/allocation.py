@@ -44,6 +44,15 @@ interval) is no clear win either. The model predicts one threshold's precision s
 targets are the worst of P/R/A over all thresholds, and AP is not modelled. The library
 version is in the history (issue 12: "tree reports split over the levels", then reverted).
 
+Also computed with this model and found not worth landing (issue 12): the probe's class totals
+entered into the consistency step as a measured level 0 (their OUE and sampling variance at 5%
+of the reports): the worst precision sd 1.00× (smooth h = 5; 1.5% positives h = 4), the AUC's
+sd 0.995×: a 2-cell measurement from 5% of the reports adds little to totals the tree already
+pins down. And the consistency weights: the levels' sampling errors are negatively correlated
+(cov −c per shared leaf, a term A·C·Aᵀ in the measurements' column space), so by Rao's theorem
+the least-variance weights take sampling variance c/π, not today's c·(1/π − 1); computed (smooth,
+h = 5), every P/R/A and AUC variance is the same to 3 digits.
+
 Which levels a localdp tree releases (`fedeval.params.LEVEL_1_FROM_EPSILON`): `--levels`
 compares levels 2..h with 1..h exactly, with the levels' sampling covariance (each report goes
 to one level, so a cell's counts on two levels are negatively correlated: −c per shared leaf)
