@@ -57,6 +57,26 @@ def test_random_order_sd_is_zero_for_pure_leaves_and_the_mean_is_the_exact_ap():
     assert mean == pytest.approx(average_precision_score(y, s), abs=1e-12)
 
 
+def test_closed_form_order_variance_far_below_the_top_matches_the_sum_over_positions(monkeypatch):
+    # Leaves of up to ~120 examples far below the top: the closed form against the first-order
+    # sum over every position (ORDER_NODES raised so that no quadrature is used). The weights'
+    # curvature over a leaf is O(ORDER_LINEAR_BELOW) = 1%, so the spread agrees to ~1e-4; 1e-3
+    # fails for a step read at the leaf's top or an (m² − 1)/12 off by one position.
+    from fedeval.estimate import curves
+
+    rng = np.random.default_rng(5)
+    leaves, _ = draw_leaves("smooth", 300_000, 12, rng)
+    p, n, a, b = curves._leaf_sums(leaves)
+    m, c, r = p + n, a + b, curves.ORDER_LINEAR_BELOW
+    far = (a >= curves.ORDER_EXACT_ABOVE) & (m <= r * c) & (p <= r * a) & (p > 0) & (n > 0)
+    assert far.sum() > 1000
+    monkeypatch.setattr(curves, "ORDER_NODES", 4096)
+    summed = curves._first_order_variance(a[far], c[far], p[far], m[far])
+    closed = curves._linear_order_variance(a[far], c[far], p[far], m[far])
+    assert closed.sum() == pytest.approx(summed.sum(), rel=1e-3)
+    assert np.allclose(closed, summed, rtol=5e-3, atol=0)
+
+
 def draw_leaves(family: str, n: int, height: int, rng: np.random.Generator):
     """(leaves (2, 2^h), exact AP) of one data draw."""
     if family == "smooth":

@@ -415,6 +415,12 @@ at most this many examples, else a quadrature denser at the leaf's top."""
 ORDER_CHUNK = 1 << 14
 """Leaves per block of the first-order variance ((block, ORDER_NODES) values at a time)."""
 
+ORDER_LINEAR_BELOW = 0.01
+"""A leaf far enough down that its examples are at most this share of those above it (m ≤ r·c)
+and its expected positives at most this share of the positives above it (πm ≤ r·a): there the
+first-order weights v_l are linear in the position to a relative O(r), so their spread has a
+closed form (`_linear_order_variance`) and no positions need summing."""
+
 
 def _leaf_sums(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(p, n, a, b) per leaf, top leaf first, of the non-negative leaves from the monotone prefix
@@ -508,12 +514,23 @@ def _first_order_variance(a, c, p, m) -> np.ndarray:
     return out
 
 
+def _linear_order_variance(a, c, p, m) -> np.ndarray:
+    """`_first_order_variance` of leaves far below the top (ORDER_LINEAR_BELOW): the weights'
+    step v_{l+1} − v_l = −(a + π(l + 1))/((c + l)(c + l + 1)) is nearly constant over the leaf,
+    so their spread over l = 1 … m is that step at the leaf's middle, squared, times
+    (m² − 1)/12, and Var = π(1 − π)·m²(m + 1)/12·step²."""
+    pi = p / m
+    mid = (m + 1.0) / 2.0
+    step = (a + pi * (mid + 1.0)) / ((c + mid) * (c + mid + 1.0))
+    return np.where(m > 1.0, pi * (1.0 - pi) * m * m * (m + 1.0) / 12.0 * step * step, 0.0)
+
+
 def shuffled_ap(leaves: np.ndarray) -> tuple[float, float]:
     """(mean, sd) of the AP over random orders of the examples inside each leaf (exchangeable
     within a leaf; leaves independent): the AP's spread over data draws that the leaves' exact
     counts leave open. The mean is `shuffled_ap_mean`; the variance is exact for the leaves with
-    fewer than ORDER_EXACT_ABOVE positives above them and first-order below (nan: too many
-    examples at the top to sum exactly)."""
+    fewer than ORDER_EXACT_ABOVE positives above them and first-order below, in closed form
+    far below the top (nan: too many examples at the top to sum exactly)."""
     mean = shuffled_ap_mean(leaves)
     p, n, a, b = _leaf_sums(leaves)
     total = p.sum()
@@ -524,8 +541,11 @@ def shuffled_ap(leaves: np.ndarray) -> tuple[float, float]:
     top = a < ORDER_EXACT_ABOVE
     if m[top].sum() > ORDER_EXACT_SIZE:
         return mean, float("nan")
+    far = ~top & (m <= ORDER_LINEAR_BELOW * c) & (p <= ORDER_LINEAR_BELOW * a)
+    near = ~top & ~far
     variance = _exact_order_variance(a[top], c[top], p[top], m[top]).sum()
-    variance += _first_order_variance(a[~top], c[~top], p[~top], m[~top]).sum()
+    variance += _first_order_variance(a[near], c[near], p[near], m[near]).sum()
+    variance += _linear_order_variance(a[far], c[far], p[far], m[far]).sum()
     return mean, float(np.sqrt(variance) / total)
 
 
