@@ -142,11 +142,12 @@ class _Accumulator:
             idx = lookup(b.scores)
         else:
             # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in
-            # any float width; the clamp is needed only when a score sits on the top of the
-            # range.
+            # any float width; on [0, 1] the clamp is needed only when a score sits on the top
+            # of the range. Mapped from another range, a score below its top can round to 1
+            # (a range far wider than its scores' spacing), so there it is always clamped.
             unit = b.scores if self.identity else self.axis.to_unit(b.scores)
             idx = (unit * n_leaves).astype(np.int32)
-            if b.score_max >= self.axis.hi:
+            if b.score_max >= self.axis.hi or not self.identity:
                 np.minimum(idx, n_leaves - 1, out=idx)
         # The class goes into the index by adding 2^h to the positives (a masked add is slower).
         idx += b.positive.view(np.int8) * np.int32(n_leaves)

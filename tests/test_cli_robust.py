@@ -697,3 +697,24 @@ def test_report_parts_that_escape_their_directory_are_refused(workdir):
         msg = assert_clean_error(invoke("aggregate", "reports", "-o", "run.fedeval"))
         assert "not a regular file inside" in msg
         assert not Path("run.fedeval").exists()
+
+
+@pytest.mark.parametrize("command", ["encode", "evaluate"])
+def test_a_score_range_far_wider_than_the_scores_spacing(workdir, command):
+    # Mapped from [-2^45, 1], scores just below 1 round onto the top of the unit range (the
+    # float spacing there is 2^-7): they must fall in the last leaf, not one past it (a crash,
+    # exit 70, found by the fuzz profile).
+    rows = "".join(f"{0.997 + 0.00004 * i:.5f},{i % 2},{i % 20}\n" for i in range(60))
+    write("t.csv", "score,label,client\n" + rows)
+    args = [command, "t.csv", "-m", "federated", "--height", "4"]
+    args += [
+        "--score-range",
+        "-35184372088832.0,1.0",
+        "-o",
+        "out" if command == "encode" else "r.json",
+    ]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.stderr
+    if command == "evaluate":
+        report = json.loads(Path("r.json").read_text())
+        assert report["data"]["rows"] == 60
