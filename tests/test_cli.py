@@ -132,6 +132,16 @@ def test_no_arguments_shows_help_and_is_a_usage_error():
 # --- the JSON report -------------------------------------------------------------------------
 
 
+def test_per_client_run_leaves_stderr_empty_off_a_terminal(scores):
+    # The per-client encoder's progress bar is drawn only on a terminal: off one, even a
+    # transient bar left a newline on stderr.
+    args = ("evaluate", scores, "--per-client", "--model", "localdp", "--format", "json")
+    result = invoke(*args, "--seed", str(SEED))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr == ""
+    assert json.loads(result.stdout)["run"]["path"] == "per-client"
+
+
 def test_json_report_is_one_document_with_the_schema(scores):
     result = invoke("evaluate", scores, "--format", "json", "--seed", str(SEED))
     assert result.exit_code == 0, result.stderr

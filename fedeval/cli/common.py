@@ -59,8 +59,9 @@ def errors_to_exit() -> Iterator[None]:
 
 @contextlib.contextmanager
 def progress_bar(label: str, enabled: bool) -> Iterator:
-    """A progress callback drawing a bar on stderr (only on a terminal), or None."""
-    if not enabled:
+    """A progress callback drawing a bar on stderr (only on a terminal, and not under --quiet),
+    or None: off a terminal even a transient bar leaves a newline on stderr."""
+    if not (enabled and err.is_terminal and not err.quiet):
         yield None
         return
     with Progress(
