@@ -159,8 +159,8 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str
     `fedeval.estimate.curves.leaf_ap_interval`, bias-aware over the values the release cannot
     tell apart; under DP it covers 94.6–98% on smooth, unequal and rare-positive scores, 95.8%
     on point masses under localdp and 100% under distdp, where the leaves cannot tell ties from
-    a narrow peak (`benchmarks/hard.py`, 1000 releases). Without noise its spread is that of the order of the
-    examples inside the leaves, kept inside their worst case."""
+    a narrow peak (`benchmarks/hard.py`, 1000 releases). Without noise its spread is that of
+    the order of the examples inside the leaves, kept inside their worst case."""
     leaves = run.histogram.leaves
     auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(leaves)
     roc_sd = ap_sd = 0.0
