@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from families import family_scores
 
 from fedeval.estimate.curves import (
     AP_DRAWS,
@@ -62,14 +63,7 @@ def test_ap_interval_holds_point_masses_at_coarse_leaves():
     from fedeval.data import scored_from_arrays
     from fedeval.evaluate import evaluate_data, threshold_axis
 
-    rng = np.random.default_rng(0)
-    n = 5_000
-    y = rng.random(n) < 0.5
-    s = 1 / (1 + np.exp(-rng.normal(np.where(y, 1.0, -1.0), 1.0)))
-    on = rng.random(n) < 0.4
-    masses = np.array([0.05, 0.2, 0.33, 0.5, 0.61, 0.75, 0.9, 0.97])
-    s[on] = masses[rng.integers(0, masses.size, on.sum())]
-    y[on] = rng.random(on.sum()) < s[on]
+    y, s = family_scores("pointmass", 5_000, np.random.default_rng(0))
     # Thresholds declared next to masses (as benchmarks/hard.py's): the axis bends so that they
     # are cell edges, and leaves mix masses with smooth mass unevenly.
     thresholds = [0.200006, 0.329993, 0.499992, 0.750008, 0.42]

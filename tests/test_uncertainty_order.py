@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from families import family_scores
 from sklearn.metrics import average_precision_score
 
 from fedeval.estimate.curves import (
@@ -79,19 +80,7 @@ def test_closed_form_order_variance_far_below_the_top_matches_the_sum_over_posit
 
 def draw_leaves(family: str, n: int, height: int, rng: np.random.Generator):
     """(leaves (2, 2^h), exact AP) of one data draw."""
-    if family == "smooth":
-        y = rng.random(n) < 0.5
-        s = 1 / (1 + np.exp(-rng.normal(np.where(y, 1.0, -1.0), 1.0)))
-    elif family == "rare":
-        y = rng.random(n) < 0.03
-        s = np.where(y, rng.beta(5, 2, n), rng.beta(1, 6, n))
-    else:  # 40% of rows on 8 tied scores, label ~ Bernoulli(score)
-        y = rng.random(n) < 0.5
-        s = 1 / (1 + np.exp(-rng.normal(np.where(y, 1.0, -1.0), 1.0)))
-        on = rng.random(n) < 0.4
-        values = np.array([0.05, 0.2, 0.33, 0.5, 0.61, 0.75, 0.9, 0.97])
-        s[on] = values[rng.integers(0, values.size, on.sum())]
-        y[on] = rng.random(on.sum()) < s[on]
+    y, s = family_scores(family, n, rng)
     cells = 1 << height
     leaf = np.minimum((s * cells).astype(np.int64), cells - 1)
     leaves = np.stack(
