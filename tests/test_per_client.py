@@ -78,8 +78,7 @@ def test_sparse_oue_reports_have_the_oue_law(width, epsilon):
     against the dense encoder (`oue_perturb_at`, uniforms compared with p and q) by a
     two-sample chi-square. The sample is large (60,000 reports per column), so a wrong rate
     of one bit by 0.01 fails."""
-    from fedeval.privacy.localdp import oue_sparse
-    from fedeval.privacy.noise import oue_perturb_at, oue_probabilities
+    from fedeval.privacy.noise import oue_perturb_at, oue_probabilities, oue_sparse
 
     p, q = oue_probabilities(epsilon)
     per, cols = 60_000, [0, 1, width - 1, None]
@@ -113,7 +112,7 @@ def test_sparse_oue_reports_have_the_oue_law(width, epsilon):
 def test_sparse_oue_positions_are_distinct_and_skip_the_own_column():
     """Many 0-bits on at once (ε small, q near ½) make equal first draws common: every
     report's turned-on positions are distinct, never its own column, and as many as drawn."""
-    from fedeval.privacy.localdp import oue_sparse
+    from fedeval.privacy.noise import oue_sparse
 
     rng = np.random.default_rng(4)
     col = rng.integers(0, 16, 20_000)

@@ -14,15 +14,13 @@ every report ε/L-LDP, and the decoding (which counts every report, real or empt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from fedeval.config import PrivacyConfig, Unit
 from fedeval.errors import UsageError
 from fedeval.hierarchy import coarsen, consistent_leaves
 from fedeval.privacy.mechanism import mechanism_of
-from fedeval.privacy.noise import oue_probabilities, oue_sum
+from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
 from fedeval.release import Probe, Release, level_offsets
 
 
@@ -125,71 +123,6 @@ def padded(
         all_client[order],
         np.concatenate([real, np.zeros(len(extra), bool)])[order],
     )
-
-
-@dataclass(frozen=True, eq=False)
-class LevelReports:
-    """The OUE reports of one level, sparse: m reports of `width` bits whose set bits are
-    `kept` reports' own 1-bit (at `cols[kept]`) and the 0-bits at (`flip_rows`, `flip_cols`)."""
-
-    width: int
-    cols: np.ndarray  # each report's one-hot column (meaningless where not `real`)
-    kept: np.ndarray  # (m,) bool: a real report whose 1-bit stayed on
-    flip_rows: np.ndarray  # the report of each 0-bit turned on, non-decreasing
-    flip_cols: np.ndarray  # its column
-
-    def dense(self) -> np.ndarray:
-        """The reports' bits, (m, width) bool."""
-        bits = np.zeros((len(self.cols), self.width), bool)
-        bits[self.flip_rows, self.flip_cols] = True
-        rows = np.flatnonzero(self.kept)
-        bits[rows, self.cols[rows]] = True
-        return bits
-
-    def column_sums(self) -> np.ndarray:
-        """Set bits per column over the reports (int64)."""
-        return np.bincount(self.flip_cols, minlength=self.width) + np.bincount(
-            self.cols[self.kept], minlength=self.width
-        )
-
-
-def oue_sparse(
-    cols: np.ndarray, width: int, epsilon: float, rng: np.random.Generator, on: np.ndarray | None
-) -> LevelReports:
-    """OUE reports of the one-hot rows with their 1 at `cols` (none where `on` is False), drawn
-    sparse: the 1-bit is kept with probability p; of a report's z other bits (z = width − 1,
-    or width for an empty report) Binomial(z, q) are turned on, at z-choose-that-many positions
-    uniformly. That is the OUE law exactly (each 0-bit on with probability q, independently),
-    in about width·q draws a report instead of width: at ε = 5, q = 0.0067."""
-    p, q = oue_probabilities(epsilon)
-    m = len(cols)
-    real = np.ones(m, bool) if on is None else np.asarray(on, bool)
-    zeros = width - real.astype(np.int64)
-    n_on = rng.binomial(zeros, q)
-    kept = real & (rng.random(m) < p)
-    rows = np.repeat(np.arange(m), n_on)
-    at = _distinct_positions(rows, zeros[rows], width, rng)
-    at += real[rows] & (at >= cols[rows])  # skip the report's own column
-    return LevelReports(width, np.asarray(cols, np.int64), kept, rows, at)
-
-
-def _distinct_positions(
-    rows: np.ndarray, size: np.ndarray, width: int, rng: np.random.Generator
-) -> np.ndarray:
-    """For draws grouped by report (`rows` non-decreasing), positions uniform on
-    0..size−1, distinct within a report: uniform draws, the later of any two equal ones in a
-    report drawn again until none are. The rule treats every position alike, so the set a
-    report ends with is uniform over the sets of its size."""
-    at = rng.integers(0, size) if len(rows) else np.zeros(0, np.int64)
-    again = np.arange(len(rows))
-    while len(again):
-        key = rows * width + at
-        order = np.argsort(key, kind="stable")
-        same = key[order[1:]] == key[order[:-1]]
-        again = order[1:][same]
-        if len(again):
-            at[again] = rng.integers(0, size[again])
-    return at
 
 
 def sparse_reports(
