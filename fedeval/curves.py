@@ -22,12 +22,16 @@ from fedeval.config import PrivacyModel, Shape, Unit, check_quantiles
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
 from fedeval.estimate.curves import (
+    AP_DRAWS,
     CURVE_METHODS,
     DEFAULT_CURVE_METHOD,
     Curves,
     curve_height,
     estimate_curves,
     leaf_ap_interval,
+    leaf_ap_rows,
+    leaf_roc_auc_rows,
+    leaf_tails,
     within_leaf_bounds,
 )
 from fedeval.estimate.diagnostics import exact_diagnostics
@@ -144,11 +148,14 @@ def curve_result(
 
 
 def _leaf_ap_interval(
-    run: Simulated, estimate: float, hull: tuple[float, float]
+    run: Simulated,
+    estimate: float,
+    hull: tuple[float, float],
+    tails: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float]:
     """95% interval of the 'leaves' AP from the run's release and noise draws
-    (`fedeval.estimate.curves.leaf_ap_interval`)."""
-    return leaf_ap_interval(run.histogram.leaves, estimate, hull, run.noise_draws)
+    (`fedeval.estimate.curves.leaf_ap_interval`); `tails` of the re-noised leaves if known."""
+    return leaf_ap_interval(run.histogram.leaves, estimate, hull, run.noise_draws, tails)
 
 
 def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str):
@@ -164,7 +171,18 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str
     leaves = run.histogram.leaves
     auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(leaves)
     roc_sd = ap_sd = 0.0
-    if run.noise_draws is not None:
+    tails = None
+    if run.noise_draws is not None and method == "leaves":
+        # The re-noised leaves' tails, fitted once for the AP interval's draws and the ROC
+        # AUC's (the first REFIT_DRAWS of them): the same areas as rebuilding each curve.
+        fp, tp = leaf_tails(leaves + run.noise_draws[: max(AP_DRAWS, REFIT_DRAWS)])
+        fp_r, tp_r = fp[:REFIT_DRAWS], tp[:REFIT_DRAWS]
+        areas = np.stack(
+            [leaf_roc_auc_rows(fp_r, tp_r), leaf_ap_rows(fp_r, tp_r, "integral")], axis=1
+        )
+        roc_sd, ap_sd = noise_sd(areas)
+        tails = fp[:AP_DRAWS], tp[:AP_DRAWS]
+    elif run.noise_draws is not None:
         areas = np.array(
             [
                 (c.roc_auc, c.average_precision)
@@ -183,7 +201,7 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str
         )
 
     ap_interval = (
-        _leaf_ap_interval(run, dense.average_precision, (ap_lo, ap_hi))
+        _leaf_ap_interval(run, dense.average_precision, (ap_lo, ap_hi), tails)
         if method == "leaves"
         else hull(dense.average_precision, ap_lo, ap_hi, ap_sd)
     )

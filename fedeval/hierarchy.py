@@ -16,6 +16,11 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.optimize import isotonic_regression
 
+try:  # the pool-adjacent-violators kernel behind `isotonic_regression`, without its copies
+    from scipy.optimize._pava_pybind import pava as _pava
+except ImportError:  # pragma: no cover - a scipy that moved it: the public function
+    _pava = None  # type: ignore[assignment]
+
 
 def cell_index(scores: np.ndarray, height: int) -> np.ndarray:
     """Leaf cell of each score in [0, 1]: floor(s · 2^h), with s = 1 in the last cell.
@@ -152,7 +157,9 @@ def _consistent_per_cell(
 
 
 def _pair_sum(a: np.ndarray) -> np.ndarray:
-    return a.reshape(*a.shape[:-1], a.shape[-1] // 2, 2).sum(axis=-1)
+    """Neighbouring cells summed: a[2i] + a[2i + 1] (one rounding, as the pair's reduce does,
+    without its per-pair loop: several times faster on a stack of noise draws)."""
+    return a[..., 0::2] + a[..., 1::2]
 
 
 def cumulative(leaves: np.ndarray, x: np.ndarray | float) -> np.ndarray:
@@ -179,7 +186,7 @@ def mass_at_or_above(leaves: np.ndarray, t: np.ndarray | float) -> np.ndarray:
 
 def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     """Prefix sums cs[j] = mass of the first j leaves, made non-decreasing by least squares,
-    from 0 up to the raw total.
+    from 0 up to the raw total; `leaves` (..., L) gives (..., L + 1), each row fitted apart.
 
     The raw prefix sums of consistent leaves are unbiased; isotonic regression keeps them as
     close as possible while making them a valid CDF. Clamping each noisy leaf at 0 instead would
@@ -191,8 +198,24 @@ def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     positives at 200k rows, distdp ε = 1, 40 releases: the leaves' AP bias −0.008 → −0.003,
     its spread 0.0078 → 0.0058.
     """
-    cs = np.concatenate([[0.0], np.cumsum(np.asarray(leaves, dtype=np.float64))])
-    return np.clip(isotonic_regression(cs).x, 0.0, max(float(cs[-1]), 0.0))
+    leaves = np.asarray(leaves, dtype=np.float64)
+    cs = np.zeros((*leaves.shape[:-1], leaves.shape[-1] + 1))
+    np.cumsum(leaves, axis=-1, out=cs[..., 1:])
+    fit = cs.copy()
+    for row in fit.reshape(-1, fit.shape[-1]):  # views: one fit per row (scipy's is 1-D only)
+        _isotonic_in_place(row)
+    total = cs[..., -1:]
+    return np.clip(fit, 0.0, np.where(0.0 > total, 0.0, total))  # the top: max(total, 0)
+
+
+def _isotonic_in_place(y: np.ndarray) -> None:
+    """Unit-weight isotonic regression of a contiguous float64 row, written over it: what
+    `isotonic_regression(y).x` returns (its kernel, called as it calls it), at a fraction of the
+    cost on short rows, where its copies and result object dominate."""
+    if _pava is None:
+        y[:] = isotonic_regression(y).x
+        return
+    _pava(y, np.ones(len(y)), np.full(len(y) + 1, -1, dtype=np.intp))
 
 
 def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -169,3 +169,36 @@ def test_a_level_measured_by_nobody_leaves_no_nan(empty):
     assert np.all(np.isfinite(leaves))
     if empty == 2:  # the leaves split their parents equally
         np.testing.assert_allclose(leaves[0::2], leaves[1::2])
+
+
+def test_monotone_cumulative_of_a_stack_is_each_row_fitted_alone():
+    # Noisy leaves, stacked as noise draws are: the same fit bit for bit as one row at a time,
+    # and the same as scipy's isotonic regression of the prefix sums clamped to [0, total].
+    from scipy.optimize import isotonic_regression
+
+    from fedeval.hierarchy import monotone_cumulative
+
+    rng = np.random.default_rng(5)
+    stack = rng.normal(0.0, 30.0, (7, 2, 257)) + rng.poisson(20.0, 257)
+    stack[0, 1] -= 60.0  # a class whose raw total is negative: clamped to [0, 0]
+    fitted = monotone_cumulative(stack)
+    assert fitted.shape == (7, 2, 258)
+    for i in range(7):
+        for c in range(2):
+            row = monotone_cumulative(stack[i, c])
+            np.testing.assert_array_equal(fitted[i, c], row)
+            cs = np.concatenate([[0.0], np.cumsum(stack[i, c])])
+            oracle = np.clip(isotonic_regression(cs).x, 0.0, max(float(cs[-1]), 0.0))
+            np.testing.assert_array_equal(row, oracle)
+    assert np.all(fitted[0, 1] == 0.0)
+    assert np.all(np.diff(fitted, axis=-1) >= 0.0)
+
+
+def test_pair_sums_are_the_pairs_reduced():
+    # The consistency passes sum neighbouring cells of stacks of float draws: the same values
+    # bit for bit as summing each reshaped pair.
+    from fedeval.hierarchy import _pair_sum
+
+    rng = np.random.default_rng(2)
+    a = rng.normal(0.0, 1e3, (20, 2, 1 << 7)) * rng.random((20, 2, 1 << 7))
+    np.testing.assert_array_equal(_pair_sum(a), a.reshape(20, 2, -1, 2).sum(axis=-1))

@@ -135,3 +135,16 @@ def test_oue_perturb_at_draws_the_same_bits_as_the_one_hot_form(with_padding):
     want = oue_perturb(onehot, 1.5, np.random.default_rng(5))
     got = oue_perturb_at(cols, 16, 1.5, np.random.default_rng(5), on)
     assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("alpha", [0.9, 0.5])  # inversion (p < 1/3) and numpy's own sampler
+def test_discrete_laplace_as_floats_is_the_same_draws(alpha):
+    # The float form used for interval resamples: the same values from the same generator
+    # state, and the generator left in the same state.
+    a, b = np.random.default_rng(11), np.random.default_rng(11)
+    ints = discrete_laplace(alpha, (50, 2, 64), a)
+    floats = discrete_laplace(alpha, (50, 2, 64), b, np.float64)
+    assert ints.dtype == np.int64 and floats.dtype == np.float64
+    np.testing.assert_array_equal(floats, ints)
+    assert np.any(ints != 0)
+    assert a.random() == b.random()

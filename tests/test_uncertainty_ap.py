@@ -9,9 +9,14 @@ from families import family_scores
 from fedeval.estimate.curves import (
     AP_DRAWS,
     FIT_BIAS_FACTOR,
+    STEP_TRUSTED_FROM,
     leaf_ap,
+    leaf_ap_candidate_rows,
     leaf_ap_candidates,
     leaf_ap_interval,
+    leaf_ap_rows,
+    leaf_curves,
+    leaf_roc_auc_rows,
     leaf_tails,
     within_leaf_bounds,
 )
@@ -84,3 +89,49 @@ def test_ap_interval_holds_point_masses_at_coarse_leaves():
         assert ap.covered is not None
         hits += bool(ap.covered)
     assert hits >= 86, hits
+
+
+def _candidates_one_by_one(leaves: np.ndarray, estimate: float) -> np.ndarray:
+    """The candidates from `leaf_ap` of each level, one release at a time (the definition)."""
+
+    def coarser(x):
+        return x.reshape(2, -1, 2).sum(axis=-1)
+
+    def rule(x, r):
+        return leaf_ap(*leaf_tails(x), r)
+
+    step = rule(leaves, "step")
+    n = leaves.shape[-1]
+    if n < 4 or n % 2:
+        return np.array([estimate, step])
+    coarse = coarser(leaves)
+    smooth = estimate - (rule(coarse, "integral") - estimate) / 3.0
+    tied = 2.0 * step - rule(coarse, "step")
+    if n < 8 or n % 4:
+        return np.array([estimate, smooth, tied, step])
+    romberg = tied + (tied - (2.0 * rule(coarse, "step") - rule(coarser(coarse), "step"))) / 3.0
+    if n < STEP_TRUSTED_FROM:
+        return np.array([estimate, smooth, tied, romberg, step])
+    return np.array([estimate, smooth, tied, romberg])
+
+
+@pytest.mark.parametrize("cells", [2, 6, 16, 64, 1024])
+def test_stacked_draws_give_each_draws_own_values(cells):
+    # The interval's draws are evaluated as one stack: every rule, candidate and ROC area the
+    # same bit for bit as for each re-noised release alone (sums in the same order).
+    rng = np.random.default_rng(cells)
+    base = np.stack([rng.poisson(300.0, cells), rng.poisson(80.0, cells)]).astype(float)
+    stack = base + rng.normal(0.0, 40.0, (25, 2, cells))
+    stack[3, 1] = -5.0  # a draw whose positives total below 0: AP 0
+    fp, tp = leaf_tails(stack)
+    for rule in ("integral", "step", "shuffled"):
+        rows = leaf_ap_rows(fp, tp, rule)
+        assert rows[3] == 0.0
+        for i in range(len(stack)):
+            assert rows[i] == leaf_ap(*leaf_tails(stack[i]), rule)
+    estimates = leaf_ap_rows(fp, tp, "integral")
+    candidates = leaf_ap_candidate_rows(stack, estimates, (fp, tp))
+    roc = leaf_roc_auc_rows(fp, tp)
+    for i in range(len(stack)):
+        np.testing.assert_array_equal(candidates[i], _candidates_one_by_one(stack[i], estimates[i]))
+        assert roc[i] == leaf_curves(stack[i], 10)[0].roc_auc

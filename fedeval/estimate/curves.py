@@ -171,14 +171,16 @@ def estimate_curves(
 def leaf_tails(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(FP, TP) at the leaf edges k/L for k = L, L − 1, …, 0 (top edge first): the examples of
     each class scoring at or above the edge, from the reverse cumulative sums of the leaves.
+    Leaves (2, L) give two arrays (L + 1,); a stack (..., 2, L) gives (..., L + 1).
 
     The sums are made monotone after cumulating (`monotone_cumulative`: isotonic regression of the
     prefix sums, then clamped into [0, the raw total]), never per leaf: clamping noisy leaves one
     by one would add the positive part of every empty leaf's noise. Both start at 0 and rise to
     the class total.
     """
-    neg, pos = monotone_cumulative(leaves[0]), monotone_cumulative(leaves[1])
-    return neg[-1] - neg[::-1], pos[-1] - pos[::-1]
+    neg = monotone_cumulative(leaves[..., 0, :])
+    pos = monotone_cumulative(leaves[..., 1, :])
+    return neg[..., -1:] - neg[..., ::-1], pos[..., -1:] - pos[..., ::-1]
 
 
 def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
@@ -190,28 +192,36 @@ def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
     A leaf with a positives and b negatives above it, p and n inside (c = a + b, m = p + n):
     ∫₀¹ (a + u·p)/(c + u·m) du = p/m + (a − p·c/m)·ln(1 + m/c)/m, and p/m when c = 0.
     """
-    total = tp[-1]
-    if total <= 0:
-        return 0.0
-    p, n = np.diff(tp), np.diff(fp)
-    a, b = tp[:-1], fp[:-1]
-    c, m = a + b, p + n
-    live = p > 0  # m ≥ p > 0 there
-    p, n, a, c, m = p[live], n[live], a[live], c[live], m[live]
-    if rule == "step":
-        prec = (a + p) / (c + m)
-    elif rule == "shuffled":
-        h = digamma(c + m + 1) - digamma(c + 1)
-        prec = (
-            _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
-        ) / p
-    elif rule == "integral":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
-        prec = p / m + (a - p * c / m) * log_term
-    else:
+    return float(leaf_ap_rows(fp[None], tp[None], rule)[0])
+
+
+def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
+    """`leaf_ap` of each row of tails (R, L + 1), e.g. of a stack of noise draws: the precisions
+    in one pass over the stack, then each row's sum over its leaves with positives, as
+    `leaf_ap` sums them (the same terms in the same order, so the same value bit for bit)."""
+    if rule not in AP_RULES:
         raise ValueError(f"`ap_rule` must be one of {', '.join(AP_RULES)}. Found {rule!r}.")
-    return float(np.clip(np.sum(p * np.clip(prec, 0.0, 1.0)) / total, 0.0, 1.0))
+    total = tp[:, -1]
+    p, n = np.diff(tp, axis=-1), np.diff(fp, axis=-1)
+    a, b = tp[:, :-1], fp[:, :-1]
+    c, m = a + b, p + n
+    live = p > 0  # m ≥ p > 0 there; elsewhere the values below are computed and dropped
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if rule == "step":
+            prec = (a + p) / (c + m)
+        elif rule == "shuffled":
+            h = digamma(c + m + 1) - digamma(c + 1)
+            prec = (
+                _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
+            ) / p
+        else:  # "integral"
+            log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
+            prec = p / m + (a - p * c / m) * log_term
+        terms = p * np.clip(prec, 0.0, 1.0)
+    out = np.zeros(len(tp))
+    for i in np.flatnonzero(~(total <= 0)):  # a sum per row: the pairwise order of leaf_ap's
+        out[i] = min(max(np.add.reduce(terms[i][live[i]]) / total[i], 0.0), 1.0)
+    return out
 
 
 MIN_TOP_RECALL = 0.01
@@ -242,20 +252,11 @@ def leaf_curves(
     def rates(tp_t: np.ndarray, fp_t: np.ndarray, t: np.ndarray) -> Curves:
         with np.errstate(divide="ignore", invalid="ignore"):
             precision = np.where(tp_t >= min_tp, tp_t / (tp_t + fp_t), start)
-            tpr = tp_t / positives if positives > 0 else (t == -np.inf).astype(float)
-            fpr = fp_t / negatives if negatives > 0 else (t == -np.inf).astype(float)
-        tpr, fpr = np.clip(tpr, 0.0, 1.0), np.clip(fpr, 0.0, 1.0)
-        tpr[0] = fpr[0] = 0.0
-        tpr[-1] = fpr[-1] = 1.0
+        tpr, fpr = _rates(tp_t, fp_t, t, positives, negatives)
         precision[0] = start
         return Curves(t, tpr, fpr, np.clip(precision, 0.0, 1.0), ap)
 
-    # Every edge, top first; keep the first edge of each run of equal counts (the lower edge of
-    # a non-empty leaf) and both ends.
-    edges = np.arange(n_leaves, -1, -1) / n_leaves
-    edges[0], edges[-1] = np.inf, -np.inf
-    keep = np.r_[True, (np.diff(tp) != 0) | (np.diff(fp) != 0)]
-    keep[-1] = True
+    edges, keep = _dense_edges(fp, tp)
     dense = rates(tp[keep], fp[keep], edges[keep])
 
     # The points worth printing: the curves at both classes' Q-quantiles, linear inside a leaf.
@@ -267,6 +268,39 @@ def leaf_curves(
     t = np.concatenate([[np.inf], knots, [-np.inf]])
     points = rates(np.r_[0.0, tp_k, positives], np.r_[0.0, fp_k, negatives], t)
     return dense, points
+
+
+def _rates(tp_t, fp_t, t, positives, negatives) -> tuple[np.ndarray, np.ndarray]:
+    """(TPR, FPR) at thresholds `t` (highest first) from TP and FP there, from (0, 0) to (1, 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tpr = tp_t / positives if positives > 0 else (t == -np.inf).astype(float)
+        fpr = fp_t / negatives if negatives > 0 else (t == -np.inf).astype(float)
+    tpr, fpr = np.clip(tpr, 0.0, 1.0), np.clip(fpr, 0.0, 1.0)
+    tpr[0] = fpr[0] = 0.0
+    tpr[-1] = fpr[-1] = 1.0
+    return tpr, fpr
+
+
+def _dense_edges(fp: np.ndarray, tp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(every leaf edge top first, ±inf at the ends; the edges the dense curves keep): the first
+    edge of each run of equal counts (the lower edge of a non-empty leaf) and both ends."""
+    n_leaves = fp.size - 1
+    edges = np.arange(n_leaves, -1, -1) / n_leaves
+    edges[0], edges[-1] = np.inf, -np.inf
+    keep = np.r_[True, (np.diff(tp) != 0) | (np.diff(fp) != 0)]
+    keep[-1] = True
+    return edges, keep
+
+
+def leaf_roc_auc_rows(fp: np.ndarray, tp: np.ndarray) -> np.ndarray:
+    """The 'leaves' ROC AUC (`Curves.roc_auc` of `leaf_curves`' dense curves) of each row of
+    tails (R, L + 1): the trapezoid over the edges where a count changes."""
+    out = np.empty(len(tp))
+    for i in range(len(tp)):
+        edges, keep = _dense_edges(fp[i], tp[i])
+        tpr, fpr = _rates(tp[i][keep], fp[i][keep], edges[keep], tp[i][-1], fp[i][-1])
+        out[i] = np.trapezoid(tpr, fpr)
+    return out
 
 
 def within_leaf_bounds(leaves: np.ndarray) -> tuple[float, float, float, float]:
@@ -314,14 +348,6 @@ def _coarser(leaves: np.ndarray) -> np.ndarray:
     return leaves.reshape(*leaves.shape[:-1], leaves.shape[-1] // 2, 2).sum(axis=-1)
 
 
-def _extrapolated_step(leaves: np.ndarray) -> float:
-    """The step rule extrapolated to zero leaf width from its values at two levels (a Richardson
-    step on its O(w) error): 2·step_h − step_{h−1}."""
-    return 2.0 * leaf_ap(*leaf_tails(leaves), "step") - leaf_ap(
-        *leaf_tails(_coarser(leaves)), "step"
-    )
-
-
 STEP_TRUSTED_FROM = 32
 """Leaves from which the extrapolated step rule replaces the step rule among the AP's candidates
 (`leaf_ap_candidates`): the coarsest level it reads then has 8 cells or more."""
@@ -349,21 +375,34 @@ def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
     moved away from the truth, which sat between the step and integral rules, and the AP
     interval held it in 73% of 40 releases; with the step rule kept, see benchmarks/hard.py).
     """
-    fp, tp = leaf_tails(leaves)
-    step = leaf_ap(fp, tp, "step")
+    return leaf_ap_candidate_rows(leaves[None], np.array([estimate]))[0]
+
+
+def leaf_ap_candidate_rows(
+    leaves: np.ndarray, estimate: np.ndarray, tails: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """`leaf_ap_candidates` of each of a stack of leaves (R, 2, L) with their estimates (R,),
+    shape (R, number of candidates); `tails` are the stack's `leaf_tails` where already known.
+    Each level's tails are fitted once and shared by the candidates that read them."""
+    fp, tp = leaf_tails(leaves) if tails is None else tails
+    step = leaf_ap_rows(fp, tp, "step")
     n_leaves = leaves.shape[-1]
     if n_leaves < 4 or n_leaves % 2:
-        return np.array([estimate, step])
+        return np.stack([estimate, step], axis=1)
     coarse = _coarser(leaves)
     fp_c, tp_c = leaf_tails(coarse)
-    smooth = estimate - (leaf_ap(fp_c, tp_c, "integral") - estimate) / 3.0
-    tied = 2.0 * step - leaf_ap(fp_c, tp_c, "step")
+    smooth = estimate - (leaf_ap_rows(fp_c, tp_c, "integral") - estimate) / 3.0
+    step_c = leaf_ap_rows(fp_c, tp_c, "step")
+    tied = 2.0 * step - step_c
     if n_leaves < 8 or n_leaves % 4:
-        return np.array([estimate, smooth, tied, step])
-    romberg = tied + (tied - _extrapolated_step(coarse)) / 3.0
+        return np.stack([estimate, smooth, tied, step], axis=1)
+    # The step rule extrapolated from the two coarser levels (a Richardson step on its O(w)
+    # error), 2·step_{h−1} − step_{h−2}, then a second (Romberg) step.
+    tied_c = 2.0 * step_c - leaf_ap_rows(*leaf_tails(_coarser(coarse)), "step")
+    romberg = tied + (tied - tied_c) / 3.0
     if n_leaves < STEP_TRUSTED_FROM:
-        return np.array([estimate, smooth, tied, romberg, step])
-    return np.array([estimate, smooth, tied, romberg])
+        return np.stack([estimate, smooth, tied, romberg, step], axis=1)
+    return np.stack([estimate, smooth, tied, romberg], axis=1)
 
 
 def leaf_ap_interval(
@@ -371,11 +410,13 @@ def leaf_ap_interval(
     estimate: float,
     hull: tuple[float, float],
     draws: np.ndarray | None,
+    tails: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float]:
     """95% interval of the 'leaves' AP: bias-aware (`bias_aware_interval`, Armstrong–Kolesár)
     over the span of what the release cannot tell apart, with σ the larger spread, over
     AP_DRAWS fresh noise draws on the release (`draws`), of the two candidates that bound the
-    span. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`).
+    span. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`); `tails` are the
+    `leaf_tails` of leaves + draws[:AP_DRAWS] where the caller already has them.
 
     The span holds (1) `leaf_ap_candidates`, each kept inside the hull: ties or a uniform mix
     inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
@@ -390,17 +431,17 @@ def leaf_ap_interval(
         return _order_interval(leaves, estimate, hull)
     candidates = np.clip(leaf_ap_candidates(leaves, estimate), ap_lo, ap_hi)
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
-    resampled = []
-    for d in draws[:AP_DRAWS]:
-        fp, tp = leaf_tails(leaves + d)
-        resampled.append(leaf_ap_candidates(leaves + d, leaf_ap(fp, tp, "integral")))
-    spread = noise_sd(np.array(resampled))  # of each candidate; [0] is the integral rule
+    renoised = leaves + draws[:AP_DRAWS]
+    if tails is None:
+        tails = leaf_tails(renoised)
+    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails)
+    spread = noise_sd(resampled)  # of each candidate; [0] is the integral rule
     # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
     # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
     # above the others': point masses under localdp covered 0.930 with the other two's σ).
     sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
-    renoised = np.array(resampled)[:, 0]
-    finite = renoised[np.isfinite(renoised)]
+    integral = resampled[:, 0]
+    finite = integral[np.isfinite(integral)]
     if finite.size:
         fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
         lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)

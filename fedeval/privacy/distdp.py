@@ -85,8 +85,8 @@ def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.n
     a = alpha(hist.config)
     out = []
     for k in hist.config.levels:
-        x = discrete_laplace(a, (n_draws, 2, 1 << k), rng).astype(np.float64)
+        x = discrete_laplace(a, (n_draws, 2, 1 << k), rng, np.float64)
         for _ in range(hist.cohorts - 1):
-            x += discrete_laplace(a, (n_draws, 2, 1 << k), rng)
+            x += discrete_laplace(a, (n_draws, 2, 1 << k), rng, np.float64)
         out.append(x)
     return out
