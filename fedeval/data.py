@@ -208,9 +208,7 @@ class _Accumulator:
         if self.clients:
             ids = pa.chunked_array(self.clients)
             if self.keep_examples:
-                import pandas as pd  # only the per-client path needs dense client codes
-
-                codes, uniques = pd.factorize(ids.to_pandas())
+                codes, uniques = _factorize(ids)
                 n_clients = len(uniques)
             else:
                 n_clients = pc.count_distinct(ids).as_py()
@@ -230,6 +228,22 @@ class _Accumulator:
             examples,
             None if uniques is None else pa.array(uniques),
         )
+
+
+def _factorize(ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each id, the distinct ids) numbered in order of first appearance, as
+    `pandas.factorize`. Integer ids in non-decreasing order (rows grouped by client, sorted)
+    are numbered by counting where the id changes: the same codes without a hash table."""
+    if pa.types.is_integer(ids.type) and ids.null_count == 0:
+        values = ids.to_numpy()
+        change = values[1:] != values[:-1]
+        if len(values) and bool(np.all(values[1:] >= values[:-1])):
+            codes = np.zeros(len(values), np.int64)
+            np.cumsum(change, out=codes[1:])
+            return codes, values[np.r_[True, change]]
+    import pandas as pd  # only the per-client path needs dense client codes
+
+    return pd.factorize(ids.to_pandas())
 
 
 class _Growing:

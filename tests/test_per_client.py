@@ -192,3 +192,50 @@ def test_padding_sits_among_its_clients_reports_not_after_everyones():
             assert np.all(np.diff(clients[levels == lv].astype(np.int64)) >= 0)
         columns.append((clients.tolist(), levels.tolist()))
     assert columns[0] == columns[1]
+
+
+def test_sparse_reports_group_each_level_in_report_order():
+    """Each level's OUE reports are those of the reports that chose it, in their order, drawn
+    as a mask per level draws them: one seed, the same reports (padding included)."""
+    from fedeval.config import Unit
+    from fedeval.privacy import localdp
+    from fedeval.privacy.noise import oue_sparse
+
+    config = resolve_config(
+        PrivacyModel.LOCALDP, n=3000, height=6, unit=Unit.CLIENT, max_examples=3
+    )
+    rng = np.random.default_rng(4)
+    cells = rng.integers(0, 64, 3000)
+    labels = rng.random(3000) < 0.4
+    real = rng.random(3000) < 0.8
+    group, got = localdp.sparse_reports(cells, labels, config, np.random.default_rng(8), real)
+    replay = np.random.default_rng(8)
+    np.testing.assert_array_equal(replay.integers(len(config.levels), size=3000), group)
+    h = config.height
+    for i, k in enumerate(config.levels):
+        sel = group == i
+        cols = (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))
+        want = oue_sparse(cols, 2 << k, localdp.report_epsilon(config), replay, real[sel])
+        np.testing.assert_array_equal(got[i].dense(), want.dense())
+        np.testing.assert_array_equal(got[i].cols[want.kept], want.cols[want.kept])
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        np.repeat([3, 7, 8, 20], [2, 1, 3, 2]),  # grouped and sorted: counted
+        np.array([5, 5, 2, 9, 2, 5]),  # unsorted: hashed
+        np.array(["b", "a", "b", "c"]),
+    ],
+)
+def test_client_codes_are_numbered_in_order_of_first_appearance(ids):
+    import pandas as pd
+    import pyarrow as pa
+
+    from fedeval.data import _factorize
+
+    chunks = pa.chunked_array([pa.array(ids[:3]), pa.array(ids[3:])])
+    codes, uniques = _factorize(chunks)
+    want_codes, want_uniques = pd.factorize(pd.Series(ids))
+    np.testing.assert_array_equal(codes, want_codes)
+    np.testing.assert_array_equal(np.asarray(uniques), np.asarray(want_uniques))

@@ -138,12 +138,18 @@ def sparse_reports(
     levels = config.levels
     h = config.height
     group = rng.integers(len(levels), size=len(cells))
-    out = []
-    for i, k in enumerate(levels):
-        sel = group == i
-        cols = (labels[sel].astype(np.int64) << k) + (cells[sel] >> (h - k))
-        on = None if real is None else real[sel]
-        out.append(oue_sparse(cols, 2 << k, report_epsilon(config), rng, on))
+    # Every report's column at its own level, then the reports grouped by level in their order
+    # (a stable sort of the small level index): one gather instead of a mask per level.
+    kk = np.asarray(levels, np.int64)[group]
+    cols = (np.asarray(labels).astype(np.int64) << kk) + (np.asarray(cells, np.int64) >> (h - kk))
+    order = np.argsort(group.astype(np.uint8), kind="stable")
+    starts = np.cumsum(np.bincount(group, minlength=len(levels)))[:-1]
+    by_level = np.split(cols[order], starts)
+    on_level = [None] * len(levels) if real is None else np.split(real[order], starts)
+    out = [
+        oue_sparse(c, 2 << k, report_epsilon(config), rng, on)
+        for k, c, on in zip(levels, by_level, on_level, strict=True)
+    ]
     return group, out
 
 
