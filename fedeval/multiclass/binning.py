@@ -372,6 +372,11 @@ def fit_from_histograms(
     bin_w = None
     if not weighted:
         alpha = np.ones(c)
+        if sigma is not None:
+            # Bin 0 is not released under DP: the identity there too. Its sum is noise alone;
+            # read as a frequency it would map p < 1/B to 0, 1 or anything between.
+            bin_w = np.ones((c, n_bins))
+            bin_w[:, 0] = 0.0
     elif sigma is not None:  # under DP the per-bin shrinkage is the weighting
         alpha = np.ones(c)
         bin_w = shrinkage_weights(pos, neg, *sigma)
