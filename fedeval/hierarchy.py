@@ -212,10 +212,30 @@ def _isotonic_in_place(y: np.ndarray) -> None:
     """Unit-weight isotonic regression of a contiguous float64 row, written over it: what
     `isotonic_regression(y).x` returns (its kernel, called as it calls it), at a fraction of the
     cost on short rows, where its copies and result object dominate."""
+    if len(y) >= OWN_FIT_CHECK_FROM and _own_fit(y):
+        return
     if _pava is None:
         y[:] = isotonic_regression(y).x
         return
     _pava(y, np.ones(len(y)), np.full(len(y) + 1, -1, dtype=np.intp))
+
+
+OWN_FIT_CHECK_FROM = 4096
+"""Rows from which `_own_fit` is tested before fitting: exact counts at a fine height (a
+federated release at h = 16: the fit pools every run of empty leaves, ~1 ms a row against
+~0.1 ms for the test); shorter rows are fitted at once."""
+
+
+def _own_fit(y: np.ndarray) -> bool:
+    """Whether `y` is already what isotonic regression returns, bit for bit: strictly
+    increasing (no block is pooled), or non-decreasing integers below 2^53 (a pooled run of
+    equal integers has that integer as its exact mean)."""
+    step = np.diff(y)
+    if not np.all(step >= 0):
+        return False
+    return bool(np.all(step > 0)) or bool(
+        np.all(y == np.rint(y)) and max(abs(y[0]), abs(y[-1])) < 2.0**53
+    )
 
 
 def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -202,3 +202,24 @@ def test_pair_sums_are_the_pairs_reduced():
     rng = np.random.default_rng(2)
     a = rng.normal(0.0, 1e3, (20, 2, 1 << 7)) * rng.random((20, 2, 1 << 7))
     np.testing.assert_array_equal(_pair_sum(a), a.reshape(20, 2, -1, 2).sum(axis=-1))
+
+
+def test_monotone_cumulative_of_long_rows_is_scipys_fit():
+    # Rows long enough to be tested for being their own fit first: exact counts with runs of
+    # empty leaves (kept), a strictly increasing float row (kept), float ties and a violation
+    # (fitted): all equal scipy's isotonic regression bit for bit.
+    from scipy.optimize import isotonic_regression
+
+    from fedeval.hierarchy import OWN_FIT_CHECK_FROM, monotone_cumulative
+
+    rng = np.random.default_rng(9)
+    n = OWN_FIT_CHECK_FROM + 3
+    counts = rng.poisson(0.3, n).astype(float)
+    floats = rng.random(n) + 0.1
+    ties = np.where(rng.random(n) < 0.5, 0.0, rng.random(n) * 0.3)
+    violated = counts.copy()
+    violated[n // 2] = -4.0
+    for leaves in (counts, floats, ties, violated):
+        cs = np.concatenate([[0.0], np.cumsum(leaves)])
+        oracle = np.clip(isotonic_regression(cs).x, 0.0, max(float(cs[-1]), 0.0))
+        np.testing.assert_array_equal(monotone_cumulative(leaves), oracle)

@@ -197,30 +197,33 @@ def leaf_ap(fp: np.ndarray, tp: np.ndarray, rule: str) -> float:
 
 def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
     """`leaf_ap` of each row of tails (R, L + 1), e.g. of a stack of noise draws: the precisions
-    in one pass over the stack, then each row's sum over its leaves with positives, as
+    of every row's leaves with positives in one pass, then each row's sum over its own, as
     `leaf_ap` sums them (the same terms in the same order, so the same value bit for bit)."""
     if rule not in AP_RULES:
         raise ValueError(f"`ap_rule` must be one of {', '.join(AP_RULES)}. Found {rule!r}.")
     total = tp[:, -1]
     p, n = np.diff(tp, axis=-1), np.diff(fp, axis=-1)
-    a, b = tp[:, :-1], fp[:, :-1]
+    live = p > 0  # m ≥ p > 0 there
+    ends = np.cumsum(np.count_nonzero(live, axis=1))
+    # The live leaves of every row, row after row (row-major order keeps each row's together).
+    p, n, a, b = p[live], n[live], tp[:, :-1][live], fp[:, :-1][live]
     c, m = a + b, p + n
-    live = p > 0  # m ≥ p > 0 there; elsewhere the values below are computed and dropped
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if rule == "step":
-            prec = (a + p) / (c + m)
-        elif rule == "shuffled":
-            h = digamma(c + m + 1) - digamma(c + 1)
-            prec = (
-                _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
-            ) / p
-        else:  # "integral"
+    if rule == "step":
+        prec = (a + p) / (c + m)
+    elif rule == "shuffled":
+        h = digamma(c + m + 1) - digamma(c + 1)
+        prec = (
+            _all_positive(p, m, 1) * (a + 1) * h + _all_positive(p, m, 2) * (m - (c + 1) * h)
+        ) / p
+    else:  # "integral"
+        with np.errstate(divide="ignore", invalid="ignore"):
             log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
-            prec = p / m + (a - p * c / m) * log_term
-        terms = p * np.clip(prec, 0.0, 1.0)
+        prec = p / m + (a - p * c / m) * log_term
+    terms = p * np.clip(prec, 0.0, 1.0)
     out = np.zeros(len(tp))
+    starts = np.r_[0, ends[:-1]]
     for i in np.flatnonzero(~(total <= 0)):  # a sum per row: the pairwise order of leaf_ap's
-        out[i] = min(max(np.add.reduce(terms[i][live[i]]) / total[i], 0.0), 1.0)
+        out[i] = min(max(np.add.reduce(terms[starts[i] : ends[i]]) / total[i], 0.0), 1.0)
     return out
 
 
