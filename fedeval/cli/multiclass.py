@@ -129,6 +129,14 @@ def calibrate_multiclass_command(p: dict[str, Any]) -> None:
     given = [k for k, v in binary_only.items() if v]
     if given:
         raise UsageError(f"{', '.join(given)} cannot be used with --multiclass.")
+    if not p["exact"]:
+        # Refused, not ignored: the report is the simulation's and states exact metrics and
+        # row counts, which --no-exact promises to leave out.
+        raise UsageError(
+            "--no-exact cannot be used with --multiclass: its report (table or --format json) "
+            "is the simulation's, with exact metrics and row counts. The map written with -o "
+            "is the document to share: under --epsilon it holds no exact value."
+        )
     if p["file"] is None:
         raise UsageError("--multiclass needs FILE.")
     calibrate_multiclass(
