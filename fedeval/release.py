@@ -13,6 +13,7 @@ cells then class 1 (positives) cells.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -284,10 +285,12 @@ class ScoreHistogram:
             axis=1,
         )
 
-    @property
+    @cached_property
     def negatives(self) -> float:
+        """The negatives' estimated total (summed once: estimators ask for it many times)."""
         return float(self.leaves[0].sum())
 
-    @property
+    @cached_property
     def positives(self) -> float:
+        """The positives' estimated total (summed once)."""
         return float(self.leaves[1].sum())

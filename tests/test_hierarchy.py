@@ -223,3 +223,26 @@ def test_monotone_cumulative_of_long_rows_is_scipys_fit():
         cs = np.concatenate([[0.0], np.cumsum(leaves)])
         oracle = np.clip(isotonic_regression(cs).x, 0.0, max(float(cs[-1]), 0.0))
         np.testing.assert_array_equal(monotone_cumulative(leaves), oracle)
+
+
+def test_remembered_fits_are_the_fits_of_the_values_given():
+    # A long row's fit is remembered: asked again for the same values it is the same fit; the
+    # same array changed in place, or another class, is fitted afresh; a caller writing into a
+    # result does not change the next one.
+    from scipy.optimize import isotonic_regression
+
+    from fedeval.hierarchy import MEMO_FROM, monotone_cumulative
+
+    def oracle(x):
+        cs = np.concatenate([[0.0], np.cumsum(x)])
+        return np.clip(isotonic_regression(cs).x, 0.0, max(float(cs[-1]), 0.0))
+
+    rng = np.random.default_rng(12)
+    leaves = rng.normal(3.0, 5.0, (2, MEMO_FROM))
+    first = monotone_cumulative(leaves[1])
+    np.testing.assert_array_equal(first, oracle(leaves[1]))
+    first[:] = -1.0
+    np.testing.assert_array_equal(monotone_cumulative(leaves[1].copy()), oracle(leaves[1]))
+    np.testing.assert_array_equal(monotone_cumulative(leaves[0]), oracle(leaves[0]))
+    leaves[1, 7] += 100.0  # in place: the same object, other values
+    np.testing.assert_array_equal(monotone_cumulative(leaves[1]), oracle(leaves[1]))
