@@ -171,13 +171,12 @@ def cumulative(leaves: np.ndarray, x: np.ndarray | float) -> np.ndarray:
     """
     leaves = np.asarray(leaves, dtype=np.float64)
     n = leaves.shape[-1]
-    cs = np.concatenate(
-        [np.zeros((*leaves.shape[:-1], 1)), np.cumsum(leaves, axis=-1)], axis=-1
-    )  # cs[..., j] = mass of the first j leaves
+    cs = np.cumsum(leaves, axis=-1)  # cs[..., j - 1] = mass of the first j leaves
     pos = np.clip(np.asarray(x, dtype=np.float64), 0.0, 1.0) * n
     j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
     frac = pos - j
-    return cs[..., j] + leaves[..., j] * frac
+    below = np.where(j > 0, cs[..., np.maximum(j - 1, 0)], 0.0)  # (no leading 0 to copy in)
+    return below + leaves[..., j] * frac
 
 
 def mass_at_or_above(leaves: np.ndarray, t: np.ndarray | float) -> np.ndarray:
