@@ -108,8 +108,7 @@ def curve_result(
     leaves = run.histogram.leaves
     # Exact counts: AP as its mean over random orders inside the leaves (the integral rule's
     # continuous mix is 9-25 of that order's sd off where leaves hold a few examples).
-    exact_counts = run.config.model is PrivacyModel.FEDERATED
-    ap_rule = "shuffled" if exact_counts else "integral"
+    ap_rule = "shuffled" if _exact_counts(run) else "integral"
     dense, points = estimate_curves(leaves, n_quantiles, method=method, ap_rule=ap_rule)
     roc_ci = ap_ci = None
     if run.ci_draws:
@@ -154,8 +153,16 @@ def _leaf_ap_interval(
     tails: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float]:
     """95% interval of the 'leaves' AP from the run's release and noise draws
-    (`fedeval.estimate.curves.leaf_ap_interval`); `tails` of the re-noised leaves if known."""
-    return leaf_ap_interval(run.histogram.leaves, estimate, hull, run.noise_draws, tails)
+    (`fedeval.estimate.curves.leaf_ap_interval`); `tails` of the re-noised leaves if known.
+    On exact counts the estimate is the random-order mean (`curve_result`), passed on as such."""
+    mean = estimate if _exact_counts(run) else None
+    return leaf_ap_interval(run.histogram.leaves, estimate, hull, run.noise_draws, tails, mean)
+
+
+def _exact_counts(run: Simulated) -> bool:
+    """Whether the release's counts are exact (no noise): the AP is then the random-order mean
+    over the leaves ('shuffled'), not the integral rule."""
+    return run.config.model is PrivacyModel.FEDERATED
 
 
 def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str):

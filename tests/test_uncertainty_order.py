@@ -153,3 +153,17 @@ def test_federated_curves_report_the_random_order_mean():
     assert res.average_precision.estimate == pytest.approx(shuffled_ap(leaves)[0], abs=1e-12)
     lo, hi = res.average_precision.ci95
     assert lo <= res.average_precision.estimate <= hi
+
+
+def test_exact_leaves_interval_takes_the_callers_random_order_mean():
+    # The curves pass the random-order mean they already computed as the AP on exact counts:
+    # the same interval as computing it again, and it is that mean which the interval uses.
+    from fedeval.estimate.curves import shuffled_ap_mean
+
+    leaves, _ = draw_leaves("smooth", 20_000, 10, np.random.default_rng(4))
+    mean = shuffled_ap_mean(leaves)
+    hull = within_leaf_bounds(leaves)[2:]
+    again = leaf_ap_interval(leaves, mean, hull, None)
+    assert leaf_ap_interval(leaves, mean, hull, None, shuffled_mean=mean) == again
+    moved = leaf_ap_interval(leaves, mean, hull, None, shuffled_mean=mean - 0.01)
+    assert moved != again

@@ -414,12 +414,14 @@ def leaf_ap_interval(
     hull: tuple[float, float],
     draws: np.ndarray | None,
     tails: tuple[np.ndarray, np.ndarray] | None = None,
+    shuffled_mean: float | None = None,
 ) -> tuple[float, float]:
     """95% interval of the 'leaves' AP: bias-aware (`bias_aware_interval`, Armstrong–Kolesár)
     over the span of what the release cannot tell apart, with σ the larger spread, over
     AP_DRAWS fresh noise draws on the release (`draws`), of the two candidates that bound the
     span. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`); `tails` are the
-    `leaf_tails` of leaves + draws[:AP_DRAWS] where the caller already has them.
+    `leaf_tails` of leaves + draws[:AP_DRAWS] where the caller already has them, and
+    `shuffled_mean` the leaves' `shuffled_ap_mean` (without noise) where it has that.
 
     The span holds (1) `leaf_ap_candidates`, each kept inside the hull: ties or a uniform mix
     inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
@@ -431,7 +433,7 @@ def leaf_ap_interval(
     small perturbation, and re-noising underestimates it)."""
     ap_lo, ap_hi = hull
     if draws is None:
-        return _order_interval(leaves, estimate, hull)
+        return _order_interval(leaves, estimate, hull, shuffled_mean)
     candidates = np.clip(leaf_ap_candidates(leaves, estimate), ap_lo, ap_hi)
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = leaves + draws[:AP_DRAWS]
@@ -581,13 +583,15 @@ def _linear_order_variance(a, c, p, m) -> np.ndarray:
     return np.where(m > 1.0, pi * (1.0 - pi) * m * m * (m + 1.0) / 12.0 * step * step, 0.0)
 
 
-def shuffled_ap(leaves: np.ndarray) -> tuple[float, float]:
+def shuffled_ap(leaves: np.ndarray, mean: float | None = None) -> tuple[float, float]:
     """(mean, sd) of the AP over random orders of the examples inside each leaf (exchangeable
     within a leaf; leaves independent): the AP's spread over data draws that the leaves' exact
     counts leave open. The mean is `shuffled_ap_mean`; the variance is exact for the leaves with
     fewer than ORDER_EXACT_ABOVE positives above them and first-order below, in closed form
-    far below the top (nan: too many examples at the top to sum exactly)."""
-    mean = shuffled_ap_mean(leaves)
+    far below the top (nan: too many examples at the top to sum exactly). `mean`: the
+    caller's `shuffled_ap_mean(leaves)`, where it has it."""
+    if mean is None:
+        mean = shuffled_ap_mean(leaves)
     p, n, a, b = _leaf_sums(leaves)
     total = p.sum()
     mixed = (p > 0) & (n > 0)
@@ -606,7 +610,10 @@ def shuffled_ap(leaves: np.ndarray) -> tuple[float, float]:
 
 
 def _order_interval(
-    leaves: np.ndarray, estimate: float, hull: tuple[float, float]
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    shuffled_mean: float | None = None,
 ) -> tuple[float, float]:
     """95% interval of the AP from exact leaves: bias-aware over the values the leaves cannot
     tell apart, with σ the spread over random orders inside the leaves (`shuffled_ap`), kept
@@ -616,7 +623,7 @@ def _order_interval(
     integral rule (a continuous mix) is not among them: with few examples per leaf its
     discreteness bias is 9–25σ (benchmarks/hard.py, h = 16)."""
     ap_lo, ap_hi = hull
-    mean, sd = shuffled_ap(leaves)
+    mean, sd = shuffled_ap(leaves, shuffled_mean)
     if not np.isfinite(sd):
         return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
     values = [mean]
