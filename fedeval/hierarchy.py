@@ -238,21 +238,29 @@ def _monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     np.cumsum(leaves, axis=-1, out=cs[..., 1:])
     total = cs[..., -1:]
     top = np.where(0.0 > total, 0.0, total)  # max(raw total, 0), taken before the fit
-    for row in cs.reshape(-1, cs.shape[-1]):  # views: one fit per row (scipy's is 1-D only)
-        _isotonic_in_place(row)
+    _isotonic_rows_in_place(cs.reshape(-1, cs.shape[-1]))
     return np.clip(cs, 0.0, top, out=cs)
 
 
-def _isotonic_in_place(y: np.ndarray) -> None:
-    """Unit-weight isotonic regression of a contiguous float64 row, written over it: what
-    `isotonic_regression(y).x` returns (its kernel, called as it calls it), at a fraction of the
-    cost on short rows, where its copies and result object dominate."""
-    if len(y) >= OWN_FIT_CHECK_FROM and _own_fit(y):
-        return
+def _isotonic_rows_in_place(rows: np.ndarray) -> None:
+    """Unit-weight isotonic regression of each row of a C-contiguous float64 (R, n) array,
+    written over it: what `isotonic_regression(row).x` returns (its kernel, called as it calls
+    it: unit weights, block bounds at −1), at a fraction of the cost on short rows, where its
+    copies and result object dominate. One fit per row: scipy's is 1-D only."""
+    n = rows.shape[-1]
+    check = n >= OWN_FIT_CHECK_FROM
     if _pava is None:
-        y[:] = isotonic_regression(y).x
+        for y in rows:
+            if not (check and _own_fit(y)):
+                y[:] = isotonic_regression(y).x
         return
-    _pava(y, np.ones(len(y)), np.full(len(y) + 1, -1, dtype=np.intp))
+    w, r = np.empty(n), np.empty(n + 1, dtype=np.intp)  # the kernel's work space, reset per row
+    for y in rows:
+        if check and _own_fit(y):
+            continue
+        w.fill(1.0)
+        r.fill(-1)
+        _pava(y, w, r)
 
 
 OWN_FIT_CHECK_FROM = 4096

@@ -221,9 +221,11 @@ def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
         prec = p / m + (a - p * c / m) * log_term
     terms = p * np.clip(prec, 0.0, 1.0)
     out = np.zeros(len(tp))
-    starts = np.r_[0, ends[:-1]]
-    for i in np.flatnonzero(~(total <= 0)):  # a sum per row: the pairwise order of leaf_ap's
-        out[i] = min(max(np.add.reduce(terms[starts[i] : ends[i]]) / total[i], 0.0), 1.0)
+    bounds = np.r_[0, ends].tolist()
+    totals = total.tolist()
+    for i in np.flatnonzero(~(total <= 0)).tolist():  # a sum per row: leaf_ap's pairwise order
+        s = float(np.add.reduce(terms[bounds[i] : bounds[i + 1]]))
+        out[i] = min(max(s / totals[i], 0.0), 1.0)
     return out
 
 
@@ -298,10 +300,17 @@ def _dense_edges(fp: np.ndarray, tp: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def leaf_roc_auc_rows(fp: np.ndarray, tp: np.ndarray) -> np.ndarray:
     """The 'leaves' ROC AUC (`Curves.roc_auc` of `leaf_curves`' dense curves) of each row of
     tails (R, L + 1): the trapezoid over the edges where a count changes."""
+    n_leaves = tp.shape[-1] - 1
+    edges = np.arange(n_leaves, -1, -1) / n_leaves
+    edges[0], edges[-1] = np.inf, -np.inf
+    # `_dense_edges`' kept edges of every row at once
+    keep = np.ones(tp.shape, bool)
+    keep[:, 1:] = (np.diff(tp, axis=-1) != 0) | (np.diff(fp, axis=-1) != 0)
+    keep[:, -1] = True
     out = np.empty(len(tp))
     for i in range(len(tp)):
-        edges, keep = _dense_edges(fp[i], tp[i])
-        tpr, fpr = _rates(tp[i][keep], fp[i][keep], edges[keep], tp[i][-1], fp[i][-1])
+        k = keep[i]
+        tpr, fpr = _rates(tp[i][k], fp[i][k], edges[k], tp[i][-1], fp[i][-1])
         out[i] = np.trapezoid(tpr, fpr)
     return out
 
