@@ -356,8 +356,9 @@ adding noise of the same spread (σ → √2σ) adds (√2 − 1)× the release'
 
 
 def _coarser(leaves: np.ndarray) -> np.ndarray:
-    """The leaves one level up: each pair of neighbours summed (post-processing of the release)."""
-    return leaves.reshape(*leaves.shape[:-1], leaves.shape[-1] // 2, 2).sum(axis=-1)
+    """The leaves one level up: each pair of neighbours summed (post-processing of the release),
+    by slicing: the pairs' reduce, one rounding each, without its per-pair loop."""
+    return leaves[..., 0::2] + leaves[..., 1::2]
 
 
 STEP_TRUSTED_FROM = 32
