@@ -693,6 +693,12 @@ _CLOCK = re.compile(
 """Wall-clock times (ISO dates and times of day): when a run happened, not what it read."""
 
 
+def without_clock(text: str) -> str:
+    """`text` with every wall-clock time written TIME (runs on D and on D′ happen at different
+    times: a timestamp to the second or minute can look like a field that separates them)."""
+    return _CLOCK.sub("TIME", text)
+
+
 def text_fields(name: str, text: str, replace: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A text a party reads (stderr, a table, a CSV) as path → value, keyed by content rather
     than position: each line's template (its numbers masked as #, wall-clock times as TIME,
@@ -703,7 +709,7 @@ def text_fields(name: str, text: str, replace: Mapping[str, str] | None = None) 
     separates)."""
     for old, new in (replace or {}).items():
         text = text.replace(old, new)
-    lines = [_CLOCK.sub("TIME", line) for line in text.splitlines()]
+    lines = without_clock(text).splitlines()
     out: dict[str, Any] = {f"{name}#lines": len(lines)}
     seen: dict[str, int] = {}
     for line in lines:
