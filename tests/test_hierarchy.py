@@ -246,3 +246,15 @@ def test_remembered_fits_are_the_fits_of_the_values_given():
     np.testing.assert_array_equal(monotone_cumulative(leaves[0]), oracle(leaves[0]))
     leaves[1, 7] += 100.0  # in place: the same object, other values
     np.testing.assert_array_equal(monotone_cumulative(leaves[1]), oracle(leaves[1]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.int8, bool])
+def test_coarsening_one_level_is_the_pairs_summed(dtype):
+    # One level up is done by slicing for float64 and int64: the same values and type as the
+    # reshaped sum; other types (whose pairwise add would keep a narrow type) take that sum.
+    rng = np.random.default_rng(6)
+    leaves = (rng.normal(0.0, 50.0, (30, 2, 64)) * rng.random((30, 2, 64))).astype(dtype)
+    want = leaves.reshape(30, 2, 32, 2).sum(axis=-1)
+    got = coarsen(leaves, 5)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
