@@ -49,14 +49,21 @@ def _invoke(view: dict[str, Any], name: str, where: Path, *args: Any):
     r = runner.invoke(app, [str(a) for a in args])
     here = _run_dir(where)
     view[f"{name}.exit"] = r.exit_code
-    view |= audit.text_fields(f"{name}.stdout", r.stdout, here)
     view |= audit.text_fields(f"{name}.stderr", r.stderr, here)
-    if r.exit_code == 0 and r.stdout.startswith("{"):  # a JSON document: its leaves too
+    if r.stdout.startswith("{"):  # a JSON document (or error): its leaves
         text = r.stdout
         for old, new in here.items():
             text = text.replace(old, new)
         view |= audit.flatten(json.loads(audit.without_clock(text)), f"{name}.json")
+    else:
+        view |= audit.text_fields(f"{name}.stdout", r.stdout, here)
     return r
+
+
+def _show(leaks: list[str], most: int = 12) -> str:
+    """The first leaks found, and how many more (a broken document can flag hundreds)."""
+    more = f" … and {len(leaks) - most} more" if len(leaks) > most else ""
+    return "; ".join(leaks[:most]) + more
 
 
 def _run_dir(where: Path) -> dict[str, str]:
@@ -216,8 +223,8 @@ def test_no_output_of_any_command_separates_neighbours(scenario, tmp_path, scan_
     server, analyst, views = _scan(
         lambda t, w: _binary_run(scenario, t, w, FULL), d, dp, tmp_path, scan_runs, ignore
     )
-    assert analyst == [], f"the analyst's outputs separate D from D′: {analyst}"
-    assert server == [], f"the report files' layout separates D from D′: {server}"
+    assert analyst == [], f"the analyst's outputs separate D from D′: {_show(analyst)}"
+    assert server == [], f"the report files' layout separates D from D′: {_show(server)}"
     # Every kind of document was read in some run (a scan of nothing passes).
     seen = {k for _, a in views["D"] for k in a}
     for prefix in ("ledger.stdout:", "one-evaluate.stdout:", "one-evaluate.stderr:",
@@ -226,6 +233,32 @@ def test_no_output_of_any_command_separates_neighbours(scenario, tmp_path, scan_
         assert any(k.startswith(prefix) for k in seen), f"nothing read from {prefix}"
     assert any(k.endswith("#row_groups") for k in views["D"][0][0])
     assert any(k.endswith(".exit") for k in seen)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="simulate() refuses data whose labels hold no positive (or no negative) example "
+    "before any noise is drawn, even under DP with --no-exact: the one-shot's exit code (2) and "
+    "stderr line tell D′ (its one positive removed) from D (exit 0) with certainty, while the "
+    "staged protocol estimates from the noisy release. Fix in fedeval/simulate.py",
+)
+def test_one_shot_refusal_does_not_read_the_exact_labels(tmp_path, scan_runs):
+    """Add-remove of one example: D holds one positive among ten negatives, D′ none. What the
+    one-shot prints (or refuses to) under DP must depend on its release, as `--from` does."""
+    score = np.linspace(0.05, 0.95, 11)
+    label = (np.arange(11) == 0).astype(np.int64)
+    d = {"score": score, "label": label}
+    dp = {"score": score[1:], "label": label[1:]}
+
+    def run(table, where):
+        src = _write(table, where / "data.parquet")
+        a: dict[str, Any] = {}
+        _invoke(a, "evaluate", where, "evaluate", src, "-m", "distdp", "--height", 2,
+                "--no-exact", "--ci-draws", 0, "-f", "json")  # fmt: skip
+        return {}, a
+
+    _, analyst, _ = _scan(run, d, dp, tmp_path, scan_runs)
+    assert analyst == [], f"the one-shot's outputs separate D from D′: {_show(analyst)}"
 
 
 def test_text_and_figure_scans_catch_an_exact_count(tmp_path, monkeypatch):
@@ -385,7 +418,8 @@ def _multiclass_run(options: tuple, table: dict, where: Path):
     for j, line in enumerate(ledger.read_text().splitlines()):
         entry = {k: v for k, v in json.loads(line).items() if k not in ("time", "created")}
         a |= audit.flatten(entry, f"ledger[{j}]")
-    _invoke(a, "ledger", where, "ledger", ledger)
+    if FULL:  # the print of a ledger is scanned with every binary run
+        _invoke(a, "ledger", where, "ledger", ledger)
     public = _write(
         {f"prob_{j}": PUBLIC_PROBS[:, j] for j in range(CLASSES)}, where / "pub.parquet"
     )
@@ -400,7 +434,7 @@ def test_no_multiclass_document_separates_neighbours(options, tmp_path, scan_run
     _, analyst, views = _scan(
         lambda t, w: _multiclass_run(options, t, w), d, dp, tmp_path, scan_runs
     )
-    assert analyst == [], f"the multiclass documents separate D from D′: {analyst}"
+    assert analyst == [], f"the multiclass documents separate D from D′: {_show(analyst)}"
     seen = views["D"][0][1]
     assert (
         seen["apply.exit"] == 0
@@ -409,7 +443,7 @@ def test_no_multiclass_document_separates_neighbours(options, tmp_path, scan_run
         ]
         is not None
     )
-    assert any(k.startswith("ledger.stdout:") for k in seen)
+    assert any(k.startswith("ledger[1].") for k in seen)
     assert not [k for k in seen if k.endswith(".seed")], "a private map names a seed"
 
 
@@ -448,7 +482,7 @@ def test_multiclass_no_exact_is_not_ignored(tmp_path):
         return {}, a
 
     _, analyst, views = _scan(run, d, dp, tmp_path, 2)
-    assert analyst == [], f"a --no-exact report separates D from D′: {analyst}"
+    assert analyst == [], f"a --no-exact report separates D from D′: {_show(analyst)}"
     view = views["D"][0][1]
     assert view["json.exit"] == 2
     assert any("--no-exact" in k for k in view if k.startswith("json.stderr:")), view
