@@ -258,3 +258,21 @@ def test_coarsening_one_level_is_the_pairs_summed(dtype):
     got = coarsen(leaves, 5)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_changed_private_fit_kernel_is_not_used(monkeypatch):
+    """The private isotonic kernel is used only while it fits as scipy's public function does:
+    one that fails, or fits otherwise, is caught by the check made at import."""
+    import fedeval.hierarchy as hierarchy
+
+    assert hierarchy._pava is None or hierarchy._kernel_agrees()
+
+    def wrong(y, w, r):  # a kernel that does nothing
+        return None
+
+    def broken(y, w):  # a kernel whose signature changed
+        raise TypeError("pava() takes 2 arguments")
+
+    for kernel in (wrong, broken):
+        monkeypatch.setattr(hierarchy, "_pava", kernel)
+        assert not hierarchy._kernel_agrees()
