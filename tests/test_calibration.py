@@ -287,3 +287,12 @@ def test_apply_uses_the_score_range():
     np.testing.assert_array_equal(scaled.map.values, unit.map.values)
     np.testing.assert_array_equal(scaled.apply(10 * s - 5), unit.apply(s))
     assert scaled.ece_raw is None  # scores that are not probabilities have no raw ECE
+
+
+def test_ece_from_noisy_leaves_stays_at_most_one():
+    """Noisy counts (a few examples, one class estimated below zero) can put Σ|pos − Σscore|
+    past the total; no data set has an ECE above 1, so neither does the estimate."""
+    leaves = np.array([[5.0, -3.0, 4.0, 6.0], [-4.0, 6.0, -5.0, 2.0]])  # total 11
+    mid = (np.arange(4) + 0.5) / 4  # one leaf per bin
+    assert np.sum(np.abs(leaves[1] - (leaves[0] + leaves[1]) * mid)) / leaves.sum() > 1.6
+    assert ece_from_histogram(leaves, n_bins=4) == 1.0
