@@ -395,11 +395,6 @@ def simulate(
     Under unit client each client's examples are first capped at `max_examples` (chosen at
     random, from a child generator).
     """
-    if data.positives == 0 or data.negatives == 0:
-        missing = "positive" if data.positives == 0 else "negative"
-        raise InputError(
-            f"the labels hold no {missing} example: AUC, precision and recall are undefined."
-        )
     config = resolve_config(
         model,
         n=data.rows,
@@ -411,6 +406,15 @@ def simulate(
         relation=relation,
         min_height=data.axis.auto_floor(data.resolution),
     )
+    private = config.model is not PrivacyModel.FEDERATED and data.sorted_scores is None
+    if (data.positives == 0 or data.negatives == 0) and not private:
+        # A private run decides from its noisy release, as `--from` does: refusing here would
+        # tell a data set without positives from its neighbour with one (ε = ∞ for the exit
+        # code). Exact values, or exact sums (federated), say as much anyway.
+        missing = "positive" if data.positives == 0 else "negative"
+        raise InputError(
+            f"the labels hold no {missing} example: AUC, precision and recall are undefined."
+        )
     path = SimulationPath(path)
     check_ci_draws(ci_draws)
     rng, seed_used = rng_and_seed(seed)

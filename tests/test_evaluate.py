@@ -151,6 +151,19 @@ def test_usage_errors():
         fedeval.evaluate(np.zeros(4), s, model="federated")
 
 
+@pytest.mark.parametrize("model", ["distdp", "localdp"])
+def test_a_private_run_without_positives_answers_from_its_release(model):
+    """Under DP without exact values the labels' classes are not checked before the release:
+    refusing would tell a data set from its neighbour with one positive more. The run answers
+    from its noisy release, as `--from` does (an undetermined metric: 0.5 over [0, 1])."""
+    y, s = np.zeros(40), np.linspace(0.0, 1.0, 40)
+    with pytest.raises(InputError, match="no positive"):  # exact values: nothing to hide
+        fedeval.evaluate(y, s, model=model, seed=3)
+    e = fedeval.evaluate(y, s, model=model, exact=False, seed=3)
+    assert 0.0 <= e.auc.estimate <= 1.0
+    assert e.auc.ci95 is not None and e.auc.ci95[0] <= e.auc.estimate <= e.auc.ci95[1]
+
+
 @pytest.mark.parametrize("model", ["federated", "distdp"])
 def test_precision_with_nothing_predicted_positive_is_defined(model):
     # No score reaches 0.9: precision is undefined there (nan, or 0 with a warning in

@@ -235,13 +235,6 @@ def test_no_output_of_any_command_separates_neighbours(scenario, tmp_path, scan_
     assert any(k.endswith(".exit") for k in seen)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="simulate() refuses data whose labels hold no positive (or no negative) example "
-    "before any noise is drawn, even under DP with --no-exact: the one-shot's exit code (2) and "
-    "stderr line tell D′ (its one positive removed) from D (exit 0) with certainty, while the "
-    "staged protocol estimates from the noisy release. Fix in fedeval/simulate.py",
-)
 def test_one_shot_refusal_does_not_read_the_exact_labels(tmp_path, scan_runs):
     """Add-remove of one example: D holds one positive among ten negatives, D′ none. What the
     one-shot prints (or refuses to) under DP must depend on its release, as `--from` does."""
