@@ -135,6 +135,12 @@ def test_budget_needs_a_ledger(work):
     [
         (["--multiclass", "-m", "distdp"], "--model cannot be used with --multiclass"),
         (["--multiclass", "--height", "8"], "--height cannot be used with --multiclass"),
+        # Binary options at their default value too: given, they would be silently ignored.
+        (["--multiclass", "--ci-draws", "200"], "--ci-draws cannot be used with --multiclass"),
+        (["--multiclass", "--score-range", "0,1"], "--score-range cannot be used"),
+        (["--multiclass", "--pos-label", "1"], "--pos-label cannot be used with --multiclass"),
+        (["--multiclass", "--score-col", "p"], "--score-col cannot be used with --multiclass"),
+        (["--multiclass", "--threads", "2"], "--threads cannot be used with --multiclass"),
         (["--rounds", "3"], "--rounds appl"),
         (["--multiclass", "--clip", "1,2,3"], "--clip takes C or C+,C-"),
         (["--multiclass", "--method", "bbq"], "bbq"),

@@ -125,6 +125,12 @@ def calibrate_multiclass_command(p: dict[str, Any]) -> None:
         "--sign-key": p["sign_key"] is not None,
         "--verify-key": p["verify_key"] is not None,
         "--plot": p["plot"] is not None,
+        "--max-examples": p["max_examples"] is not None,
+        "--ci-draws": option_given("ci_draws"),
+        "--score-col": option_given("score_col"),
+        "--score-range": option_given("score_range"),
+        "--pos-label": p["pos_label"] is not None,
+        "--threads": p["threads"] is not None,
     }
     given = [k for k, v in binary_only.items() if v]
     if given:
