@@ -18,16 +18,22 @@ Families (seeded numpy generators, made once per size):
   a few noisy counts carry an AUC of 0.99, so its discretisation correction is noisy in its
   own right (the AUC interval covered 0.932 over 1000 distdp releases while its σ left that
   noise out; 0.945 with it) and the noise heavy-tailed;
+- peaks: the point-mass draws with each point mass spread into a narrow peak of distinct scores
+  (uniform over 2^-30 above it), in random order: every release is the point masses' own
+  (the same leaves), but the truth now varies with the order inside the leaves, as the intervals
+  assume. Beside pointmass it shows what no interval read from the release can do: be calibrated
+  for exact ties (whose AUC error is a fraction of the order's spread, so they cover 1.000) and
+  for a narrow peak at once (tests/test_coverage_limits.py);
 - unequal: smooth scores over 1,000 clients of Zipf-like sizes (`assign_clients`, scheme
   "sizes", s = 1.2); DP models under unit example and under unit client, L = `--max-examples`.
 
 Models: federated (no noise), distdp ε = 1, localdp OUE ε = 5, all at auto height/shape.
 
-DP settings: one data set, R seeds (the noise varies). Federated: a release is deterministic
-given the data, so its coverage is over R independent data draws (seeds 0 … R−1 of the
-family's generator): the interval then only has discretisation to cover (the spread of the
-order of the examples inside the leaves for AUC and AP, worst-case P/R/A bounds of the leaf that
-holds t).
+DP settings: one data set, R seeds (the noise varies); peaks: a fresh data set per seed (its
+truth moves with the order inside the leaves). Federated: a release is deterministic given the
+data, so its coverage is over R independent data draws (seeds 0 … R−1 of the family's
+generator): the interval then only has discretisation to cover (the spread of the order of the
+examples inside the leaves for AUC and AP, worst-case P/R/A bounds of the leaf that holds t).
 
 Per metric row: P, R and A pool their 5 thresholds (5R intervals); `min cov` is the coverage at
 the worst single threshold; `med|err|` is, for P/R/A, the median over releases of the worst
@@ -65,12 +71,17 @@ from fedeval.estimate.uncertainty import Z95
 from fedeval.evaluate import evaluate_data, threshold_axis
 from fedeval.partition import assign_clients
 
-FAMILIES = ("smooth", "pointmass", "rare", "unequal", "rare-small")
+FAMILIES = ("smooth", "pointmass", "rare", "unequal", "rare-small", "peaks")
 SMALL_ROWS = {"rare-small": 20_000}
 """Families whose point is their row count: it stays the same under --quick."""
-SAME_DRAWS = {"rare-small": "rare"}
+SAME_DRAWS = {"rare-small": "rare", "peaks": "pointmass"}
 """A family drawn by another's generator and seeds (`--families rare --rows rare=20000` gives
 rare-small's data)."""
+REDRAWN = {"peaks"}
+"""Families whose DP settings draw fresh data for every release (seeds 0 … R−1, as federated
+ones do): their truth moves with the order inside the leaves, which the intervals take as random,
+so their coverage is over data and noise; one fixed draw would test one order (the peaks' AP at
+300k rows, distdp ε = 1, sits 2.1 of that order's σ above its mean in draw 0)."""
 MODELS = ("federated", "distdp", "localdp")
 EPSILON = {"federated": None, "distdp": 1.0, "localdp": 5.0}
 RESOLUTION = 16
@@ -78,6 +89,9 @@ N_CLIENTS = 1000
 ZIPF = 1.2
 POINT_MASSES = (0.05, 0.2, 0.33, 0.5, 0.61, 0.75, 0.9, 0.97)
 POINT_SHARE = 0.4
+PEAK_WIDTH = 2.0**-30
+"""The peaks family's spread around each point mass: far inside its height-16 leaf, and far from
+the thresholds set beside it."""
 
 
 def _inside_leaf(v: float, above: bool) -> float:
@@ -104,8 +118,11 @@ THRESHOLDS = {
     ),
     "rare": (0.2, 0.4, 0.55, 0.7, 0.85),
     "rare-small": (0.2, 0.4, 0.55, 0.7, 0.85),
+    "peaks": (),  # the point masses' (below)
     "unequal": (0.13, 0.3, 0.47, 0.62, 0.85),
 }
+
+THRESHOLDS["peaks"] = THRESHOLDS["pointmass"]
 
 # (family, model, metric) -> (target on med|err|, row count it is stated at or None for any)
 ERROR_TARGETS = {
@@ -130,6 +147,7 @@ def _smooth_scores(y: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def generate(family: str, n: int, seed: int):
     """(labels, scores, client ids or None) of one family, seeded."""
     rng = np.random.default_rng([hash_family(family), seed])
+    peaks = family == "peaks"
     family = SAME_DRAWS.get(family, family)
     if family in ("smooth", "unequal"):
         y = rng.random(n) < 0.5
@@ -141,6 +159,8 @@ def generate(family: str, n: int, seed: int):
         v = np.asarray(POINT_MASSES)[rng.integers(0, len(POINT_MASSES), on.sum())]
         s[on] = v
         y[on] = rng.random(on.sum()) < v
+        if peaks:  # distinct scores in random order: the same leaves, no ties
+            s[on] += PEAK_WIDTH * rng.random(on.sum())
     elif family == "rare":
         y = rng.random(n) < 0.015
         s = np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
@@ -214,7 +234,8 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
     kw["ci_draws"] = st.ci_draws
     if st.unit == "client":
         kw.update(unit="client", max_examples=st.max_examples)
-    data = None if st.model == "federated" else build(st.family, st.n, 0)
+    redraw = st.model == "federated" or st.family in REDRAWN
+    data = None if redraw else build(st.family, st.n, 0)
     dropped = 0
     for r in range(st.releases):
         d = build(st.family, st.n, r) if data is None else data
