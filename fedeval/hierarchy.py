@@ -11,8 +11,6 @@ Sources: Cormode & Markov, appendix A (dyadic counts, prefix queries, quantiles)
 
 from __future__ import annotations
 
-import threading
-from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
@@ -218,38 +216,7 @@ def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     positives at 200k rows, distdp ε = 1, 40 releases: the leaves' AP bias −0.008 → −0.003,
     its spread 0.0078 → 0.0058.
     """
-    leaves = np.asarray(leaves, dtype=np.float64)
-    if leaves.ndim == 1 and MEMO_FROM <= len(leaves) <= MEMO_TO:
-        return _memo_cumulative(np.ascontiguousarray(leaves))
-    return _monotone_cumulative(leaves)
-
-
-MEMO_FROM = 4096
-"""Leaves from which a class's fit is remembered (`_memo_cumulative`): one release's estimators
-ask for the same class's fit many times (curves, quantiles, bounds, the AP's candidates), and
-at h = 16 a fit costs several times the comparison that recognises its input."""
-
-MEMO_TO = 1 << 17
-"""The longest rows remembered: the memo holds at most 2 × 8 such rows (16 MB)."""
-
-_MEMO_SIZE = 8
-_memo: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=_MEMO_SIZE)
-_memo_lock = threading.Lock()
-
-
-def _memo_cumulative(leaves: np.ndarray) -> np.ndarray:
-    """`_monotone_cumulative` of one contiguous row, from the last few rows fitted when one
-    holds the same bits (compared in full, signed zeros and NaN payloads included, so a hit is
-    exactly the fit of these leaves); a copy each time."""
-    bits = leaves.view(np.int64)
-    with _memo_lock:
-        for seen, fit in _memo:
-            if seen.shape == bits.shape and np.array_equal(seen, bits):
-                return fit.copy()
-    fit = _monotone_cumulative(leaves)
-    with _memo_lock:
-        _memo.append((bits.copy(), fit.copy()))
-    return fit
+    return _monotone_cumulative(np.asarray(leaves, dtype=np.float64))
 
 
 def _monotone_cumulative(leaves: np.ndarray) -> np.ndarray:

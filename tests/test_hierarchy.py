@@ -225,20 +225,20 @@ def test_monotone_cumulative_of_long_rows_is_scipys_fit():
         np.testing.assert_array_equal(monotone_cumulative(leaves), oracle)
 
 
-def test_remembered_fits_are_the_fits_of_the_values_given():
-    # A long row's fit is remembered: asked again for the same values it is the same fit; the
-    # same array changed in place, or another class, is fitted afresh; a caller writing into a
-    # result does not change the next one.
+def test_long_rows_are_fitted_afresh_each_time():
+    # A release's estimators ask for the same class's fit many times; each call fits the values
+    # it is given (no state kept between calls): a caller writing into a result, or an array
+    # changed in place, changes nothing else.
     from scipy.optimize import isotonic_regression
 
-    from fedeval.hierarchy import MEMO_FROM, monotone_cumulative
+    from fedeval.hierarchy import monotone_cumulative
 
     def oracle(x):
         cs = np.concatenate([[0.0], np.cumsum(x)])
         return np.clip(isotonic_regression(cs).x, 0.0, max(float(cs[-1]), 0.0))
 
     rng = np.random.default_rng(12)
-    leaves = rng.normal(3.0, 5.0, (2, MEMO_FROM))
+    leaves = rng.normal(3.0, 5.0, (2, 4096))
     first = monotone_cumulative(leaves[1])
     np.testing.assert_array_equal(first, oracle(leaves[1]))
     first[:] = -1.0
