@@ -23,7 +23,7 @@ from fedeval.config import PrivacyModel, Shape, Unit, check_buckets
 from fedeval.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.data import ScoredData, read_scored, scored_from_arrays
 from fedeval.errors import UsageError
-from fedeval.estimate.calibration import ece_from_histogram, exact_ece
+from fedeval.estimate.calibration import ece_from_histogram, ece_rows, exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
 from fedeval.estimate.metrics import (
     auc_from_buckets,
@@ -451,9 +451,7 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
         return Estimate(value, exact)
     sd: float | np.ndarray = 0.0
     if run.noise_draws is not None:
-        sd = noise_sd(
-            np.array([ece_from_histogram(leaves + d, n_bins, scores=mids) for d in run.noise_draws])
-        )
+        sd = noise_sd(ece_rows(leaves + run.noise_draws, n_bins, scores=mids))
     half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
     lo, hi = interval(value, sd, 0.0, half_leaf)
     return Estimate(value, exact, (float(lo), float(hi)))

@@ -132,18 +132,33 @@ def ece_from_histogram(
     (`scores`, when the axis is warped; else the unit midpoint), or at what `calibration` maps
     that unit midpoint to. ECE = Σ_b |pos_b − Σ score|_b / N, at most 1 (noisy counts can
     push the sum past N where the release holds few examples; no data set reaches it)."""
-    n_leaves = leaves.shape[-1]
+    return float(ece_rows(np.asarray(leaves)[None], n_bins, calibration, scores)[0])
+
+
+def ece_rows(
+    leaves: np.ndarray,
+    n_bins: int = 15,
+    calibration: CalibrationMap | None = None,
+    scores: np.ndarray | None = None,
+) -> np.ndarray:
+    """`ece_from_histogram` of each of a stack of leaves (R, 2, L), shape (R,): one bincount
+    over the stack (the noise draws behind an interval), the same sums in the same order."""
+    n_rows, n_leaves = leaves.shape[0], leaves.shape[-1]
     mid = (np.arange(n_leaves) + 0.5) / n_leaves
     if calibration is not None:
         score = calibration(mid)
     else:
         score = mid if scores is None else np.asarray(scores, dtype=np.float64)
-    mass = leaves[0] + leaves[1]
+    mass = leaves[:, 0] + leaves[:, 1]
     b = np.minimum((score * n_bins).astype(np.int64), n_bins - 1)
-    pos = np.bincount(b, leaves[1], minlength=n_bins)
-    score_sum = np.bincount(b, mass * score, minlength=n_bins)
-    total = mass.sum()
-    return min(float(np.sum(np.abs(pos - score_sum)) / total), 1.0) if total > 0 else float("nan")
+    cell = (b + n_bins * np.arange(n_rows)[:, None]).ravel()
+    size = n_rows * n_bins
+    pos = np.bincount(cell, leaves[:, 1].ravel(), minlength=size).reshape(n_rows, n_bins)
+    score_sum = np.bincount(cell, (mass * score).ravel(), minlength=size).reshape(n_rows, n_bins)
+    total = mass.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ece = np.minimum(np.sum(np.abs(pos - score_sum), axis=-1) / total, 1.0)
+    return np.where(total > 0, ece, np.nan)
 
 
 def exact_ece(s: SortedScores, n_bins: int = 15, transform=None) -> float:
