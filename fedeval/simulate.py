@@ -335,8 +335,8 @@ class Simulated:
         check_ci_draws(ci_draws)
         rng, seed_used = rng_and_seed(seed)
         hist = release.histogram()
-        if hist.positives <= 0 or hist.negatives <= 0:
-            raise InputError("the release holds no positive or no negative examples.")
+        # A class total estimated at ≤ 0 is answered as the one-shot answers it: each metric that
+        # divides by it is undetermined (0.5 over [0, 1], with the reason), not an error.
         mechanism = mechanism_of(release.config, seeded=release.seeded, probe=release.probe)
         return cls(
             release.config,

@@ -771,3 +771,24 @@ def test_apply_csv_to_parquet_is_typed_and_csv_header_unquoted(bigger):
     assert invoke("evaluate", "out.parquet", "-m", "federated", "--seed", "1").exit_code == 0
     r = invoke("apply", "m.json", "in.csv")
     assert r.stdout.splitlines()[0] == "score,label,who,calibrated"
+
+
+def test_a_release_without_positives_is_answered_from_the_release(workdir):
+    """A DP release whose noisy positive total is ≤ 0 (here: data without positives, so the
+    chance is high; seeded, reproducible) is answered by `--from` as the one-shot answers it:
+    each metric that divides by the total is undetermined, 0.5 over [0, 1] with the reason."""
+    write_parquet("none.parquet", score=np.linspace(0.05, 0.95, 10), label=np.zeros(10, np.int64))
+    for seed in range(1, 6):
+        saved = invoke(
+            "evaluate", "none.parquet", "-m", "distdp", "--no-exact", "--seed", str(seed),
+            "--save-release", f"r{seed}.fedeval", "-f", "json",
+        )  # fmt: skip
+        assert saved.exit_code == 0, saved.stderr
+        out = invoke("evaluate", "--from", f"r{seed}.fedeval", "-f", "json")
+        assert out.exit_code == 0, out.stderr
+        auc = json.loads(out.stdout)["metrics"]["auc"]
+        if auc.get("note"):  # the release's positives at or below 0
+            assert auc["estimate"] == 0.5 and auc["ci95"] == [0.0, 1.0]
+            assert "positives" in auc["note"]
+            return
+    pytest.fail("no seed gave a release with a positive total at or below 0")
