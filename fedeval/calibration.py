@@ -26,6 +26,7 @@ from fedeval.estimate.calibration import (
     CalibrationMap,
     bbq,
     ece_from_histogram,
+    ece_rows,
     exact_ece,
     histogram_binning,
 )
@@ -195,18 +196,14 @@ def _ece_intervals(run: Simulated, raw: float, calibrated: float, n_bins: int, f
         return None, None
     leaves = run.histogram.leaves
     mids = None if run.axis.is_linear else run.axis.leaf_midpoints(leaves.shape[-1])
-    sd_raw = sd_cal = 0.0
+    sd_raw: float = 0.0
+    sd_cal: float = 0.0
     if run.noise_draws is not None:
-        values = []
-        for d in run.noise_draws[:REFIT_DRAWS]:
-            resampled = leaves + d
-            values.append(
-                (
-                    ece_from_histogram(resampled, n_bins, scores=mids),
-                    ece_from_histogram(resampled, n_bins, fit(resampled)),
-                )
-            )
-        sd_raw, sd_cal = noise_sd(np.array(values))
+        resampled = leaves + run.noise_draws[:REFIT_DRAWS]
+        raw_eces = ece_rows(resampled, n_bins, scores=mids)
+        # The map is refitted on each draw: one ECE per draw, under its own map.
+        cal_eces = [ece_from_histogram(r, n_bins, fit(r)) for r in resampled]
+        sd_raw, sd_cal = noise_sd(np.column_stack([raw_eces, cal_eces]))
     half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
     raw_ci = interval(raw, sd_raw, 0.0, half_leaf)
     cal_ci = interval(calibrated, sd_cal, 0.0, half_leaf)

@@ -39,6 +39,7 @@ from fedeval.estimate.uncertainty import (
     interval,
     interval_around,
     noise_sd,
+    shared_pairs_half_width,
     threshold_bounds,
     threshold_metrics,
     within_bucket_auc_variance,
@@ -260,16 +261,6 @@ def sparse_note(threshold: float, predicted: float) -> str:
 RICHARDSON_MIN_CELLS = 8
 """The fewest leaves (or buckets) at which the AUC's discretisation bias is extrapolated: with
 fewer, the cells are too wide for the bias to shrink as a power of their width."""
-
-
-def shared_pairs_half_width(negatives: np.ndarray, positives: np.ndarray) -> float:
-    """Σ pᵢnᵢ/(2PN) over cells with non-negative counts: how far the AUC that counts each pair
-    sharing a cell as ½ can be from the truth, all such pairs ordered one way or the other
-    (`fedeval.estimate.curves.within_leaf_bounds` on leaves). Nan-free: 0.5 if P·N ≤ 0."""
-    p = np.clip(positives, 0.0, None)
-    n = np.clip(negatives, 0.0, None)
-    total = float(p.sum() * n.sum())
-    return float(np.sum(p * n) / (2.0 * total)) if total > 0 else 0.5
 
 
 def auc_discretisation_bias(leaves: np.ndarray, buckets: int | None) -> np.ndarray:

@@ -112,6 +112,17 @@ def within_bucket_auc_variance(negatives: np.ndarray, positives: np.ndarray) -> 
     return float(np.sum(p * n * (p + n + 1)) / 12 / total**2) if total > 0 else 0.0
 
 
+def shared_pairs_half_width(negatives: np.ndarray, positives: np.ndarray) -> float:
+    """Σ pᵢnᵢ/(2PN) over cells with non-negative counts: how far the AUC that counts each pair
+    sharing a cell as ½ can be from the truth, all such pairs ordered one way or the other
+    (`fedeval.estimate.curves.within_leaf_bounds` on leaves): the worst case of the order whose
+    random spread is `within_bucket_auc_variance`. 0.5 where P·N ≤ 0."""
+    p = np.clip(positives, 0.0, None)
+    n = np.clip(negatives, 0.0, None)
+    total = float(p.sum() * n.sum())
+    return float(np.sum(p * n) / (2.0 * total)) if total > 0 else 0.5
+
+
 def threshold_metrics(
     leaves: np.ndarray, unit_thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
