@@ -154,6 +154,11 @@ def local_reports(
 @contextlib.contextmanager
 def _staging_dir(target: Path):
     """A fresh directory beside `target`, renamed to it on success and removed on failure."""
+    if target.is_symlink():
+        raise UsageError(
+            f"'{target}' is a symbolic link; name a new directory for the reports (encode "
+            "replaces only an empty directory, never a link)."
+        )
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(
             f"'{target}' already exists and is not an empty directory; choose a new directory "

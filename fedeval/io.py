@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fedeval.errors import InputError, UsageError
-from fedeval.outputs import make_parents, remove_made
+from fedeval.outputs import make_parents, open_stream, output_target, remove_made
 
 BATCH_ROWS = 1 << 20
 STDIN = "-"
@@ -813,12 +813,17 @@ def positive_labels(
 def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
     """Write to a temporary file beside `path` and rename it into place only on success.
 
+    A device or pipe at `path` (`/dev/null`, `/dev/stdout`, a FIFO) is written through, never
+    replaced; a symbolic link is followed (the file it names is replaced, the link kept).
     Raises `UsageError` when `path` cannot be written (a directory, no permission).
     """
-    target = Path(path)
+    where = output_target(path)
+    if where.stream:
+        with open_stream(where.path, "wb" if "b" in mode else "w") as f:
+            yield f
+        return
+    target = where.path
     try:
-        if target.is_dir():
-            raise IsADirectoryError(21, "it is a directory")
         made = make_parents(target)
     except OSError as e:
         raise UsageError(f"cannot write '{path}': {e.strerror or e}.") from e

@@ -21,9 +21,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import stat
+import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from fedeval.errors import UsageError
 
@@ -32,6 +37,76 @@ STDOUT = "-"
 
 def is_stdout(path: str | os.PathLike | None) -> bool:
     return path is not None and str(path) == STDOUT
+
+
+_MAGIC_ROOTS = ("/dev/", "/proc/")
+"""Where a name can reach an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`):
+written through even when the descriptor is a regular file, as the shell that opened it expects."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an output goes and how: `path` to write, `stream` to write through an existing
+    device or FIFO (`/dev/null`, `/dev/stdout`, a named pipe, `>(...)`) rather than rename a new
+    file over it. A symbolic link is followed: the file it names is written, the link kept."""
+
+    path: Path
+    stream: bool
+
+
+def output_target(path: str | os.PathLike) -> Target:
+    """How `path` may be written, or `UsageError` when it may not (a directory, a block device,
+    a socket, a dangling symbolic link). Nothing at `path` is ever replaced but a regular file.
+
+    >>> output_target("/dev/null").stream
+    True
+    >>> output_target("report.json")
+    Target(path=PosixPath('report.json'), stream=False)
+    """
+    given = Path(path)
+    try:
+        st: os.stat_result | None = os.stat(given)  # follows links, /proc's magic ones too
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise UsageError(f"cannot write '{path}': {e.strerror or e}.", file=str(path)) from e
+    if st is None:
+        if given.is_symlink():
+            raise UsageError(
+                f"cannot write '{path}': it is a symbolic link to a missing file; "
+                "name the file itself.",
+                file=str(path),
+            )
+        return Target(given, False)
+    mode = st.st_mode
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"cannot write '{path}': it is a directory.", file=str(path))
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        return Target(given, True)
+    if not stat.S_ISREG(mode):
+        what = "a block device" if stat.S_ISBLK(mode) else "not a regular file"
+        raise UsageError(
+            f"cannot write '{path}': it is {what}; fedeval writes regular files, character "
+            "devices and pipes only.",
+            file=str(path),
+        )
+    real = os.path.realpath(given)
+    if real.startswith(_MAGIC_ROOTS) or str(given.absolute()).startswith(_MAGIC_ROOTS):
+        return Target(given, True)  # an open descriptor that is a file: append through it
+    return Target(Path(real) if given.is_symlink() else given, False)
+
+
+@contextlib.contextmanager
+def open_stream(target: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+    """Open an existing device or pipe for writing: never created, never truncated (a
+    descriptor reached through `/dev/stdout` keeps what the shell or this run wrote before)."""
+    sys.stdout.flush()  # what this run printed before stays before what it streams
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY)
+    except OSError as e:
+        raise UsageError(f"cannot write '{target}': {e.strerror or e}.", file=str(target)) from e
+    with os.fdopen(fd, mode) as f:
+        yield f
 
 
 def make_parents(target: Path) -> list[Path]:
@@ -70,7 +145,7 @@ class Outputs:
     """
 
     def __init__(self) -> None:
-        self._staged: list[tuple[Path, Path]] = []
+        self._staged: list[tuple[Path, Target]] = []
         self._made: list[Path] = []
 
     def staged_path(self, path: str | os.PathLike) -> Path:
@@ -80,18 +155,20 @@ class Outputs:
         Raises `UsageError` when `path` cannot be written (its directory is missing and cannot be
         made, it is a directory, no permission).
         """
-        target = Path(path)
+        where = output_target(path)
+        target = where.path
         try:
-            if target.is_dir():
-                raise IsADirectoryError(21, "it is a directory")
-            self._made += make_parents(target)
-            fd, tmp = tempfile.mkstemp(
-                prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
-            )
+            if where.stream:  # staged in the temporary directory, copied through on commit
+                fd, tmp = tempfile.mkstemp(prefix="fedeval.", suffix=f".tmp{target.suffix}")
+            else:
+                self._made += make_parents(target)
+                fd, tmp = tempfile.mkstemp(
+                    prefix=f".{target.name}.", suffix=f".tmp{target.suffix}", dir=target.parent
+                )
             os.close(fd)
         except OSError as e:
             raise UsageError(f"cannot write '{path}': {e.strerror or e}.", file=str(path)) from e
-        self._staged.append((Path(tmp), target))
+        self._staged.append((Path(tmp), where))
         return Path(tmp)
 
     def stage_text(self, path: str | os.PathLike, text: str) -> None:
@@ -107,18 +184,26 @@ class Outputs:
     @property
     def paths(self) -> list[Path]:
         """The targets staged so far."""
-        return [target for _, target in self._staged]
+        return [where.path for _, where in self._staged]
 
     def commit(self) -> None:
-        """Rename every staged file into place (each rename is atomic)."""
+        """Rename every staged file into place (each rename is atomic); a device or pipe gets
+        the staged bytes written through instead."""
         umask = os.umask(0)
         os.umask(umask)
         while self._staged:
-            tmp, target = self._staged.pop(0)
-            with contextlib.suppress(OSError):
-                os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output is an ordinary file
+            tmp, where = self._staged[0]
+            target = where.path
             try:
-                os.replace(tmp, target)
+                if where.stream:
+                    with open(tmp, "rb") as src, open_stream(target) as sink:
+                        shutil.copyfileobj(src, sink)
+                    os.unlink(tmp)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600: an ordinary file
+                    os.replace(tmp, target)
+                self._staged.pop(0)
             except OSError as e:
                 self.discard()
                 raise UsageError(

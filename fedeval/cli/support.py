@@ -20,9 +20,9 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer._click import exceptions as click_exceptions
 from typer.core import TyperGroup
 
+from fedeval.cli import clicklib
 from fedeval.errors import FedevalError
 
 EXIT_INTERNAL = 70
@@ -151,9 +151,9 @@ class FedevalGroup(TyperGroup):
         argv = sys.argv[1:] if args is None else list(args)
         try:
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
-        except click_exceptions.NoArgsIsHelpError as e:  # the help is already printed
+        except clicklib.NoArgsIsHelpError as e:  # the help is already printed
             code = e.exit_code
-        except click_exceptions.ClickException as e:  # options the parser refused
+        except clicklib.ClickException as e:  # options the parser refused
             code = self._report_click(e, wants_json(argv))
         except typer.Abort:
             error_console().print("fedeval: aborted")
@@ -169,7 +169,7 @@ class FedevalGroup(TyperGroup):
         sys.exit(code if isinstance(code, int) else 0)
 
     @staticmethod
-    def _report_click(e: click_exceptions.ClickException, as_json: bool) -> int:
+    def _report_click(e: clicklib.ClickException, as_json: bool) -> int:
         hint = None
         ctx = getattr(e, "ctx", None)
         if ctx is not None:
@@ -192,7 +192,7 @@ class FedevalGroup(TyperGroup):
             if e.__context__ is not None and _is_broken_pipe(e.__context__):
                 raise typer.Exit(0) from None
             raise
-        except click_exceptions.ClickException as e:
+        except clicklib.ClickException as e:
             raise typer.Exit(self._report_click(e, ctx.meta.get(_META_JSON, False))) from None
         except FedevalError as e:
             print_error(
@@ -243,22 +243,19 @@ def _doc(message: str, kind: str, hint: str | None) -> dict[str, Any]:
     }
 
 
-def click_context():
-    from typer._click.globals import get_current_context
-
-    return get_current_context(silent=True)
+def click_context() -> Any:
+    return clicklib.current_context()
 
 
 def option_given(name: str) -> bool:
     """Whether the running command's parameter `name` was given on the command line (or in the
     environment), not left at its default: an option that does not apply is refused even when
     its value equals the default."""
-    from typer._click.core import ParameterSource
-
+    source = clicklib.core.ParameterSource
     ctx = click_context()
     if ctx is None:
         return False
     return ctx.get_parameter_source(name) in (
-        ParameterSource.COMMANDLINE,
-        ParameterSource.ENVIRONMENT,
+        source.COMMANDLINE,
+        source.ENVIRONMENT,
     )
