@@ -20,9 +20,9 @@ import time
 import numpy as np
 from common import SAMPLE, ensure_big
 
-from fedeval.data import read_scored
-from fedeval.evaluate import evaluate_data, threshold_axis
-from fedeval.params import resolve_config
+from fedeval.api.evaluate import evaluate_data, threshold_axis
+from fedeval.core.params import resolve_config
+from fedeval.tables.scored import read_scored
 
 RUNS = 10
 
@@ -79,7 +79,7 @@ def main() -> None:
     print("-" * len(header))
     t0 = time.perf_counter()
     for label, path in sets:
-        # Read as `evaluate` reads it: the default thresholds are cell edges (fedeval.axis).
+        # Read as `evaluate` reads it: the default thresholds are cell edges (fedeval.core.axis).
         data = read_scored(path, axis=threshold_axis((0.0, 1.0), None))
         for model, eps, shape, height, buckets in settings():
             res = measure(data, model, eps, shape, height, buckets)

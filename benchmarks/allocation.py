@@ -8,7 +8,7 @@ of reporters). This script compares splits analytically: a decoded OUE count of 
 holding c examples, with a share π_k of the n reports, has variance
 (n·q(1 − q) + c·(p(1 − p) − q(1 − q) + (p − q)²·(1 − π_k))) / (π_k·(p − q)²) (OUE noise plus the
 split's multinomial sampling), the levels are made consistent by the library's generalised
-least squares (`fedeval.hierarchy.consistent_leaves`, per-cell variances), and the variance of
+least squares (`fedeval.core.hierarchy.consistent_leaves`, per-cell variances), and the variance of
 any linear query of the leaves follows exactly. Precision's sd is the delta method on TP and FP.
 
 Splits compared, all data-independent (from the declared thresholds and h only):
@@ -53,7 +53,7 @@ pins down. And the consistency weights: the levels' sampling errors are negative
 the least-variance weights take sampling variance c/π, not today's c·(1/π − 1); computed (smooth,
 h = 5), every P/R/A and AUC variance is the same to 3 digits.
 
-Which levels a localdp tree releases (`fedeval.params.LEVEL_1_FROM_EPSILON`): `--levels`
+Which levels a localdp tree releases (`fedeval.core.params.LEVEL_1_FROM_EPSILON`): `--levels`
 compares levels 2..h with 1..h exactly, with the levels' sampling covariance (each report goes
 to one level, so a cell's counts on two levels are negatively correlated: −c per shared leaf)
 on top of each level's OUE and multinomial variance, through the library's consistency step.
@@ -77,8 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import hard
 
-from fedeval.hierarchy import coarsen, consistent_leaves
-from fedeval.simulate import simulate
+from fedeval.core.hierarchy import coarsen, consistent_leaves
+from fedeval.protocol.simulate import simulate
 
 
 class Model:

@@ -32,10 +32,10 @@ import numpy as np
 from common import SAMPLE, ensure_big
 from sklearn.isotonic import IsotonicRegression
 
-from fedeval.calibration import auto_buckets, calibrate_data
-from fedeval.data import read_scored, scored_from_arrays
+from fedeval.api.calibrate import auto_buckets, calibrate_data
 from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import SortedScores
+from fedeval.tables.scored import read_scored, scored_from_arrays
 
 RUNS = 10
 SPLIT_SEED = 2024

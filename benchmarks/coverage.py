@@ -16,8 +16,8 @@ import time
 import numpy as np
 from common import SAMPLE
 
-from fedeval.data import read_scored
-from fedeval.evaluate import evaluate_data
+from fedeval.api.evaluate import evaluate_data
+from fedeval.tables.scored import read_scored
 
 RUNS = 200
 

@@ -24,9 +24,9 @@ import time
 import numpy as np
 from common import SAMPLE, ensure_big
 
-from fedeval.curves import curves_data
-from fedeval.data import ScoredData, read_scored
-from fedeval.estimate.curves import curve_height
+from fedeval.api.curves import curves_data
+from fedeval.estimate.roc_pr import curve_height
+from fedeval.tables.scored import ScoredData, read_scored
 
 RUNS = 10
 QS = (16, 32, 64, 128, 256)

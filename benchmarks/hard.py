@@ -66,10 +66,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedeval.data import scored_from_arrays
+from fedeval.api.evaluate import evaluate_data, threshold_axis
 from fedeval.estimate.uncertainty import Z95
-from fedeval.evaluate import evaluate_data, threshold_axis
-from fedeval.partition import assign_clients
+from fedeval.protocol.partition import assign_clients
+from fedeval.tables.scored import scored_from_arrays
 
 FAMILIES = ("smooth", "pointmass", "rare", "unequal", "rare-small", "peaks")
 SMALL_ROWS = {"rare-small": 20_000}
@@ -178,7 +178,7 @@ def hash_family(family: str) -> int:
 
 def build(family: str, n: int, seed: int):
     """The family's data read as `evaluate --thresholds` reads it: the thresholds are declared
-    up front, so they are cell edges (`fedeval.axis`)."""
+    up front, so they are cell edges (`fedeval.core.axis`)."""
     y, s, clients = generate(family, n, seed)
     return scored_from_arrays(
         y,

@@ -10,7 +10,7 @@ of the best fixed height).
 
 `auto` is two-phase under DP (`fedeval.privacy.probe`): a share of the budget (distdp) or of
 the reports (localdp) buys noisy class totals first, and the height is chosen from them
-(`fedeval.params.probe_height`); its column shows the median height the probe chose.
+(`fedeval.core.params.probe_height`); its column shows the median height the probe chose.
 
     .venv/bin/python benchmarks/height.py            # n = 1M, R = 40 (a few minutes)
     .venv/bin/python benchmarks/height.py --quick    # n = 200k, R = 8
@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from fedeval.data import scored_from_arrays
-from fedeval.evaluate import evaluate_data, threshold_axis
+from fedeval.api.evaluate import evaluate_data, threshold_axis
+from fedeval.tables.scored import scored_from_arrays
 
 MODELS = (("distdp", 1.0, range(6, 15)), ("localdp", 5.0, range(3, 12)))
 

@@ -6,8 +6,8 @@ per n. Measured: rows of the 500k-row set (`sample_data/make_sample.py --rows 50
 first use) subsampled without replacement for n ≤ 5e5, a bootstrap of it for n = 1e6 (seeded by
 n); `evaluate_data` with default (auto) parameters over 10 noise seeds; the mean over seeds of
 |AUC error| and of the mean over the ten thresholds 1/11 … 10/11 of |precision|, |recall| and
-|accuracy| errors against the exact values (the definition `fedeval.plan.Prediction` uses).
-Predicted: `fedeval.plan.plan(n, model, ε, positives_fraction=<the data's>)` with the default
+|accuracy| errors against the exact values (the definition `fedeval.api.plan.Prediction` uses).
+Predicted: `fedeval.api.plan.plan(n, model, ε, positives_fraction=<the data's>)` with the default
 binormal reference (AUC 0.85) and with `like=` the sample data (200k rows, a different draw from
 the 500k set). Each row gives the auto height (the same for both: the planner recommends what
 `--height auto` runs), the three sets of errors and r = measured/predicted per metric for each
@@ -33,9 +33,9 @@ import numpy as np
 import pyarrow.parquet as pq
 from common import SAMPLE, ensure_big
 
-from fedeval.data import read_scored, scored_from_arrays
-from fedeval.evaluate import evaluate_data
-from fedeval.plan import plan
+from fedeval.api.evaluate import evaluate_data
+from fedeval.api.plan import plan
+from fedeval.tables.scored import read_scored, scored_from_arrays
 
 SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
 EPSILONS = (0.5, 1.0, 5.0)

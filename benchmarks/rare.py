@@ -26,10 +26,10 @@ import time
 
 import numpy as np
 
-from fedeval.curves import DEFAULT_QUANTILES, curve_result
-from fedeval.data import scored_from_arrays
-from fedeval.estimate.curves import curve_height, estimate_curves
-from fedeval.simulate import simulate
+from fedeval.api.curves import DEFAULT_QUANTILES, curve_result
+from fedeval.estimate.roc_pr import curve_height, estimate_curves
+from fedeval.protocol.simulate import simulate
+from fedeval.tables.scored import scored_from_arrays
 
 RUNS = 10
 Q = DEFAULT_QUANTILES

@@ -1,6 +1,7 @@
 """Time of the secure-aggregation masks: the old splitmix64 stand-in against the AES-256-CTR PRG.
 
-`fedeval.secagg.cohort_masks` over a cohort of 200,000 clients with K = ⌈log2 n⌉ = 18 neighbours
+`fedeval.protocol.secagg.cohort_masks` over a cohort of 200,000 clients with K = ⌈log2 n⌉ = 18
+neighbours
 per side, in the batches `fedeval encode` uses (2^22 report entries per batch), for the report
 lengths used in practice: D = 513 (federated, flat h = 8) and D = 1,021 (distdp, hierarchy
 h = 8). Each client's mask needs K pair streams of D words (each pass expands the successor
@@ -34,9 +35,9 @@ import time
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-from fedeval import secagg
+from fedeval.protocol import secagg
 
-MAX_CELLS = 1 << 22  # fedeval.encode.MAX_CELLS: report entries per batch
+MAX_CELLS = 1 << 22  # fedeval.protocol.encode.MAX_CELLS: report entries per batch
 LENGTHS = (513, 1021)
 RATIO_TARGET = 2.0
 

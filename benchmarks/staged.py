@@ -29,7 +29,7 @@ draws D Pólya shares per client. So:
 
 The height column says which rule applied. A second table gives the bytes each client sends
 per model and height (h ∈ {4, 6, 8, 10, 12, 16}, each model's own shape: federated flat,
-distdp and localdp hierarchy): its payload (`fedeval.encode.bytes_per_report`: 4 bytes per
+distdp and localdp hierarchy): its payload (`fedeval.protocol.encode.bytes_per_report`: 4 bytes per
 masked entry; under localdp one level's packed OUE bits plus its level index, averaged over the
 levels) and the Parquet bytes per client of a small `encode_file` run (parts only, plain and
 uncompressed as encode writes them; localdp rows also hold the client index and level).
@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING
 from common import DATA_DIR, ROOT
 
 if TYPE_CHECKING:
-    from fedeval.config import PrivacyConfig
+    from fedeval.core.config import PrivacyConfig
 
 # fedeval, numpy and pyarrow are imported where they are used: this file is also the fresh child
 # process of every step (`--child`), which must hold only what the `fedeval` command loads.
@@ -148,13 +148,13 @@ class Choice:
 
 
 def report_entries(config: PrivacyConfig) -> int:
-    from fedeval.encode import report_length
+    from fedeval.protocol.encode import report_length
 
     return report_length(config)
 
 
 def choose_height(setting: Setting, n: int) -> Choice:
-    from fedeval.params import resolve_config
+    from fedeval.core.params import resolve_config
 
     def cfg(height):
         # A staged run encodes at a given height; auto's one-phase rule from n predicts it.
@@ -180,7 +180,7 @@ def height_text(choice: Choice) -> str:
 
 def height_notes(clients: list[int]) -> list[str]:
     """One line per (clients, model) whose height is not auto's, saying why."""
-    from fedeval.encode import bytes_per_report
+    from fedeval.protocol.encode import bytes_per_report
 
     notes = []
     for n in clients:
@@ -270,7 +270,7 @@ def same_release(a, b) -> bool:
 
 def pipeline(n: int, work: Path) -> tuple[list[Step], str]:
     """Every step for `n` clients and every model; and the federated correctness line."""
-    from fedeval.releasefile import load_release
+    from fedeval.documents.release_file import load_release
 
     source = ensure_scores(n)
     clients = work / "clients.parquet"
@@ -339,7 +339,7 @@ class Size:
 def report_sizes(source: Path, work: Path) -> list[Size]:
     import pyarrow.parquet as pq
 
-    from fedeval.encode import bytes_per_report, encode_file
+    from fedeval.protocol.encode import bytes_per_report, encode_file
 
     table = pq.read_table(source, columns=["score", "label"])
     sizes = []
@@ -508,8 +508,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line}")
     print()
     print(
-        "Bytes each client sends: payload = fedeval.encode.bytes_per_report (4 B per masked "
-        "entry; localdp: one level's packed OUE bits + 1 B level index, mean over levels); "
+        "Bytes each client sends: payload = fedeval.protocol.encode.bytes_per_report "
+        "(4 B per masked entry; localdp: one level's packed OUE bits + 1 B level index, "
+        "mean over levels); "
         f"Parquet = measured report bytes per client ({SIZE_CLIENTS_MASKED} clients masked, "
         f"{SIZE_CLIENTS_LOCAL} localdp)."
     )

@@ -1,14 +1,13 @@
 """fedeval: evaluate and calibrate classifiers on labelled data that stays with its owners."""
 
-from fedeval.calibration import CalibrationResult, apply_map_file, calibrate, calibrate_file
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.curves import CurveResult, roc_pr_curves, roc_pr_curves_file
-from fedeval.errors import FedevalError, GateFailed, InputError, ReleaseError, UsageError
-from fedeval.evaluate import Estimate, Evaluation, ThresholdMetrics, evaluate, evaluate_file
-from fedeval.ledger import BudgetExceeded, Ledger
-from fedeval.release import Release, ScoreHistogram
-
-__version__ = "0.1.0"
+from fedeval.api.calibrate import CalibrationResult, apply_map_file, calibrate, calibrate_file
+from fedeval.api.curves import CurveResult, roc_pr_curves, roc_pr_curves_file
+from fedeval.api.evaluate import Estimate, Evaluation, ThresholdMetrics, evaluate, evaluate_file
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import FedevalError, GateFailed, InputError, ReleaseError, UsageError
+from fedeval.core.release import Release, ScoreHistogram
+from fedeval.core.version import __version__
+from fedeval.privacy.ledger import BudgetExceeded, Ledger
 
 __all__ = [
     "BudgetExceeded",

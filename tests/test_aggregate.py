@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedeval.cli import app
-from fedeval.integrity import seal
+from fedeval.documents.seals import seal
 
 runner = CliRunner()
 

@@ -8,15 +8,16 @@ import pytest
 from families import family_scores
 from sklearn.metrics import roc_auc_score
 
-from fedeval.data import scored_from_arrays
+from fedeval.api.evaluate import auc_buckets, auc_discretisation_bias, auc_interval
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.estimate.uncertainty import (
     bias_aware_interval,
     noise_sd,
     within_bucket_auc_variance,
 )
-from fedeval.evaluate import auc_buckets, auc_discretisation_bias, auc_interval
-from fedeval.simulate import simulate
+from fedeval.privacy.decode import noise_draws
+from fedeval.protocol.simulate import simulate
+from fedeval.tables.scored import scored_from_arrays
 
 RELEASES = 2000
 DRAWS = 200
@@ -34,7 +35,7 @@ def _rare_release_noise(height: int):
     data = scored_from_arrays(y, s, keep_scores=False)
     exact = simulate(data, model="federated", height=height).histogram.leaves
     hist = simulate(data, model="distdp", epsilon=1.0, height=height, seed=0, ci_draws=0).histogram
-    noise = hist.noise_draws(RELEASES * (1 + DRAWS), np.random.default_rng(1))
+    noise = noise_draws(hist, RELEASES * (1 + DRAWS), np.random.default_rng(1))
     return exact, roc_auc_score(y, s), noise.reshape(RELEASES, 1 + DRAWS, *exact.shape)
 
 

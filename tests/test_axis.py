@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from fedeval.axis import MIN_ALIGN_HEIGHT, ScoreAxis
-from fedeval.hierarchy import cell_index
+from fedeval.core.axis import MIN_ALIGN_HEIGHT, ScoreAxis
+from fedeval.core.hierarchy import cell_index
 
 
 def _near(t: np.ndarray) -> np.ndarray:
@@ -107,7 +107,7 @@ AXES = [
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_leaf_lookup_gives_the_leaf_of_to_unit_bit_for_bit(axis, height, dtype):
     """Random scores, every knot and every leaf edge with their ulp neighbours, the ends."""
-    from fedeval.axis import LeafLookup
+    from fedeval.core.axis import LeafLookup
 
     lookup = LeafLookup(axis, height, dtype)
     rng = np.random.default_rng(height)
@@ -131,7 +131,7 @@ def test_leaf_lookup_gives_the_leaf_of_to_unit_bit_for_bit(axis, height, dtype):
 
 
 def test_leaf_lookup_edges_are_the_least_score_of_each_leaf():
-    from fedeval.axis import LeafLookup
+    from fedeval.core.axis import LeafLookup
 
     axis = AXES[0]
     for dtype in (np.float32, np.float64):
@@ -147,7 +147,7 @@ def test_leaf_lookup_edges_are_the_least_score_of_each_leaf():
 
 
 def test_leaf_lookup_is_refused_where_the_range_is_not_exact_in_the_dtype():
-    from fedeval.axis import leaf_lookup
+    from fedeval.core.axis import leaf_lookup
 
     assert leaf_lookup(ScoreAxis.linear(0.0, 0.1), 10, "<f4") is None
     assert leaf_lookup(ScoreAxis.linear(0.0, 0.1), 10, "<f8") is not None

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from sklearn.calibration import calibration_curve
 
-from fedeval.calibration import auto_buckets, calibrate
-from fedeval.config import PrivacyModel
-from fedeval.errors import UsageError
+from fedeval.api.calibrate import auto_buckets, calibrate
+from fedeval.core.config import PrivacyModel
+from fedeval.core.errors import UsageError
 from fedeval.estimate.calibration import (
     CalibrationMap,
     bbq,

@@ -698,7 +698,7 @@ def test_calibrate_writes_a_map_and_apply_pipes(bigger):
         ["0.97", "1", "c"],
     ]
     got = [float(row[3]) for row in out[1:]]
-    cmap = fedeval.mapfile.load_map("m.json")
+    cmap = fedeval.documents.map_file.load_map("m.json")
     np.testing.assert_allclose(got, cmap(np.array([0.05, 0.5, 0.97])))
 
     # Parquet in, Parquet out.

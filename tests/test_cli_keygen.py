@@ -10,10 +10,10 @@ import numpy as np
 from typer.testing import CliRunner
 
 from fedeval.cli import app
-from fedeval.data import scored_from_arrays
-from fedeval.integrity import fingerprint, load_private_key, load_public_key
-from fedeval.releasefile import save_release
-from fedeval.simulate import simulate
+from fedeval.documents.release_file import save_release
+from fedeval.documents.seals import fingerprint, load_private_key, load_public_key
+from fedeval.protocol.simulate import simulate
+from fedeval.tables.scored import scored_from_arrays
 
 runner = CliRunner()
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -1,6 +1,7 @@
 """The `fedeval ledger` command and the --ledger/--budget options, through Typer's CliRunner.
 
-Ledgers are written through the library API (`fedeval.ledger`), so these tests do not depend on
+Ledgers are written through the library API (`fedeval.privacy.ledger`), so these tests do not
+depend on
 what a run's privacy section holds; one end-to-end test drives evaluate → ledger.
 """
 
@@ -17,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedeval.cli import app
-from fedeval.ledger import charge, make_entry, read_ledger
+from fedeval.privacy.ledger import charge, make_entry, read_ledger
 
 runner = CliRunner()
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fedeval.cli import app
-from fedeval.ledger import read_ledger
+from fedeval.privacy.ledger import read_ledger
 
 runner = CliRunner()
 FAST = ["--ci-draws", "0"]
@@ -230,7 +230,7 @@ def test_internal_error_exits_70_with_a_debug_pointer(table, monkeypatch):
     def boom(*a, **k):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(sys.modules["fedeval.evaluate"], "evaluate_file", boom)
+    monkeypatch.setattr(sys.modules["fedeval.api.evaluate"], "evaluate_file", boom)
     r = invoke("evaluate", table)
     assert r.exit_code == 70
     lines = r.stderr.strip().splitlines()

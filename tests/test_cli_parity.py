@@ -14,15 +14,15 @@ from typer.testing import CliRunner
 
 import fedeval
 import fedeval.cli
-from fedeval.calibration import calibrate_data, calibrate_file
+from fedeval.api.calibrate import calibrate_data, calibrate_file
+from fedeval.api.curves import curves_data, roc_pr_curves_file
+from fedeval.api.evaluate import evaluate_data, evaluate_file
+from fedeval.api.gates import enforce, gates_from, judge_report, with_gate_thresholds
 from fedeval.cli import app
-from fedeval.config import PrivacyModel
-from fedeval.curves import curves_data, roc_pr_curves_file
-from fedeval.errors import GateFailed
-from fedeval.evaluate import evaluate_data, evaluate_file
-from fedeval.gates import enforce, gates_from, judge_report, with_gate_thresholds
-from fedeval.ledger import BudgetExceeded, Ledger, read_ledger
+from fedeval.core.config import PrivacyModel
+from fedeval.core.errors import GateFailed
 from fedeval.multiclass import calibrate_multiclass_file
+from fedeval.privacy.ledger import BudgetExceeded, Ledger, read_ledger
 
 runner = CliRunner()
 CLI_DIR = Path(fedeval.cli.__file__).parent
@@ -156,9 +156,9 @@ def test_ledger_refuses_a_seeded_run_and_a_missing_budget(scores):
 def test_estimates_from_a_saved_release_cost_nothing(scores):
     assert run("evaluate", scores, "--ci-draws", "0", "--save-release", "r.fedeval",
                "-o", "x.json").exit_code == 0  # fmt: skip
-    from fedeval.evaluate import evaluate_run
-    from fedeval.releasefile import load_release
-    from fedeval.simulate import Simulated
+    from fedeval.api.evaluate import evaluate_run
+    from fedeval.documents.release_file import load_release
+    from fedeval.protocol.simulate import Simulated
 
     release, score_range = load_release("r.fedeval")
     ev = evaluate_run(Simulated.from_release(release, score_range, ci_draws=0))

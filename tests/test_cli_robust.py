@@ -416,7 +416,7 @@ def test_malformed_documents(workdir, case):
 
 
 def test_oversized_document_is_refused(workdir, monkeypatch):
-    from fedeval import documents
+    from fedeval.documents import files as documents
 
     monkeypatch.setattr(documents, "MAX_DOCUMENT_BYTES", 1000)
     write("t.csv", good_csv())
@@ -439,9 +439,9 @@ def test_read_only_ledger_charges_nothing_and_writes_nothing(workdir, monkeypatc
     before = Path("l.jsonl").read_text()
     os.chmod("l.jsonl", stat.S_IRUSR)
     if os.geteuid() == 0:  # root writes anyway: make the permission check see a read-only file
-        import fedeval.ledger
+        import fedeval.privacy.ledger
 
-        monkeypatch.setattr(fedeval.ledger.os, "access", lambda *a, **k: False)
+        monkeypatch.setattr(fedeval.privacy.ledger.os, "access", lambda *a, **k: False)
     try:
         result = invoke(
             "evaluate", "t.csv", "--ci-draws", "0", "--ledger", "l.jsonl", "-o", "r.json"
@@ -631,10 +631,10 @@ def test_generated_inputs(workdir, seed):
 
 
 def test_decompression_bomb_is_refused(workdir, monkeypatch):
-    import fedeval.limits
+    import fedeval.tables.limits
 
-    monkeypatch.setattr(fedeval.limits, "MIN_DECOMPRESSED_CAP", 10_000)
-    monkeypatch.setattr(fedeval.limits, "MAX_EXPANSION", 50)  # real CSV: 3-20x
+    monkeypatch.setattr(fedeval.tables.limits, "MIN_DECOMPRESSED_CAP", 10_000)
+    monkeypatch.setattr(fedeval.tables.limits, "MAX_EXPANSION", 50)  # real CSV: 3-20x
     data = gzip.compress(b"score,label\n" + b"0.5,1\n0.25,0\n" * 100_000)  # 1.3 MB from ~4 kB
     write("bomb.csv.gz", data)
     msg = assert_clean_error(invoke("evaluate", "bomb.csv.gz", *FAST), names=("bomb.csv.gz",))
@@ -645,9 +645,9 @@ def test_decompression_bomb_is_refused(workdir, monkeypatch):
 
 
 def test_overlong_header_is_refused(workdir, monkeypatch):
-    import fedeval.limits
+    import fedeval.tables.limits
 
-    monkeypatch.setattr(fedeval.limits, "MAX_HEADER_BYTES", 1000)
+    monkeypatch.setattr(fedeval.tables.limits, "MAX_HEADER_BYTES", 1000)
     names = ",".join(f"column_{i}" for i in range(500))
     write("wide.csv", "score,label," + names + "\n0.5,1," + ",".join("0" * 500) + "\n")
     msg = assert_clean_error(invoke("evaluate", "wide.csv", *FAST), names=("wide.csv",))
@@ -655,7 +655,7 @@ def test_overlong_header_is_refused(workdir, monkeypatch):
 
 
 def test_only_the_needed_csv_columns_are_read(workdir):
-    from fedeval.limits import open_csv
+    from fedeval.tables.limits import open_csv
 
     write("t.csv", "a,score,b,label,c\n1,0.5,x,1,2020-01-01\n2,0.25,y,0,2020-01-02\n")
     names, reader = open_csv(Path("t.csv"), "t.csv", ["score", "label", "client"], ["score"])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fedeval
-from fedeval.config import (
+from fedeval.core.config import (
     MAX_BUCKETS,
     MAX_HEIGHT,
     MAX_QUANTILES,
@@ -17,7 +17,7 @@ from fedeval.config import (
     check_height,
     check_quantiles,
 )
-from fedeval.errors import UsageError
+from fedeval.core.errors import UsageError
 
 
 @pytest.fixture(scope="module")

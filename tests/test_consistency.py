@@ -10,12 +10,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.consistency import check_release_consistency
-from fedeval.errors import InputError
-from fedeval.integrity import seal
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import InputError
+from fedeval.core.release import Release, level_offsets
+from fedeval.documents.consistency import check_release_consistency
+from fedeval.documents.seals import seal
 from fedeval.privacy import distdp, federated, localdp
-from fedeval.release import Release, level_offsets
 
 NAME = "run.fedeval"
 RANGE = (0.0, 1.0)
@@ -220,7 +220,7 @@ def test_localdp_unit_client_sends_exactly_l_reports():
 
 def test_edited_and_resealed_release_file_is_refused(tmp_path):
     """A forger who recomputes the digest gets past the seal, not past the consistency checks."""
-    from fedeval.releasefile import load_release, release_dict
+    from fedeval.documents.release_file import load_release, release_dict
 
     cfg = config("federated")
     rel = release_of(cfg)
@@ -236,7 +236,7 @@ def test_edited_and_resealed_release_file_is_refused(tmp_path):
 
 def test_edited_release_file_fails_its_seal_first(tmp_path):
     """The issue's edit (counts changed in a saved release, AUC moved): the digest catches it."""
-    from fedeval.releasefile import load_release, save_release
+    from fedeval.documents.release_file import load_release, save_release
 
     rel = release_of(config("distdp"))
     path = tmp_path / NAME

@@ -15,10 +15,10 @@ import numpy as np
 from families import POINT_MASSES, family_scores
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from fedeval.estimate.curves import shuffled_ap
+from fedeval.core.hierarchy import cell_index
+from fedeval.estimate.average_precision import shuffled_ap
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.estimate.uncertainty import within_bucket_auc_variance
-from fedeval.hierarchy import cell_index
 
 ROWS, DRAWS, HEIGHT = 3000, 200, 10
 PEAK_WIDTH = 2.0**-30

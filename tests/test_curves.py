@@ -14,27 +14,25 @@ from sklearn.metrics import (
     roc_curve,
 )
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.curves import roc_pr_curves
-from fedeval.data import scored_from_arrays
-from fedeval.errors import UsageError
-from fedeval.estimate.curves import (
+from fedeval.api.curves import roc_pr_curves
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import cell_index, consistent_leaves, quantiles
+from fedeval.estimate.curve_areas import exact_curves, pr_area_error, roc_area_error
+from fedeval.estimate.exact import SortedScores
+from fedeval.estimate.roc_pr import (
     DEFAULT_CURVE_METHOD,
     EVAL_GRID,
     Curves,
     class_ecdf,
     curve_height,
     estimate_curves,
-    exact_curves,
     leaf_tails,
-    pr_area_error,
-    roc_area_error,
     within_leaf_bounds,
 )
-from fedeval.estimate.exact import SortedScores
-from fedeval.hierarchy import cell_index, consistent_leaves, quantiles
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha
-from fedeval.simulate import simulate
+from fedeval.protocol.simulate import simulate
+from fedeval.tables.scored import scored_from_arrays
 
 
 def beta_scores(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -456,7 +454,7 @@ def test_leaves_ap_on_rare_positives_without_noise(seed):
 
 
 def curve_result_of(res, method):
-    from fedeval.curves import curve_result
+    from fedeval.api.curves import curve_result
 
     return curve_result(res.run, res.quantiles, method)
 
@@ -554,7 +552,7 @@ def test_method_is_stated_in_the_report_and_chosen_on_the_command_line(tmp_path)
     from typer.testing import CliRunner
 
     from fedeval.cli import app
-    from fedeval.report import curves_dict
+    from fedeval.views.dicts import curves_dict
 
     y, s = beta_scores(3000, seed=5)
     for method in ("leaves", "pchip"):

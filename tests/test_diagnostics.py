@@ -9,9 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedeval.data import read_scored, scored_from_arrays
+from fedeval.estimate import curve_areas
 from fedeval.estimate import diagnostics as D
-from fedeval.estimate.curves import Curves, leaf_curves
 from fedeval.estimate.exact import (
     SortedScores,
     exact_auc,
@@ -22,6 +21,8 @@ from fedeval.estimate.exact import (
     unpack,
     widen,
 )
+from fedeval.estimate.roc_pr import Curves, leaf_curves
+from fedeval.tables.scored import read_scored, scored_from_arrays
 
 
 def _scores(seed: int, n: int, kind: str, dtype=np.float32):
@@ -146,7 +147,7 @@ def test_area_pass_equals_the_whole_curve_oracle_for_any_estimate(
     rng = np.random.default_rng(seed)
     s, y = _scores(seed, 600, "rounded" if seed % 2 else "smooth")
     ss = SortedScores.from_arrays(s, y)
-    full = D.exact_curves(ss)
+    full = curve_areas.exact_curves(ss)
     lo, hi = rng.choice([0.0, 0.002, 0.3, -0.1]), rng.choice([1.0, 0.9, 1.2])
     fx, fy = _polyline(rng, 40, lo, hi, jumps=seed % 3 == 0)
     fx[5:8] = full.fpr[[len(full.fpr) // k for k in (5, 4, 2)]]  # knots on exact points
@@ -155,9 +156,9 @@ def test_area_pass_equals_the_whole_curve_oracle_for_any_estimate(
     est = Curves(np.zeros(len(rx)), rx, np.linspace(0, 1, len(rx)), ry)  # PR: recall rx
     roc_est = Curves(np.zeros(len(fx)), fy, fx, fy)
     _, roc, _ = D.exact_diagnostics(ss, roc_est, block=block)
-    assert roc == pytest.approx(D.roc_area_error(roc_est, full), rel=1e-11, abs=1e-15)
+    assert roc == pytest.approx(curve_areas.roc_area_error(roc_est, full), rel=1e-11, abs=1e-15)
     _, _, pr = D.exact_diagnostics(ss, est, block=block)
-    assert pr == pytest.approx(D.pr_area_error(est, full), rel=1e-11, abs=1e-15)
+    assert pr == pytest.approx(curve_areas.pr_area_error(est, full), rel=1e-11, abs=1e-15)
 
 
 def test_read_scores_are_packed_and_widen_when_a_later_file_is_float64(tmp_path):

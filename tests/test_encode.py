@@ -14,17 +14,17 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from fedeval.aggregate import aggregate_reports
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
-from fedeval.data import cap_examples, read_scored, scored_from_arrays
-from fedeval.encode import bytes_per_report, encode_file
-from fedeval.errors import UsageError
-from fedeval.evaluate import evaluate_data, evaluate_run
-from fedeval.params import data_resolution
-from fedeval.partition import partition_file
+from fedeval.api.evaluate import evaluate_data, evaluate_run
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.core.errors import UsageError
+from fedeval.core.params import data_resolution
 from fedeval.privacy import distdp
 from fedeval.privacy.noise import discrete_laplace_variance
-from fedeval.simulate import Simulated, fast_release, simulate
+from fedeval.protocol.aggregate import aggregate_reports
+from fedeval.protocol.encode import bytes_per_report, encode_file
+from fedeval.protocol.partition import partition_file
+from fedeval.protocol.simulate import Simulated, fast_release, simulate
+from fedeval.tables.scored import cap_examples, read_scored, scored_from_arrays
 
 
 def table(n: int, seed: int, clients: int | None = None) -> pd.DataFrame:

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 import fedeval
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.data import scored_from_arrays
-from fedeval.errors import InputError, UsageError
-from fedeval.evaluate import estimate_metrics, evaluate_data, evaluate_run, threshold_axis
-from fedeval.hierarchy import consistent_leaves
+from fedeval.api.evaluate import estimate_metrics, evaluate_data, evaluate_run, threshold_axis
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import InputError, UsageError
+from fedeval.core.hierarchy import consistent_leaves
+from fedeval.privacy.decode import decode
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha
-from fedeval.simulate import fast_release
+from fedeval.protocol.simulate import fast_release
+from fedeval.tables.scored import scored_from_arrays
 
 THRESHOLDS = np.array([0.25, 0.5, 0.75])  # on the grid of every height used here
 
@@ -26,7 +27,7 @@ def population(n: int = 20_000, seed: int = 0):
 
 
 def metric_vector(data, cfg, rng):
-    est = estimate_metrics(fast_release(data, cfg, rng).histogram(), THRESHOLDS)
+    est = estimate_metrics(decode(fast_release(data, cfg, rng)), THRESHOLDS)
     return np.concatenate([[est.auc], est.precision, est.recall, est.accuracy])
 
 
@@ -78,7 +79,7 @@ def test_distdp_count_variance_matches_the_mechanism(shape):
 
     data = population(2000)
     rng = np.random.default_rng(5)
-    tp = np.array([fast_release(data, cfg, rng).histogram().leaves[1] @ a for _ in range(4000)])
+    tp = np.array([decode(fast_release(data, cfg, rng)).leaves[1] @ a for _ in range(4000)])
     dev = tp - tp.mean()
     s2 = dev @ dev / (len(tp) - 1)
     se = math.sqrt((np.mean(dev**4) - s2**2) / len(tp))  # from the sample's fourth moment
@@ -174,8 +175,9 @@ def test_precision_with_nothing_predicted_positive_is_defined(model):
 
     from rich.console import Console
 
-    from fedeval.gates import Kind, judge, parse_gates, report_metrics
-    from fedeval.report import render_table, to_dict
+    from fedeval.api.gates import Kind, judge, parse_gates, report_metrics
+    from fedeval.views.dicts import evaluation_dict
+    from fedeval.views.terminal import render_table
 
     rng = np.random.default_rng(7)
     y = rng.integers(0, 2, 5000)
@@ -192,7 +194,7 @@ def test_precision_with_nothing_predicted_positive_is_defined(model):
     assert empty.recall.note is None and empty.recall.estimate == pytest.approx(0, abs=0.02)
     assert empty.accuracy.note is None
 
-    doc = json.loads(json.dumps(to_dict(ev)))
+    doc = json.loads(json.dumps(evaluation_dict(ev)))
     j = doc["metrics"]["thresholds"][1]["precision"]
     assert j["estimate"] == pytest.approx(p.estimate) and j["ci95"] == [0.0, 1.0]
     assert j["note"] == p.note
@@ -307,8 +309,8 @@ def test_declared_thresholds_under_localdp_are_unbiased_and_covered():
 
 
 def test_saved_release_keeps_the_cell_edges(tmp_path):
-    from fedeval.releasefile import load_release, save_release
-    from fedeval.simulate import Simulated
+    from fedeval.documents.release_file import load_release, save_release
+    from fedeval.protocol.simulate import Simulated
 
     y, s = _point_mass_data(20_000, 3)
     ev = fedeval.evaluate(y, s, model="distdp", thresholds=DECLARED, seed=4)

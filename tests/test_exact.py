@@ -122,8 +122,8 @@ def _area_between_oracle(x1, y1, x2, y2) -> float:
 def test_exact_curves_and_areas_equal_the_direct_computation(seed, decimals):
     """The exact curves at every distinct score, and the areas between them and an estimate,
     as the binary-search forms give them (precision to the last bits: TP/(TP + FP) directly)."""
-    from fedeval.estimate.curves import leaf_curves
-    from fedeval.estimate.diagnostics import exact_curves, pr_area_error, roc_area_error
+    from fedeval.estimate.curve_areas import exact_curves, pr_area_error, roc_area_error
+    from fedeval.estimate.roc_pr import leaf_curves
 
     s, y = _scores(seed, 5000, decimals)
     ss = SortedScores.from_arrays(s, y)
@@ -151,7 +151,7 @@ def test_exact_curves_and_areas_equal_the_direct_computation(seed, decimals):
     # Curves whose knots extend past each other's ends (extrapolated), non-monotone x.
     x1, y1 = np.array([0.2, 0.5, 0.5, 0.9]), np.array([0.1, 0.4, 0.6, 0.8])
     x2, y2 = np.array([0.0, 0.3, 1.0, 0.6]), np.array([0.0, 0.5, 1.0, 0.7])
-    from fedeval.estimate.diagnostics import _area_between
+    from fedeval.estimate.curve_areas import _area_between
 
     assert _area_between(x1, y1, x2, y2) == _area_between_oracle(x1, y1, x2, y2)
     assert _area_between(x2, y2, x1, y1) == _area_between_oracle(x2, y2, x1, y1)
@@ -176,16 +176,16 @@ def test_exact_ece_equals_the_sum_over_every_score(seed):
 
 @pytest.mark.parametrize("block", [1, 2, 7, 100])
 def test_area_between_is_the_same_in_blocks(monkeypatch, block):
-    from fedeval.estimate import curves, diagnostics
+    from fedeval.estimate import curve_areas, roc_pr
 
     s, y = _scores(11, 800, 2)
-    c = diagnostics.exact_curves(SortedScores.from_arrays(s, y))
+    c = curve_areas.exact_curves(SortedScores.from_arrays(s, y))
     leaves = np.stack(
         [np.histogram(s[~y], 32, (0, 1))[0], np.histogram(s[y], 32, (0, 1))[0]]
     ).astype(float)
-    est = curves.leaf_curves(leaves, 8)[0]
-    whole = (diagnostics.roc_area_error(est, c), diagnostics.pr_area_error(est, c))
-    monkeypatch.setattr(diagnostics, "AREA_BLOCK", block)
-    blocked = (diagnostics.roc_area_error(est, c), diagnostics.pr_area_error(est, c))
+    est = roc_pr.leaf_curves(leaves, 8)[0]
+    whole = (curve_areas.roc_area_error(est, c), curve_areas.pr_area_error(est, c))
+    monkeypatch.setattr(curve_areas, "AREA_BLOCK", block)
+    blocked = (curve_areas.roc_area_error(est, c), curve_areas.pr_area_error(est, c))
     assert blocked == pytest.approx(whole, rel=1e-12)
     assert whole[0] == pytest.approx(_area_between_oracle(est.fpr, est.tpr, c.fpr, c.tpr))

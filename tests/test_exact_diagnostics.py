@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
+from fedeval.estimate import curve_areas
 from fedeval.estimate import diagnostics as C
-from fedeval.estimate.curves import leaf_curves
 from fedeval.estimate.exact import SortedScores, exact_auc
+from fedeval.estimate.roc_pr import leaf_curves
 
 
 def _data(seed: int, n: int, decimals: int | None):
@@ -30,11 +31,11 @@ def _data(seed: int, n: int, decimals: int | None):
 def test_blocked_pass_equals_the_full_curves(seed, decimals, block):
     s, y, leaves = _data(seed, 3000, decimals)
     ss = SortedScores.from_arrays(s, y)
-    full = C.exact_curves(ss)
+    full = curve_areas.exact_curves(ss)
     for est in leaf_curves(leaves, 16):
         thin, roc, pr = C.exact_diagnostics(ss, est, block=block)
-        assert roc == pytest.approx(C.roc_area_error(est, full), rel=1e-12, abs=1e-15)
-        assert pr == pytest.approx(C.pr_area_error(est, full), rel=1e-12, abs=1e-15)
+        assert roc == pytest.approx(curve_areas.roc_area_error(est, full), rel=1e-12, abs=1e-15)
+        assert pr == pytest.approx(curve_areas.pr_area_error(est, full), rel=1e-12, abs=1e-15)
         assert thin.roc_auc == pytest.approx(full.roc_auc, abs=1e-12)
         assert thin.average_precision == pytest.approx(full.average_precision, abs=1e-12)
     assert thin.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
@@ -49,7 +50,7 @@ def test_thinned_curve_is_made_of_the_exact_points(block, cells):
     4·cells + 2 points; and when there are fewer points than that, all of them."""
     s, y, _ = _data(5, 20_000, None)
     ss = SortedScores.from_arrays(s, y)
-    full = C.exact_curves(ss)
+    full = curve_areas.exact_curves(ss)
     thin, roc, pr = C.exact_diagnostics(ss, block=block, cells=cells)
     assert roc is None and pr is None
     assert len(thin.thresholds) <= 4 * cells + 2
@@ -60,7 +61,7 @@ def test_thinned_curve_is_made_of_the_exact_points(block, cells):
         np.testing.assert_array_equal(getattr(thin, name), getattr(full, name)[where])
     few = SortedScores.from_arrays(s[:300], y[:300])
     thin_few = C.exact_diagnostics(few, block=block, cells=1000)[0]
-    np.testing.assert_array_equal(thin_few.tpr, C.exact_curves(few).tpr)
+    np.testing.assert_array_equal(thin_few.tpr, curve_areas.exact_curves(few).tpr)
 
 
 def test_thinning_keeps_both_corners_of_a_big_step():
@@ -70,7 +71,7 @@ def test_thinning_keeps_both_corners_of_a_big_step():
     neg = np.sort(np.r_[rng.random(50_000), np.full(50_000, 0.5)])
     pos = np.sort(rng.random(50_000) * 0.5 + 0.5)
     ss = SortedScores(neg, pos)
-    full = C.exact_curves(ss)
+    full = curve_areas.exact_curves(ss)
     thin = C.exact_diagnostics(ss, cells=20)[0]
     k = int(np.flatnonzero(full.thresholds == 0.5)[0])
     for i in (k - 1, k):
@@ -89,11 +90,11 @@ def test_thinning_keeps_both_corners_of_a_big_step():
 @pytest.mark.parametrize("block", [1, 2, 1 << 16])
 def test_small_and_degenerate_curves(neg, pos, block):
     ss = SortedScores(np.array(neg), np.array(pos))
-    full = C.exact_curves(ss)
+    full = curve_areas.exact_curves(ss)
     est = leaf_curves(np.array([[1.0, 2.0, 0.0, 1.0], [0.0, 1.0, 2.0, 1.0]]), 4)[0]
     thin, roc, pr = C.exact_diagnostics(ss, est, block=block)
-    assert roc == pytest.approx(C.roc_area_error(est, full), rel=1e-12, abs=1e-15)
-    assert pr == pytest.approx(C.pr_area_error(est, full), rel=1e-12, abs=1e-15)
+    assert roc == pytest.approx(curve_areas.roc_area_error(est, full), rel=1e-12, abs=1e-15)
+    assert pr == pytest.approx(curve_areas.pr_area_error(est, full), rel=1e-12, abs=1e-15)
     assert thin.roc_auc == pytest.approx(full.roc_auc, abs=1e-12)
     assert thin.average_precision == pytest.approx(full.average_precision, abs=1e-12)
     np.testing.assert_array_equal(thin.fpr, full.fpr)

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from fedeval.api.gates import GateOn, Kind, gate_thresholds, judge, parse_gates, report_metrics
 from fedeval.cli import app
-from fedeval.errors import UsageError
-from fedeval.gates import GateOn, Kind, gate_thresholds, judge, parse_gates, report_metrics
+from fedeval.core.errors import UsageError
 
 runner = CliRunner()
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from fedeval.hierarchy import (
+from fedeval.core.hierarchy import (
     bucket_counts,
     cell_index,
     coarsen,
@@ -176,7 +176,7 @@ def test_monotone_cumulative_of_a_stack_is_each_row_fitted_alone():
     # and the same as scipy's isotonic regression of the prefix sums clamped to [0, total].
     from scipy.optimize import isotonic_regression
 
-    from fedeval.hierarchy import monotone_cumulative
+    from fedeval.core.hierarchy import monotone_cumulative
 
     rng = np.random.default_rng(5)
     stack = rng.normal(0.0, 30.0, (7, 2, 257)) + rng.poisson(20.0, 257)
@@ -197,7 +197,7 @@ def test_monotone_cumulative_of_a_stack_is_each_row_fitted_alone():
 def test_pair_sums_are_the_pairs_reduced():
     # The consistency passes sum neighbouring cells of stacks of float draws: the same values
     # bit for bit as summing each reshaped pair.
-    from fedeval.hierarchy import _pair_sum
+    from fedeval.core.hierarchy import _pair_sum
 
     rng = np.random.default_rng(2)
     a = rng.normal(0.0, 1e3, (20, 2, 1 << 7)) * rng.random((20, 2, 1 << 7))
@@ -210,7 +210,7 @@ def test_monotone_cumulative_of_long_rows_is_scipys_fit():
     # (fitted): all equal scipy's isotonic regression bit for bit.
     from scipy.optimize import isotonic_regression
 
-    from fedeval.hierarchy import OWN_FIT_CHECK_FROM, monotone_cumulative
+    from fedeval.core.hierarchy import OWN_FIT_CHECK_FROM, monotone_cumulative
 
     rng = np.random.default_rng(9)
     n = OWN_FIT_CHECK_FROM + 3
@@ -231,7 +231,7 @@ def test_long_rows_are_fitted_afresh_each_time():
     # changed in place, changes nothing else.
     from scipy.optimize import isotonic_regression
 
-    from fedeval.hierarchy import monotone_cumulative
+    from fedeval.core.hierarchy import monotone_cumulative
 
     def oracle(x):
         cs = np.concatenate([[0.0], np.cumsum(x)])
@@ -263,7 +263,7 @@ def test_coarsening_one_level_is_the_pairs_summed(dtype):
 def test_a_changed_private_fit_kernel_is_not_used(monkeypatch):
     """The private isotonic kernel is used only while it fits as scipy's public function does:
     one that fails, or fits otherwise, is caught by the check made at import."""
-    import fedeval.hierarchy as hierarchy
+    import fedeval.core.hierarchy as hierarchy
 
     assert hierarchy._pava is None or hierarchy._kernel_agrees()
 

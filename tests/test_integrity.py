@@ -11,9 +11,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from fedeval.documents import document_text, load_document, write_document
-from fedeval.errors import InputError, UsageError
-from fedeval.integrity import (
+from fedeval.core.errors import InputError, UsageError
+from fedeval.documents.files import document_text, load_document, write_document
+from fedeval.documents.seals import (
     canonical_bytes,
     fingerprint,
     generate_keypair,

@@ -12,10 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedeval.data import read_scored
-from fedeval.errors import InputError
-from fedeval.evaluate import evaluate
-from fedeval.io import DEFAULT_COLUMNS, Columns, atomic_output, read_batches
+from fedeval.api.evaluate import evaluate
+from fedeval.core.errors import InputError
+from fedeval.tables.read import DEFAULT_COLUMNS, Columns, read_batches
+from fedeval.tables.scored import read_scored
+from fedeval.tables.write import atomic_output
 
 N = 35
 BAD_ROW = 27  # 1-based; with batch_rows=10 it lies in the third batch
@@ -415,7 +416,7 @@ def test_bad_row_in_first_row_of_a_later_batch(tmp_path):
     assert "row 21:" in msg
 
 
-# --- in-memory arrays (fedeval.evaluate) ------------------------------------------------------
+# --- in-memory arrays (fedeval.evaluate) ----------------------------------------------------------
 
 
 def test_evaluate_arrays_of_different_lengths():
@@ -448,7 +449,7 @@ def test_evaluate_one_class_labels_no_negative():
 
 def test_evaluate_one_class_file(tmp_path):
     path = write_parquet(tmp_path / "t.parquet", score=_scores(), label=np.zeros(N, np.int64))
-    from fedeval.evaluate import evaluate_file
+    from fedeval.api.evaluate import evaluate_file
 
     msg = raises_input_error(evaluate_file, path, seed=0)
     assert "no positive example" in msg
@@ -566,7 +567,7 @@ def test_csv_empty_integer_client_id_is_missing(tmp_path):
     "kw", [{"label": "score"}, {"client": "label"}, {"score": "x", "label": "y", "client": "x"}]
 )
 def test_one_column_for_two_roles_is_refused(kw):
-    from fedeval.errors import UsageError
+    from fedeval.core.errors import UsageError
 
     with pytest.raises(UsageError, match="must name different columns"):
         Columns(**kw)
@@ -604,7 +605,7 @@ def _big_groups_file(path, groups: int = 5, rows: int = 3000):
 def test_large_row_groups_read_several_at_once_give_the_same_batches(tmp_path, threads):
     """Row groups over `batch_rows` are streamed, several at a time in threads: the same
     batches, offsets and rows, in file order, as one reader."""
-    from fedeval.io import scan
+    from fedeval.tables.read import scan
 
     t = _big_groups_file(tmp_path / "big.parquet")
     one = list(scan(tmp_path / "big.parquet", batch_rows=1000))
@@ -618,7 +619,7 @@ def test_large_row_groups_read_several_at_once_give_the_same_batches(tmp_path, t
 def test_stopping_early_ends_the_row_group_readers(tmp_path):
     import threading
 
-    from fedeval.io import scan
+    from fedeval.tables.read import scan
 
     _big_groups_file(tmp_path / "big.parquet", groups=6)
     pieces = scan(tmp_path / "big.parquet", batch_rows=500, threads=4)

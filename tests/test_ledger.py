@@ -13,15 +13,15 @@ from dp_accounting import dp_event as E
 from dp_accounting import privacy_accountant as PA
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
-from fedeval.errors import InputError, UsageError
-from fedeval.ledger import (
+from fedeval.core.errors import InputError, UsageError
+from fedeval.privacy.accounting import total_epsilon
+from fedeval.privacy.ledger import (
     ENTRY_SCHEMA,
     SCHEMA,
     BudgetExceeded,
     charge,
     make_entry,
     read_ledger,
-    total_epsilon,
     totals,
 )
 

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import fedeval.io
-from fedeval.calibration import apply_map_file, calibrate
-from fedeval.errors import InputError, UsageError
-from fedeval.mapfile import SCHEMA, load_map, write_json
-from fedeval.report import map_dict
+import fedeval.tables.read
+from fedeval.api.calibrate import apply_map_file, calibrate
+from fedeval.core.errors import InputError, UsageError
+from fedeval.documents.map_file import SCHEMA, load_map, write_json
+from fedeval.views.dicts import map_dict
 
 
 def fitted(score_range=(0.0, 1.0), method="binning", seed=0):
@@ -344,9 +344,9 @@ def test_own_units_score_range(tmp_path):
 def small_batches(monkeypatch):
     """Read in batches of 10 rows, so a fault can come after output has been written."""
     monkeypatch.setattr(
-        fedeval.io,
+        fedeval.tables.read,
         "read_with_scores",
-        functools.partial(fedeval.io.read_with_scores, batch_rows=10),
+        functools.partial(fedeval.tables.read.read_with_scores, batch_rows=10),
     )
 
 

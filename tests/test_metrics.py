@@ -5,12 +5,12 @@ import pytest
 from sklearn.metrics import accuracy_score, precision_score, recall_score, roc_auc_score
 
 import fedeval
+from fedeval.core.hierarchy import bucket_counts, cell_index, equidepth_edges
 from fedeval.estimate.metrics import (
     auc_from_buckets,
     precision_recall_accuracy,
     top_region_precision,
 )
-from fedeval.hierarchy import bucket_counts, cell_index, equidepth_edges
 
 
 @pytest.mark.parametrize(("height", "shape"), [(6, "flat"), (8, "hierarchy"), (12, "flat")])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from fedeval.errors import UsageError
+from fedeval.core.errors import UsageError
 from fedeval.multiclass import (
     calibrate_multiclass,
     calibrate_multiclass_file,

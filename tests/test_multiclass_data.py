@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedeval.errors import InputError, UsageError
+from fedeval.core.errors import InputError, UsageError
 from fedeval.multiclass.data import (
     ColumnSpec,
     InputKind,

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fedeval.audit import all_keys
-from fedeval.errors import InputError, UsageError
-from fedeval.mapfile import load_map
+from fedeval.core.errors import InputError, UsageError
+from fedeval.documents.map_file import load_map
 from fedeval.multiclass import (
     apply_multiclass_map_file,
     calibrate_multiclass,

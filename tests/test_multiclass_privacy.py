@@ -13,14 +13,14 @@ import pytest
 from scipy.optimize import brentq, minimize_scalar
 from scipy.stats import chi2
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, Unit
-from fedeval.errors import UsageError
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.core.errors import UsageError
 from fedeval.multiclass.binning import client_cells, fed_binning, sum_round
 from fedeval.multiclass.data import softmax
 from fedeval.multiclass.federation import schedule
 from fedeval.multiclass.privacy import (
     MulticlassMechanism,
-    check_budget,
+    check_epsilon_delta,
     dp_statement,
     epsilon_of,
 )
@@ -149,7 +149,7 @@ def test_dp_event_composes_back_to_the_stated_epsilon(eps, delta, releases):
     )
     assert acc.get_epsilon(delta) == pytest.approx(d["epsilon"], abs=1e-3)
     # The ledger composes the same event to the same ε.
-    from fedeval.ledger import total_epsilon
+    from fedeval.privacy.accounting import total_epsilon
 
     entry = {"dp_event": event, "unit": d["unit"], "relation": d["relation"]}
     assert total_epsilon([entry], delta) == pytest.approx(d["epsilon"], abs=1e-3)
@@ -242,15 +242,15 @@ def test_temperature_noise_has_the_claimed_sigma():
 @pytest.mark.parametrize("eps", [0.0, -1.0, math.inf, math.nan, "1", True, None])
 def test_epsilon_is_checked_by_the_shared_rule(eps):
     with pytest.raises(UsageError, match="`epsilon` must be a positive finite number"):
-        check_budget(eps, 1e-5)
+        check_epsilon_delta(eps, 1e-5)
 
 
 def test_budget_is_checked():
     for delta in (0.0, 1.0, -1e-5, True, None):
         with pytest.raises(UsageError, match=r"`delta` must be in \(0, 1\)"):
-            check_budget(1.0, delta)
+            check_epsilon_delta(1.0, delta)
     with pytest.warns(UserWarning, match="weak guarantee"):
-        check_budget(20.0, 1e-5)
+        check_epsilon_delta(20.0, 1e-5)
 
 
 def test_missing_dp_accounting_says_how_to_install(monkeypatch):

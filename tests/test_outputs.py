@@ -20,9 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from fedeval.cli import app
-from fedeval.errors import UsageError
-from fedeval.io import atomic_output
-from fedeval.outputs import Outputs, output_target
+from fedeval.core.errors import UsageError
+from fedeval.tables.outputs import Outputs, output_target
+from fedeval.tables.write import atomic_output
 
 runner = CliRunner()
 

@@ -1,5 +1,6 @@
 """The levels a release starts at: localdp hierarchies release levels 2..h from ε = 5 per report
-(`fedeval.params.LEVEL_1_FROM_EPSILON`), everything else 1..h; stored configurations round-trip."""
+(`fedeval.core.params.LEVEL_1_FROM_EPSILON`), everything else 1..h; stored configurations
+round-trip."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape, config_dict, config_from_dict
-from fedeval.data import scored_from_arrays
-from fedeval.errors import UsageError
-from fedeval.params import resolve_config
-from fedeval.simulate import fast_release
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, config_dict, config_from_dict
+from fedeval.core.errors import UsageError
+from fedeval.core.params import resolve_config
+from fedeval.privacy.decode import decode, noise_draws
+from fedeval.protocol.simulate import fast_release
+from fedeval.tables.scored import scored_from_arrays
 
 
 @pytest.mark.parametrize("height", [2, 5, "auto"])
@@ -75,7 +77,7 @@ def test_localdp_without_level_1_is_unbiased_and_less_noisy_at_the_top():
         cfg = PrivacyConfig(PrivacyModel.LOCALDP, 4, Shape.HIERARCHY, 5.0, first_level=first)
         assert cfg.levels[0] == first
         top[first] = np.array(
-            [fast_release(data, cfg, rng).histogram().leaves[0, 13:].sum() for _ in range(3000)]
+            [decode(fast_release(data, cfg, rng)).leaves[0, 13:].sum() for _ in range(3000)]
         )
     se = np.std(top[2], ddof=1) / math.sqrt(len(top[2]))
     assert abs(top[2].mean() - truth) <= 4 * se
@@ -90,9 +92,9 @@ def test_localdp_noise_draws_match_fresh_releases_without_level_1():
     y = rng.integers(0, 2, 20_000)
     data = scored_from_arrays(y, np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1), keep_scores=False)
     cfg = PrivacyConfig(PrivacyModel.LOCALDP, 4, Shape.HIERARCHY, 2.0, first_level=2)
-    fresh = np.stack([fast_release(data, cfg, rng).histogram().leaves for _ in range(1500)])
-    hist = fast_release(data, cfg, rng).histogram()
-    draws = hist.noise_draws(1500, rng)
+    fresh = np.stack([decode(fast_release(data, cfg, rng)).leaves for _ in range(1500)])
+    hist = decode(fast_release(data, cfg, rng))
+    draws = noise_draws(hist, 1500, rng)
     a = np.zeros(16)
     a[6:] = 1
     s_fresh = np.std(fresh[:, 1] @ a, ddof=1)

@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from fedeval.api.evaluate import evaluate
 from fedeval.cli import app
-from fedeval.data import scored_from_arrays
-from fedeval.errors import UsageError
-from fedeval.evaluate import evaluate
-from fedeval.partition import Scheme, assign_clients, summarise
+from fedeval.core.errors import UsageError
+from fedeval.protocol.partition import Scheme, assign_clients, summarise
+from fedeval.tables.scored import scored_from_arrays
 
 ASSIGNED = [Scheme.IID, Scheme.DIRICHLET, Scheme.SIZES]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -450,7 +450,7 @@ def test_bad_input_exits_2_and_writes_nothing(workdir, case):
 def test_weights_that_pass_one_by_rounding_are_still_drawn_multinomially():
     # numpy's multinomial refuses partial sums above 1 + 1e-12 (a Dirichlet draw over many
     # clients can round there); the inverse-CDF fallback draws the same distribution.
-    from fedeval.partition import _multinomial
+    from fedeval.protocol.partition import _multinomial
 
     p = np.array([0.6, 0.4 + 1e-11, 0.0])
     with pytest.raises(ValueError):

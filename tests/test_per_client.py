@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedeval.config import PrivacyModel
-from fedeval.params import resolve_config
+from fedeval.core.config import PrivacyModel
+from fedeval.core.params import resolve_config
 from fedeval.privacy import distdp, federated
 from fedeval.privacy.noise import dense, polya, polya_events, polya_share, polya_share_events
 
@@ -133,7 +133,7 @@ def test_sparse_oue_positions_are_distinct_and_skip_the_own_column():
 def test_localdp_chunk_sum_and_client_reports_are_the_example_reports_for_one_seed():
     """The per-client sums, their total and the encoder's dense reports come from the same
     draws: one seed, the same reports (padding and a probe's taken slots included)."""
-    from fedeval.config import Unit
+    from fedeval.core.config import Unit
     from fedeval.privacy import localdp
 
     config = resolve_config(
@@ -167,8 +167,8 @@ def test_padding_sits_among_its_clients_reports_not_after_everyones():
     among its own: appended after every client's real ones, their place would tell the server
     which reports are empty. D (every client holds L = 2) and D' (client 3 holds one) give the
     same client and level columns for one seed."""
-    from fedeval.config import Unit
-    from fedeval.encode import local_reports
+    from fedeval.core.config import Unit
+    from fedeval.protocol.encode import local_reports
 
     config = resolve_config(
         PrivacyModel.LOCALDP, n=20, height=2, unit=Unit.CLIENT, max_examples=2, epsilon=1.0
@@ -197,7 +197,7 @@ def test_padding_sits_among_its_clients_reports_not_after_everyones():
 def test_sparse_reports_group_each_level_in_report_order():
     """Each level's OUE reports are those of the reports that chose it, in their order, drawn
     as a mask per level draws them: one seed, the same reports (padding included)."""
-    from fedeval.config import Unit
+    from fedeval.core.config import Unit
     from fedeval.privacy import localdp
     from fedeval.privacy.noise import oue_sparse
 
@@ -232,7 +232,7 @@ def test_client_codes_are_numbered_in_order_of_first_appearance(ids):
     import pandas as pd
     import pyarrow as pa
 
-    from fedeval.data import _factorize
+    from fedeval.tables.scored import _factorize
 
     chunks = pa.chunked_array([pa.array(ids[:3]), pa.array(ids[3:])])
     codes, uniques = _factorize(chunks)

@@ -14,22 +14,22 @@ from scipy.stats import norm
 from sklearn.metrics import roc_auc_score
 from typer.testing import CliRunner
 
-import fedeval.plan
+import fedeval.api.plan
+from fedeval.api.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
+from fedeval.api.plan import binormal_density, plan, population_needed, reference_population
 from fedeval.cli import app
-from fedeval.config import PrivacyModel
-from fedeval.data import read_scored, scored_from_arrays
-from fedeval.errors import UsageError
-from fedeval.estimate.metrics import auc_from_buckets
-from fedeval.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
-from fedeval.params import (
+from fedeval.core.config import PrivacyModel
+from fedeval.core.errors import UsageError
+from fedeval.core.params import (
     PROBE_SHARE,
     auto_quantiles,
     oue_sigma2,
     probe_height,
     resolve_config,
 )
-from fedeval.plan import binormal_density, plan, population_needed, reference_population
-from fedeval.simulate import simulate
+from fedeval.estimate.metrics import auc_from_buckets
+from fedeval.protocol.simulate import simulate
+from fedeval.tables.scored import read_scored, scored_from_arrays
 
 METRICS = ("auc", "precision", "recall", "accuracy")
 THRESHOLDS = np.asarray(DEFAULT_THRESHOLDS)
@@ -56,7 +56,7 @@ def exact_metrics(y: np.ndarray, s: np.ndarray):
 
 def measured_errors(y, s, model: str, epsilon: float, seeds) -> np.ndarray:
     """|AUC error| and the mean over thresholds of |P|, |R|, |A| errors, one row per seed (the
-    definition `fedeval.plan.Prediction` uses). The estimates are evaluate_data's: it runs
+    definition `fedeval.api.plan.Prediction` uses). The estimates are evaluate_data's: it runs
     simulate and estimate_metrics, then intervals and curves, which cost 50× more."""
     data = scored_from_arrays(y, s, keep_scores=False, axis=threshold_axis((0.0, 1.0), None))
     auc, p, r, a = exact_metrics(y, s)
@@ -323,7 +323,7 @@ def test_cli_plan_target_error_fills_rows_needed(monkeypatch):
         calls.append((target, kwargs))
         return 123_000
 
-    monkeypatch.setattr(fedeval.plan, "population_needed", spy)
+    monkeypatch.setattr(fedeval.api.plan, "population_needed", spy)
     doc = invoke_json(
         "--rows", "20000", "--epsilon", "2", "--target-error", "0.01", "--metric", "auc"
     )
@@ -356,7 +356,7 @@ def test_cli_plan_rejects_a_bad_fraction():
 
 
 def test_plan_report_is_the_cli_document():
-    from fedeval.plan import plan_report
+    from fedeval.api.plan import plan_report
 
     args = ["--rows", "5000", "--model", "distdp", "--epsilon", "1", "--target-error", "0.01"]
     cli = invoke_json(*args)
@@ -366,7 +366,7 @@ def test_plan_report_is_the_cli_document():
 
 
 def test_plan_report_needs_rows_or_a_pilot():
-    from fedeval.plan import plan_report
+    from fedeval.api.plan import plan_report
 
     with pytest.raises(UsageError, match="`rows`"):
         plan_report()

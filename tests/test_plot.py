@@ -9,11 +9,11 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from fedeval import plot
-from fedeval.calibration import calibrate
-from fedeval.curves import roc_pr_curves
-from fedeval.errors import UsageError
+from fedeval.api.calibrate import calibrate
+from fedeval.api.curves import roc_pr_curves
+from fedeval.core.errors import UsageError
 from fedeval.estimate.calibration import ece_from_histogram
+from fedeval.views import plots as plot
 
 # matplotlib is a dev dependency: if it is missing, the suite must fail here, not skip.
 assert find_spec("matplotlib") is not None, "install the dev extras: pip install -e '.[dev]'"
@@ -215,7 +215,7 @@ def test_missing_matplotlib(tmp_path, monkeypatch, curves, calibration):
 def test_importing_fedeval_does_not_import_matplotlib():
     import subprocess
 
-    code = "import sys, fedeval, fedeval.plot; assert 'matplotlib' not in sys.modules"
+    code = "import sys, fedeval, fedeval.views.plots; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

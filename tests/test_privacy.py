@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.data import scored_from_arrays
-from fedeval.errors import UsageError
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import consistent_leaves
 from fedeval.estimate.metrics import auc_from_buckets
-from fedeval.hierarchy import consistent_leaves
 from fedeval.privacy import distdp, localdp
+from fedeval.privacy.decode import decode
 from fedeval.privacy.mechanism import Mechanism
-from fedeval.simulate import fast_release, per_client_release
+from fedeval.protocol.simulate import fast_release, per_client_release
+from fedeval.tables.scored import scored_from_arrays
 
 P_REJECT = 1e-3
 
@@ -58,7 +59,7 @@ def test_fast_path_equals_per_client_path_in_distribution(model, epsilon, with_c
 
     # A decoded statistic: the AUC estimate from the consistent leaves.
     def auc(rel):
-        leaves = rel.histogram().leaves
+        leaves = decode(rel).leaves
         return float(auc_from_buckets(leaves[0], leaves[1]))
 
     a_fast = [auc(x) for x in fast]
@@ -281,7 +282,7 @@ def test_localdp_decode_weighs_each_cell_by_its_own_variance():
     per_cell, per_level = [], []
     for _ in range(400):
         rel = fast_release(data, cfg, rng)
-        per_cell.append(rel.histogram().leaves[0, 28:].sum())
+        per_cell.append(decode(rel).leaves[0, 28:].sum())
         measured, _ = localdp.decode(rel)
         weights = [
             localdp.level_variance(n_total, int(n_k), k, 5.0)

@@ -8,22 +8,24 @@ import math
 import numpy as np
 import pytest
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.data import scored_from_arrays
-from fedeval.errors import ReleaseError
-from fedeval.ledger import make_entry, total_epsilon
-from fedeval.params import (
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import ReleaseError
+from fedeval.core.params import (
     AUTO_MAX_HEIGHT,
     PROBE_SHARE,
     oue_sigma2,
     probe_height,
     resolve_config,
 )
+from fedeval.core.release import Probe, Release
 from fedeval.privacy import probe
+from fedeval.privacy.accounting import total_epsilon
+from fedeval.privacy.decode import decode
+from fedeval.privacy.ledger import make_entry
 from fedeval.privacy.mechanism import Mechanism, mechanism_from_section, mechanism_of
 from fedeval.privacy.noise import discrete_laplace_variance
-from fedeval.release import Probe, Release
-from fedeval.simulate import fast_release, simulate
+from fedeval.protocol.simulate import fast_release, simulate
+from fedeval.tables.scored import scored_from_arrays
 
 
 def _data(n: int, positives: int, seed: int = 0, clients: int | None = None):
@@ -143,7 +145,7 @@ def test_localdp_two_phase_decodes_to_every_report():
     for _ in range(60):
         rel = fast_release(data, cfg, rng)
         assert rel.total_reports == 30_000 and rel.probe_reports > 0
-        h = rel.histogram()
+        h = decode(rel)
         totals.append(h.positives + h.negatives)
     totals = np.array(totals)
     assert abs(totals.mean() - 30_000) < 5 * totals.std(ddof=1) / math.sqrt(len(totals))
@@ -241,9 +243,9 @@ def test_localdp_unit_client_two_phase_release_reloads(tmp_path, path):
     more set bits than reports is refused."""
     import json
 
-    from fedeval.errors import InputError
-    from fedeval.integrity import seal
-    from fedeval.releasefile import load_release, release_dict, save_release
+    from fedeval.core.errors import InputError
+    from fedeval.documents.release_file import load_release, release_dict, save_release
+    from fedeval.documents.seals import seal
 
     data = _data(3000, 900, clients=400)
     run = simulate(

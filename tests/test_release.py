@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.errors import ReleaseError
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import ReleaseError
+from fedeval.core.release import Release, example_nodes, level_offsets
 from fedeval.privacy import distdp, federated, localdp
+from fedeval.privacy.decode import decode
 from fedeval.privacy.noise import discrete_laplace_variance
-from fedeval.release import Release, example_nodes, level_offsets
 
 
 def leaves(seed: int, h: int = 4, n: int = 200) -> np.ndarray:
@@ -24,7 +25,7 @@ def test_federated_parts_sum_to_the_union():
     np.testing.assert_array_equal(merged.counts, union.counts)
     np.testing.assert_array_equal(merged.reporters, union.reporters)
     assert merged.n_clients == 400 and merged.cohorts == 2
-    np.testing.assert_array_equal(merged.histogram().leaves, a + b)
+    np.testing.assert_array_equal(decode(merged).leaves, a + b)
 
 
 def test_distdp_cohorts_each_carry_full_noise():

@@ -11,15 +11,15 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from fedeval.calibration import calibrate_run
+from fedeval.api.calibrate import calibrate_run
+from fedeval.api.curves import curve_result
+from fedeval.api.evaluate import evaluate_run
 from fedeval.cli import app
-from fedeval.curves import curve_result
-from fedeval.data import scored_from_arrays
-from fedeval.errors import InputError
-from fedeval.evaluate import evaluate_run
-from fedeval.integrity import seal
-from fedeval.releasefile import SCHEMA, load_release, release_dict, save_release
-from fedeval.simulate import Simulated, simulate
+from fedeval.core.errors import InputError
+from fedeval.documents.release_file import SCHEMA, load_release, release_dict, save_release
+from fedeval.documents.seals import seal
+from fedeval.protocol.simulate import Simulated, simulate
+from fedeval.tables.scored import scored_from_arrays
 
 runner = CliRunner()
 

@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import fedeval
-from fedeval.data import read_scored
-from fedeval.errors import InputError, UsageError
+from fedeval.core.errors import InputError, UsageError
+from fedeval.tables.scored import read_scored
 
 
 def _table(n: int = 6000, seed: int = 0, clients: int = 40) -> pa.Table:
@@ -167,7 +167,7 @@ def _to_unit_reference(axis, x):
 
 @pytest.mark.parametrize("seed", range(5))
 def test_to_unit_clamps_only_near_edges_and_gives_the_same_bits(seed):
-    from fedeval.axis import ScoreAxis
+    from fedeval.core.axis import ScoreAxis
 
     rng = np.random.default_rng(seed)
     lo, hi = (0.0, 1.0) if seed % 2 else (-3.0, 5.0)
@@ -191,7 +191,7 @@ def test_to_unit_clamps_only_near_edges_and_gives_the_same_bits(seed):
 def test_kept_scores_grow_in_one_buffer_and_sort_like_joined_parts():
     """Batches appended to the growing buffer (across its growth steps, and a wider dtype in a
     later batch) sort to exactly what joining the parts and sorting gives."""
-    from fedeval.data import _Growing
+    from fedeval.tables.scored import _Growing
 
     rng = np.random.default_rng(3)
     parts = [rng.random(int(k)).astype(np.float32) for k in rng.integers(0, 40_000, 12)]
@@ -212,8 +212,8 @@ def test_kept_scores_grow_in_one_buffer_and_sort_like_joined_parts():
 def test_leaf_counts_are_the_cells_of_to_unit(tmp_path, dtype, score_range):
     """The streamed leaf counts (one table look-up per score on a warped axis) equal the cells
     of `to_unit` counted directly, scores on and beside every threshold included."""
-    from fedeval.axis import threshold_axis
-    from fedeval.hierarchy import cell_index
+    from fedeval.core.axis import threshold_axis
+    from fedeval.core.hierarchy import cell_index
 
     lo, hi = score_range
     rng = np.random.default_rng(11)
@@ -235,7 +235,7 @@ def test_leaf_counts_are_the_cells_of_to_unit(tmp_path, dtype, score_range):
 
 
 def test_parquet_rows_come_from_the_footers_and_only_for_parquet(tmp_path):
-    from fedeval.io import parquet_rows
+    from fedeval.tables.sources import parquet_rows
 
     table = _table(seed=8)
     pq.write_table(table, tmp_path / "one.parquet")
@@ -248,7 +248,7 @@ def test_parquet_rows_come_from_the_footers_and_only_for_parquet(tmp_path):
 
 
 def test_a_buffer_sized_ahead_sorts_like_one_that_grows():
-    from fedeval.data import _Growing
+    from fedeval.tables.scored import _Growing
 
     rng = np.random.default_rng(9)
     parts = [rng.random(int(k)).astype(np.float32) for k in rng.integers(0, 50_000, 9)]

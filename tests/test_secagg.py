@@ -9,7 +9,7 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from scipy import stats
 
-from fedeval import secagg
+from fedeval.protocol import secagg
 
 
 def all_masks(key, n, k, length, batch=7):

@@ -10,12 +10,14 @@ import pytest
 from sklearn.metrics import average_precision_score, roc_auc_score
 
 import fedeval
-from fedeval.config import PrivacyConfig, PrivacyModel, Shape
-from fedeval.data import read_scored, scored_from_arrays
-from fedeval.errors import UsageError
-from fedeval.estimate.curves import leaf_ap, leaf_ap_candidates, leaf_tails, within_leaf_bounds
+from fedeval.api.evaluate import auc_interval, estimate_metrics, evaluate_data, metric_intervals
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import consistent_leaves
+from fedeval.estimate.average_precision import leaf_ap_candidates
 from fedeval.estimate.exact import exact_threshold_counts
 from fedeval.estimate.metrics import auc_from_buckets, threshold_counts
+from fedeval.estimate.roc_pr import leaf_ap, leaf_tails, within_leaf_bounds
 from fedeval.estimate.uncertainty import (
     Z95,
     bias_aware_critical_value,
@@ -28,9 +30,9 @@ from fedeval.estimate.uncertainty import (
     threshold_metrics,
     within_bucket_auc_variance,
 )
-from fedeval.evaluate import auc_interval, estimate_metrics, evaluate_data, metric_intervals
-from fedeval.hierarchy import consistent_leaves
-from fedeval.simulate import fast_release, simulate
+from fedeval.privacy.decode import decode, noise_draws
+from fedeval.protocol.simulate import fast_release, simulate
+from fedeval.tables.scored import read_scored, scored_from_arrays
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "scores.parquet"
 RUNS = 200
@@ -179,8 +181,8 @@ def test_distdp_noise_draws_have_the_mechanism_variance():
     y = rng.integers(0, 2, 5000)
     data = scored_from_arrays(y, np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1), keep_scores=False)
     cfg = PrivacyConfig(PrivacyModel.DISTDP, 5, Shape.HIERARCHY, 1.0)
-    hist = fast_release(data, cfg, rng).histogram()
-    draws = hist.noise_draws(4000, rng)
+    hist = decode(fast_release(data, cfg, rng))
+    draws = noise_draws(hist, 4000, rng)
     a = np.zeros(32)
     a[12:] = 1
     sigma2 = hist.level_variances[0]
@@ -198,9 +200,9 @@ def test_localdp_noise_draws_match_fresh_releases():
     y = rng.integers(0, 2, 20_000)
     data = scored_from_arrays(y, np.clip(rng.normal(0.4 + 0.2 * y, 0.2), 0, 1), keep_scores=False)
     cfg = PrivacyConfig(PrivacyModel.LOCALDP, 4, Shape.HIERARCHY, 2.0)
-    fresh = np.stack([fast_release(data, cfg, rng).histogram().leaves for _ in range(1500)])
-    hist = fast_release(data, cfg, rng).histogram()
-    draws = hist.noise_draws(1500, rng)
+    fresh = np.stack([decode(fast_release(data, cfg, rng)).leaves for _ in range(1500)])
+    hist = decode(fast_release(data, cfg, rng))
+    draws = noise_draws(hist, 1500, rng)
     a = np.zeros(16)
     a[6:] = 1  # positives with score ≥ 6/16
     s_fresh = np.std(fresh[:, 1] @ a, ddof=1)
@@ -212,8 +214,8 @@ def test_localdp_noise_draws_match_fresh_releases():
 
 def test_federated_has_no_noise_draws(sample):
     cfg = PrivacyConfig(PrivacyModel.FEDERATED, 8, Shape.FLAT)
-    hist = fast_release(sample, cfg, np.random.default_rng(0)).histogram()
-    assert hist.noise_draws(10, np.random.default_rng(0)) is None
+    hist = decode(fast_release(sample, cfg, np.random.default_rng(0)))
+    assert noise_draws(hist, 10, np.random.default_rng(0)) is None
 
 
 def test_count_bounds_take_the_leaf_either_way():
@@ -296,12 +298,12 @@ def test_intervals_can_be_switched_off_and_are_reproducible():
     a = fedeval.evaluate(y, s, model="distdp", seed=5)
     b = fedeval.evaluate(y, s, model="distdp", seed=5)
     assert a.auc.ci95 == b.auc.ci95 and a.auc.ci95 is not None
-    from fedeval.data import scored_from_arrays as sfa
-    from fedeval.evaluate import threshold_axis
+    from fedeval.api.evaluate import threshold_axis
+    from fedeval.tables.scored import scored_from_arrays as sfa
 
     off = evaluate_data(sfa(y, s, axis=threshold_axis((0, 1), None)), model="distdp", seed=5)
     assert off.auc.ci95 == a.auc.ci95
-    from fedeval.simulate import simulate
+    from fedeval.protocol.simulate import simulate
 
     run = simulate(sfa(y, s), model="distdp", seed=5, ci_draws=0)
     assert run.noise_draws is None
@@ -312,13 +314,13 @@ def test_intervals_can_be_switched_off_and_are_reproducible():
 def test_curve_and_ece_intervals_hold_on_the_sample(sample):
     # Conservative by construction: ROC AUC (hull of rigorous within-leaf bounds, widened by
     # noise) at any noise; AP without noise (the order's spread inside the leaves).
-    from fedeval.curves import curves_data
+    from fedeval.api.curves import curves_data
 
     for model in ("federated", "distdp"):
         c = curves_data(sample, model=model, seed=1)
         assert c.roc_auc.covered
     assert curves_data(sample, model="federated").average_precision.covered
-    cal = fedeval.calibration.calibrate_data(sample, model="distdp", seed=1)
+    cal = fedeval.api.calibrate.calibrate_data(sample, model="distdp", seed=1)
     assert cal.ece_raw.covered
 
 
@@ -327,7 +329,7 @@ def test_ap_interval_under_noise_covers_at_its_level(family):
     # The DP interval of AP is calibrated, not a worst case: tie/mix span, the fit's bias
     # estimated by re-noising, ± z·σ. Over R = 40 releases at nominal 95% the number that miss is
     # Binomial(40, 0.05) if calibrated: P(≥ 7 misses) ≈ 0.014, so at least 34 must cover.
-    from fedeval.curves import curves_data
+    from fedeval.api.curves import curves_data
 
     rng = np.random.default_rng(21)
     n = 60_000
@@ -370,7 +372,7 @@ def test_localdp_noise_draws_match_the_release_spread_of_a_range_count():
 def test_noise_draws_are_bounded_in_memory_and_made_in_chunks(monkeypatch):
     # Whatever the height, the kept draws hold at most MAX_DRAW_VALUES values (before: h = 20
     # with 200 draws took about 12 GB); they are made a chunk at a time, each chunk fresh.
-    import fedeval.simulate as sim
+    import fedeval.protocol.simulate as sim
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 5_000)
@@ -532,7 +534,7 @@ def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
     # and the fit's bias) is about one noise sd wide. Bias-aware over the span (95% at its ends,
     # less inside) the interval covers within binomial tolerance; the span widened by ± z·σ on
     # both sides covers 0.98.
-    from fedeval.estimate.curves import FIT_BIAS_FACTOR, leaf_ap_interval
+    from fedeval.estimate.average_precision import FIT_BIAS_FACTOR, leaf_ap_interval
 
     y, s = _binormal(200_000, 1.0, 3)
     truth = average_precision_score(y, s)

@@ -6,19 +6,21 @@ import numpy as np
 import pytest
 from families import family_scores
 
-from fedeval.estimate.curves import (
+from fedeval.estimate.average_precision import (
     AP_DRAWS,
     FIT_BIAS_FACTOR,
     STEP_TRUSTED_FROM,
-    leaf_ap,
     leaf_ap_candidate_rows,
     leaf_ap_candidates,
     leaf_ap_interval,
+    shuffled_ap,
+)
+from fedeval.estimate.roc_pr import (
+    leaf_ap,
     leaf_ap_rows,
     leaf_curves,
     leaf_roc_auc_rows,
     leaf_tails,
-    shuffled_ap,
     within_leaf_bounds,
 )
 from fedeval.estimate.uncertainty import bias_aware_interval
@@ -69,8 +71,8 @@ def test_ap_interval_holds_point_masses_at_coarse_leaves():
     # releases. With the step rule among the candidates at fewer than 32 leaves, coverage is
     # ≥ 95%; over 100 releases ≤ 85 hits has probability 0.002 at a true 93% (3.1 sd), and ≥ 86
     # probability ≈ 0.01 at the old ~70%.
-    from fedeval.data import scored_from_arrays
-    from fedeval.evaluate import evaluate_data, threshold_axis
+    from fedeval.api.evaluate import evaluate_data, threshold_axis
+    from fedeval.tables.scored import scored_from_arrays
 
     y, s = family_scores("pointmass", 5_000, np.random.default_rng(0))
     # Thresholds declared next to masses (as benchmarks/hard.py's): the axis bends so that they

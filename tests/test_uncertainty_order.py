@@ -7,13 +7,8 @@ import pytest
 from families import family_scores
 from sklearn.metrics import average_precision_score
 
-from fedeval.estimate.curves import (
-    leaf_ap,
-    leaf_ap_interval,
-    leaf_tails,
-    shuffled_ap,
-    within_leaf_bounds,
-)
+from fedeval.estimate.average_precision import leaf_ap_interval, shuffled_ap
+from fedeval.estimate.roc_pr import leaf_ap, leaf_tails, within_leaf_bounds
 
 # (negatives, positives) per leaf, lowest leaf first: a top leaf of 3 positives among 60
 # negatives (where a first-order variance is off several-fold), mixed leaves below, a pure one.
@@ -63,7 +58,7 @@ def test_closed_form_order_variance_far_below_the_top_matches_the_sum_over_posit
     # sum over every position (ORDER_NODES raised so that no quadrature is used). The weights'
     # curvature over a leaf is O(ORDER_LINEAR_BELOW) = 1%, so the spread agrees to ~1e-4; 1e-3
     # fails for a step read at the leaf's top or an (m² − 1)/12 off by one position.
-    from fedeval.estimate import curves
+    from fedeval.estimate import average_precision as curves
 
     rng = np.random.default_rng(5)
     leaves, _ = draw_leaves("smooth", 300_000, 12, rng)
@@ -143,7 +138,7 @@ def test_exact_leaves_ap_estimate_is_the_random_order_mean():
 
 
 def test_federated_curves_report_the_random_order_mean():
-    from fedeval.curves import roc_pr_curves
+    from fedeval.api.curves import roc_pr_curves
 
     rng = np.random.default_rng(9)
     y = rng.random(20_000) < 0.3
@@ -158,7 +153,7 @@ def test_federated_curves_report_the_random_order_mean():
 def test_exact_leaves_interval_takes_the_callers_random_order_mean():
     # The curves pass the random-order mean they already computed as the AP on exact counts:
     # the same interval as computing it again, and it is that mean which the interval uses.
-    from fedeval.estimate.curves import shuffled_ap_mean
+    from fedeval.estimate.average_precision import shuffled_ap_mean
 
     leaves, _ = draw_leaves("smooth", 20_000, 10, np.random.default_rng(4))
     mean = shuffled_ap_mean(leaves)

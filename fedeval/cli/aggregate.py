@@ -11,9 +11,9 @@ import typer
 from fedeval.cli.app import app
 from fedeval.cli.common import err, errors_to_exit, plural, private_key, progress_bar, public_key
 from fedeval.cli.options import MinCohortOpt, SignKeyOpt
-from fedeval.documents import document_text
-from fedeval.errors import UsageError
-from fedeval.outputs import is_stdout
+from fedeval.core.errors import UsageError
+from fedeval.documents.files import document_text
+from fedeval.tables.outputs import is_stdout
 
 
 @app.command()
@@ -68,8 +68,8 @@ def aggregate(
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
-    from fedeval.aggregate import aggregate_reports
-    from fedeval.releasefile import save_release
+    from fedeval.documents.release_file import save_release
+    from fedeval.protocol.aggregate import aggregate_reports
 
     with errors_to_exit(), progress_bar("summing report parts", True) as progress:
         s = aggregate_reports(
@@ -80,7 +80,7 @@ def aggregate(
             progress=progress,
         )
         if is_stdout(output):  # -o -: the release document on stdout
-            from fedeval.releasefile import release_dict
+            from fedeval.documents.release_file import release_dict
 
             doc = release_dict(s.release, s.axis)
             sys.stdout.write(document_text(doc, sign_key=private_key(sign_key)))
@@ -126,7 +126,7 @@ def keygen(
     Exit codes: 0 ok · 2 NAME.key or NAME.pub already exists (never overwritten), or cannot be
     written.
     """
-    from fedeval.integrity import fingerprint, generate_keypair
+    from fedeval.documents.seals import fingerprint, generate_keypair
 
     with errors_to_exit():
         if is_stdout(output):

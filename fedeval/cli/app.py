@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from fedeval import __version__
 from fedeval.cli.common import err
 from fedeval.cli.support import FedevalGroup, set_debug
+from fedeval.core.version import __version__
 
 EXIT_CODES = (
     """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage · 70 internal error."""

@@ -46,7 +46,7 @@ def apply(
 
     Exit codes: 0 ok · 2 bad input or usage (a file output is never left half-written).
     """
-    from fedeval.calibration import apply_map_file
+    from fedeval.api.calibrate import apply_map_file
     from fedeval.multiclass import apply_multiclass_map_file, map_kind
 
     with errors_to_exit():
@@ -54,7 +54,7 @@ def apply(
             apply_multiclass_map_file(map_file, input_file, output)
         else:
             if not option_given("score_col"):  # the column the map was fitted on
-                from fedeval.mapfile import load_map
+                from fedeval.documents.map_file import load_map
 
                 stored = load_map(map_file).document.get("score_column")
                 score_col = stored if isinstance(stored, str) and stored else score_col

@@ -9,12 +9,12 @@ from typing import Any
 from rich.text import Text
 
 from fedeval.cli.common import err, floats
-from fedeval.errors import UsageError
+from fedeval.core.errors import UsageError
 
 
 def gate_options(fail_under: list[str] | None, fail_over: list[str] | None, gate_on: str) -> Any:
     """The gates of --fail-under/--fail-over and what --gate-on judges them on."""
-    from fedeval.gates import gates_from
+    from fedeval.api.gates import gates_from
 
     return gates_from(fail_under, fail_over, gate_on)
 
@@ -23,7 +23,7 @@ def with_gate_thresholds(
     text: str | None, gates: list[Any], score_range: tuple[float, float]
 ) -> list[float] | None:
     """--thresholds (or the default ones) plus every threshold a gate names."""
-    from fedeval.gates import with_gate_thresholds as joined
+    from fedeval.api.gates import with_gate_thresholds as joined
 
     return joined(None if text is None else floats(text, "--thresholds"), gates, score_range)
 
@@ -34,7 +34,7 @@ def judge_gates(gates: list[Any], on: Any, doc: dict[str, Any]) -> list[Any]:
     nothing behind."""
     if not gates:
         return []
-    from fedeval.gates import judge_report
+    from fedeval.api.gates import judge_report
 
     return judge_report(gates, doc, on)
 
@@ -43,7 +43,7 @@ def apply_gates(verdicts: list[Any], on: Any) -> None:
     """Print each verdict on stderr; exit 1 if any gate failed."""
     if not verdicts:
         return
-    from fedeval.gates import enforce
+    from fedeval.api.gates import enforce
 
     for v in verdicts:
         style = "green" if v.passed else "bold red"
@@ -53,23 +53,23 @@ def apply_gates(verdicts: list[Any], on: Any) -> None:
 
 def check_ledger_options(ledger: Path | None, budget: float | None) -> None:
     """Before any work: --budget needs --ledger; the ledger must be able to take the entry
-    (`fedeval.ledger.Ledger.check`)."""
+    (`fedeval.privacy.ledger.Ledger.check`)."""
     if ledger is None:
         if budget is not None:
             raise UsageError("--budget is the total ε of a privacy ledger: add --ledger FILE.")
         return
-    from fedeval.ledger import Ledger
+    from fedeval.privacy.ledger import Ledger
 
     Ledger(ledger, budget).check()
 
 
 def charge_ledger(ledger: Path | None, budget: float | None, doc: dict[str, Any]) -> None:
     """Charge the release `doc` describes before anything is shown (refused: nothing is), as
-    `fedeval.ledger.Ledger.charge` does; a saved release's estimates are post-processing and
+    `fedeval.privacy.ledger.Ledger.charge` does; a saved release's estimates are post-processing and
     cost nothing."""
     if ledger is None:
         return
-    from fedeval.ledger import Ledger
+    from fedeval.privacy.ledger import Ledger
 
     book = Ledger(ledger, budget)
     total = book.charge(doc)

@@ -56,11 +56,11 @@ from fedeval.cli.options import (
     VerifyKeyOpt,
 )
 from fedeval.cli.run import ReleaseOptions
-from fedeval.config import PrivacyModel, Unit
-from fedeval.documents import document_text
+from fedeval.core.config import PrivacyModel, Unit
+from fedeval.documents.files import document_text
 
 if TYPE_CHECKING:
-    from fedeval.calibration import CalibrationResult
+    from fedeval.api.calibrate import CalibrationResult
 
 
 @app.command()
@@ -178,8 +178,9 @@ def calibrate(
         return
     model = PrivacyModel.DISTDP if model is None else model
     method = method or "binning"
-    from fedeval.calibration import calibrate_file, calibrate_run
-    from fedeval.report import map_dict, render_calibration_table, shareable
+    from fedeval.api.calibrate import calibrate_file, calibrate_run
+    from fedeval.views.dicts import map_dict, shareable
+    from fedeval.views.terminal import render_calibration_table
 
     with errors_to_exit():
         release = ReleaseOptions.of(locals())
@@ -216,6 +217,6 @@ def calibrate(
 
 def draw_reliability(cal: CalibrationResult, path: Path) -> None:
     """The reliability diagram drawn to `path` (matplotlib is imported only for a plot)."""
-    from fedeval.plot import plot_reliability
+    from fedeval.views.plots import plot_reliability
 
     plot_reliability(cal, path)

@@ -11,7 +11,7 @@ from fedeval.cli.app import app
 from fedeval.cli.budget import apply_gates, gate_options, judge_gates
 from fedeval.cli.common import errors_to_exit
 from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt
-from fedeval.errors import UsageError
+from fedeval.core.errors import UsageError
 
 
 @app.command()
@@ -34,18 +34,18 @@ def check(
 
     Exit codes: 0 every gate passed · 1 a gate failed · 2 bad input or usage.
     """
-    from fedeval.errors import FedevalError, GateFailed, InputError
+    from fedeval.core.errors import FedevalError, GateFailed, InputError
 
     with errors_to_exit():
         gates, on = gate_options(fail_under, fail_over, gate_on)
         if not gates:
             raise UsageError("name at least one gate with --fail-under or --fail-over.")
-        from fedeval.documents import read_json
+        from fedeval.documents.files import read_json
 
         doc = read_json(report, noun="report", kind="a fedeval report")
         if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("fedeval."):
             raise InputError(f"'{report}' is not a fedeval report (no fedeval schema).")
-        from fedeval.integrity import verify
+        from fedeval.documents.seals import verify
 
         # Gates judge numbers someone could have edited: a sealed report must still match its
         # seal, and reports of this version are always sealed.

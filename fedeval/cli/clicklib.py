@@ -1,6 +1,7 @@
 """The click that typer runs on, reached through typer's public names.
 
-typer ≥ 0.22 vendors click as a private submodule; earlier releases depend on click itself. Which one
+typer ≥ 0.22 vendors click as a private submodule; earlier releases depend on click itself. Which
+one
 a typer uses is read off a public class (`typer.BadParameter` is click's), so fedeval follows the
 installed typer instead of importing either private path by name.
 """

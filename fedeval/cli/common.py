@@ -26,8 +26,8 @@ from rich.progress import (
 from rich.text import Text
 
 from fedeval.cli.support import error_console
-from fedeval.errors import UsageError
-from fedeval.outputs import Outputs, is_stdout, plot_target
+from fedeval.core.errors import UsageError
+from fedeval.tables.outputs import Outputs, is_stdout, plot_target
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -93,7 +93,7 @@ def floats(text: str, option: str) -> list[float]:
 def check_buckets(text: str) -> None:
     """--buckets, before any work: 'auto', or an integer in the library's bounds (it names what
     it expects of anything else)."""
-    from fedeval.config import check_buckets as in_bounds
+    from fedeval.core.config import check_buckets as in_bounds
 
     try:
         b = int(text)
@@ -196,7 +196,7 @@ def private_key(path: Path | None) -> Any:
     """The Ed25519 signing key at `path` (None: no signature)."""
     if path is None:
         return None
-    from fedeval.integrity import load_private_key
+    from fedeval.documents.seals import load_private_key
 
     return load_private_key(path)
 
@@ -205,6 +205,6 @@ def public_key(path: Path | None) -> Any:
     """The Ed25519 verify key at `path` (None: the digest alone is checked)."""
     if path is None:
         return None
-    from fedeval.integrity import load_public_key
+    from fedeval.documents.seals import load_public_key
 
     return load_public_key(path)

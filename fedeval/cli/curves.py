@@ -40,8 +40,8 @@ from fedeval.cli.options import (
     VerifyKeyOpt,
 )
 from fedeval.cli.run import ReleaseOptions
-from fedeval.config import PrivacyModel, Unit
-from fedeval.documents import document_text
+from fedeval.core.config import PrivacyModel, Unit
+from fedeval.documents.files import document_text
 
 
 class CurvesFormat(StrEnum):
@@ -127,8 +127,9 @@ def curves(
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
-    from fedeval.curves import curve_result, roc_pr_curves_file
-    from fedeval.report import curves_csv, curves_dict, render_curves_table
+    from fedeval.api.curves import curve_result, roc_pr_curves_file
+    from fedeval.views.dicts import curves_csv, curves_dict
+    from fedeval.views.terminal import render_curves_table
 
     with errors_to_exit():
         release = ReleaseOptions.of(locals())

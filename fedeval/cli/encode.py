@@ -34,9 +34,9 @@ from fedeval.cli.options import (
     ShapeOpt,
     UnitOpt,
 )
-from fedeval.config import PrivacyModel, Unit
-from fedeval.errors import UsageError
-from fedeval.outputs import is_stdout
+from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.errors import UsageError
+from fedeval.tables.outputs import is_stdout
 
 
 @app.command()
@@ -135,8 +135,8 @@ def encode(
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
-    from fedeval.encode import encode_file
-    from fedeval.io import Columns, source_name
+    from fedeval.protocol.encode import encode_file
+    from fedeval.tables.read import Columns, source_name
 
     with errors_to_exit(), progress_bar("encoding client reports", True) as progress:
         if is_stdout(output):

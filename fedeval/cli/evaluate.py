@@ -48,11 +48,11 @@ from fedeval.cli.options import (
     VerifyKeyOpt,
 )
 from fedeval.cli.run import ReleaseOptions
-from fedeval.config import PrivacyModel, Unit
-from fedeval.documents import document_text
+from fedeval.core.config import PrivacyModel, Unit
+from fedeval.documents.files import document_text
 
 if TYPE_CHECKING:
-    from fedeval.curves import CurveResult
+    from fedeval.api.curves import CurveResult
 
 
 @app.command()
@@ -136,8 +136,9 @@ def evaluate(
     Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage, or a release refused by
     the ledger (nothing is written).
     """
-    from fedeval.evaluate import evaluate_file, evaluate_run
-    from fedeval.report import render_table, to_dict
+    from fedeval.api.evaluate import evaluate_file, evaluate_run
+    from fedeval.views.dicts import evaluation_dict
+    from fedeval.views.terminal import render_table
 
     with errors_to_exit():
         release = ReleaseOptions.of(locals())
@@ -161,7 +162,7 @@ def evaluate(
             ),
         )
         name = release.source
-        report = to_dict(ev, source=name)
+        report = evaluation_dict(ev, source=name)
         doc = document_text(report)
         verdicts = judge_gates(gates, on, report)
         to_stdout = release.commit(
@@ -178,6 +179,6 @@ def evaluate(
 
 def draw_curves(curves: CurveResult, path: Path) -> None:
     """The ROC and PR curves drawn to `path` (matplotlib is imported only for a plot)."""
-    from fedeval.plot import plot_curves
+    from fedeval.views.plots import plot_curves
 
     plot_curves(curves, path)

@@ -42,8 +42,9 @@ def ledger_show(
 
     Exit codes: 0 ok · 2 bad input or usage.
     """
-    from fedeval.errors import InputError
-    from fedeval.ledger import Ledger, check_budget, describe_event
+    from fedeval.core.errors import InputError
+    from fedeval.privacy.accounting import describe_event
+    from fedeval.privacy.ledger import Ledger, check_budget
 
     with errors_to_exit():
         if not Path(path).exists():

@@ -10,10 +10,10 @@ from rich.console import Console
 from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import OutputFormat, emit, floats, show
 from fedeval.cli.support import option_given
-from fedeval.config import Unit
-from fedeval.documents import document_text
-from fedeval.errors import UsageError
-from fedeval.outputs import Outputs
+from fedeval.core.config import Unit
+from fedeval.core.errors import UsageError
+from fedeval.documents.files import document_text
+from fedeval.tables.outputs import Outputs
 
 MulticlassOpt = Annotated[
     bool,
@@ -204,13 +204,13 @@ def calibrate_multiclass(
     budget,
     **options,
 ) -> None:
-    from fedeval.io import source_name
     from fedeval.multiclass import (
         calibrate_multiclass_file,
         multiclass_map_dict,
         render_multiclass_table,
         shareable_map,
     )
+    from fedeval.tables.read import source_name
 
     check_ledger_options(ledger, budget)
     clip_value = None
@@ -253,7 +253,7 @@ def calibrate_multiclass(
         lambda: render_multiclass_table(result, Console(), source=name),
     )
     if fail_if_worse and result.fell_back:
-        from fedeval.errors import GateFailed
+        from fedeval.core.errors import GateFailed
 
         g = result.safeguard
         assert g is not None  # fell_back: the check ran

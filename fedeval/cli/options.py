@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from fedeval.config import MAX_QUANTILES, PrivacyModel, Relation, Unit
+from fedeval.core.config import MAX_QUANTILES, PrivacyModel, Relation, Unit
 
 FileArg = Annotated[
     str | None,

@@ -82,8 +82,8 @@ def partition(
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
-    from fedeval.io import source_name
-    from fedeval.partition import partition_file
+    from fedeval.protocol.partition import partition_file
+    from fedeval.tables.read import source_name
 
     with errors_to_exit():
         res = partition_file(

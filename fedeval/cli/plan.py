@@ -12,7 +12,7 @@ from rich.table import Table
 from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
 from fedeval.cli.options import EpsilonOpt, ModelOpt
-from fedeval.config import PrivacyModel
+from fedeval.core.config import PrivacyModel
 
 
 @app.command()
@@ -74,7 +74,7 @@ def plan(
 
     Exit codes: 0 ok · 2 bad input or usage.
     """
-    from fedeval import plan as planning
+    from fedeval.api import plan as planning
 
     with (
         errors_to_exit(),

@@ -20,9 +20,9 @@ from fedeval.cli.common import (
     progress_bar,
     public_key,
 )
-from fedeval.config import MAX_HEIGHT, PrivacyModel, Relation, Unit
-from fedeval.errors import UsageError
-from fedeval.outputs import Outputs, is_stdout
+from fedeval.core.config import MAX_HEIGHT, PrivacyModel, Relation, Unit
+from fedeval.core.errors import UsageError
+from fedeval.tables.outputs import Outputs, is_stdout
 
 R = TypeVar("R")
 
@@ -66,7 +66,7 @@ class ReleaseOptions:
         """Before any work: the ledger is usable, keys go with what they sign or verify, and
         exactly one of FILE and --from, without settings the saved release already fixes."""
         check_ledger_options(self.ledger, self.budget)
-        from fedeval.simulate import check_ci_draws
+        from fedeval.protocol.simulate import check_ci_draws
 
         check_ci_draws(self.ci_draws)
         if self.sign_key is not None and self.save_release is None:
@@ -107,7 +107,7 @@ class ReleaseOptions:
     @property
     def source(self) -> str:
         """The input's name as documents state it."""
-        from fedeval.io import source_name
+        from fedeval.tables.read import source_name
 
         return str(self.from_) if self.from_ is not None else source_name(self.file or "-")
 
@@ -124,15 +124,15 @@ class ReleaseOptions:
         """The command's result: `from_release(run)` on the saved release --from names, or
         `from_table(FILE, **options)` with the reading and simulation options of this run."""
         if self.from_ is not None:
-            from fedeval.releasefile import load_release
-            from fedeval.simulate import Simulated
+            from fedeval.documents.release_file import load_release
+            from fedeval.protocol.simulate import Simulated
 
             release, score_range = load_release(self.from_, verify_key=public_key(self.verify_key))
             run = Simulated.from_release(
                 release, score_range, seed=self.seed, ci_draws=self.ci_draws
             )
             return from_release(run)
-        from fedeval.io import Columns
+        from fedeval.tables.read import Columns
 
         assert self.file is not None  # check() ran
         with progress_bar("encoding client reports", self.per_client) as progress:
@@ -172,7 +172,7 @@ class ReleaseOptions:
         with Outputs() as out:
             to_stdout = emit(text, output, out)
             if self.save_release is not None:
-                from fedeval.releasefile import save_release
+                from fedeval.documents.release_file import save_release
 
                 save_release(
                     out.staged_path(self.save_release),

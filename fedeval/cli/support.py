@@ -23,7 +23,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from fedeval.cli import clicklib
-from fedeval.errors import FedevalError
+from fedeval.core.errors import FedevalError
 
 EXIT_INTERNAL = 70
 """sysexits' EX_SOFTWARE: fedeval itself failed."""

@@ -16,13 +16,13 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.special import gammaln, logsumexp
 
+from fedeval.core.hierarchy import bucket_counts, cumulative, equidepth_edges
 from fedeval.estimate.exact import SortedScores, exact_ece_of
-from fedeval.hierarchy import bucket_counts, cumulative, equidepth_edges
 
 BBQ_PRIOR_STRENGTH = 2.0
 """N′ of BBQ's Beta prior per binning (Naeini et al. 2015)."""
 
-EDGE_TOLERANCE = 1e-12
+MERGE_EDGE_TOLERANCE = 1e-12
 """Edges of merged binnings closer than this are one edge."""
 
 TINY_WEIGHT = 1e-9
@@ -110,9 +110,9 @@ def bbq(leaves: np.ndarray, buckets: np.ndarray | None = None) -> CalibrationMap
         binnings.append((edges, (m + a) / (m + n + a + c)))
     weights = np.exp(np.asarray(log_scores) - logsumexp(log_scores))
     edges = np.unique(np.concatenate([e for e, _ in binnings]))
-    # Binnings share quantiles up to rounding: merge edges closer than EDGE_TOLERANCE so the
+    # Binnings share quantiles up to rounding: merge edges closer than MERGE_EDGE_TOLERANCE so the
     # map has no zero-width buckets.
-    edges = edges[np.r_[True, np.diff(edges) > EDGE_TOLERANCE]]
+    edges = edges[np.r_[True, np.diff(edges) > MERGE_EDGE_TOLERANCE]]
     edges[-1] = 1.0  # every binning ends at 1; its edge may have merged into a neighbour
     mids = (edges[:-1] + edges[1:]) / 2
     values = np.zeros(len(mids))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fedeval.hierarchy import mass_at_or_above
+from fedeval.core.hierarchy import mass_at_or_above
 
 
 def auc_from_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray:

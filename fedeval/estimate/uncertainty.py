@@ -26,8 +26,8 @@ import warnings
 import numpy as np
 from scipy.special import ndtr
 
+from fedeval.core.hierarchy import mass_at_or_above
 from fedeval.estimate.metrics import precision_recall_accuracy, threshold_counts
-from fedeval.hierarchy import mass_at_or_above
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
@@ -40,7 +40,7 @@ REFIT_DRAWS = 20
 conservative hulls, where a noise spread known to about ±16% is enough."""
 
 
-EDGE_TOLERANCE = 1e-9
+LEAF_EDGE_TOLERANCE = 1e-9
 """A threshold within this many leaf widths of a leaf edge is on the edge (floating point)."""
 
 
@@ -53,7 +53,7 @@ def leaf_cut(n_leaves: int, unit_thresholds: np.ndarray) -> tuple[np.ndarray, np
     leaf's mass then all ≥ t; 1 only for t = 1, where only scores equal to 1 are ≥ t)."""
     pos = np.clip(np.asarray(unit_thresholds, dtype=np.float64), 0.0, 1.0) * n_leaves
     near = np.round(pos)
-    pos = np.where(np.abs(pos - near) <= EDGE_TOLERANCE, near, pos)
+    pos = np.where(np.abs(pos - near) <= LEAF_EDGE_TOLERANCE, near, pos)
     j = np.minimum(np.floor(pos).astype(np.int64), n_leaves - 1)
     return j, pos - j
 
@@ -115,7 +115,7 @@ def within_bucket_auc_variance(negatives: np.ndarray, positives: np.ndarray) -> 
 def shared_pairs_half_width(negatives: np.ndarray, positives: np.ndarray) -> float:
     """Σ pᵢnᵢ/(2PN) over cells with non-negative counts: how far the AUC that counts each pair
     sharing a cell as ½ can be from the truth, all such pairs ordered one way or the other
-    (`fedeval.estimate.curves.within_leaf_bounds` on leaves): the worst case of the order whose
+    (`fedeval.estimate.roc_pr.within_leaf_bounds` on leaves): the worst case of the order whose
     random spread is `within_bucket_auc_variance`. 0.5 where P·N ≤ 0."""
     p = np.clip(positives, 0.0, None)
     n = np.clip(negatives, 0.0, None)

@@ -6,13 +6,9 @@ zCDP accounting) → `metrics` (cwECE, top-label ECE, accuracy) → `maps` (map 
 """
 
 from fedeval.multiclass.api import (
-    Method,
-    MulticlassResult,
     calibrate_multiclass,
     calibrate_multiclass_data,
     calibrate_multiclass_file,
-    multiclass_map_dict,
-    render_multiclass_table,
 )
 from fedeval.multiclass.maps import (
     MulticlassMap,
@@ -23,6 +19,8 @@ from fedeval.multiclass.maps import (
     write_map,
 )
 from fedeval.multiclass.privacy import MulticlassMechanism
+from fedeval.multiclass.result import Method, MulticlassResult, multiclass_map_dict
+from fedeval.multiclass.views import render_multiclass_table
 
 __all__ = [
     "Method",

@@ -4,7 +4,7 @@ Seed paper 004 (*Private Federated Multiclass Post-hoc Calibration*), section 3:
 the model's class probabilities, scaling on its logits. A table holds `prob_0..prob_{c-1}`
 and/or `logit_0..logit_{c-1}` (the prefixes are options), an integer `label` and optionally a
 client id column. Every problem becomes one `InputError` naming the file, the column and, where
-one row is to blame, the row (1-based, not counting a CSV header), as in `fedeval.io`.
+one row is to blame, the row (1-based, not counting a CSV header), as in `fedeval.tables.read`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fedeval.errors import InputError, UsageError
+from fedeval.core.errors import InputError, UsageError
+from fedeval.tables.read import read_all_columns, source_name
 
 PROB_PREFIX = "prob_"
 LOGIT_PREFIX = "logit_"
@@ -343,7 +344,6 @@ def read_multiclass(
     Every prob/logit column present is read (both kinds if both are there); `need` makes one
     kind required. A client column is read when `spec.client` names one.
     """
-    from fedeval.io import read_all_columns, source_name
 
     name = source_name(source)
     # CSV cells arrive as text so that a bad value is reported with its row.
@@ -450,7 +450,6 @@ def iter_unlabelled(
     `keep_text`: CSV columns pass through as written (for CSV output); otherwise types are
     inferred (for Parquet output). Labels are not read.
     """
-    from fedeval.io import read_all_columns, source_name
 
     name = source_name(source)
     names, batches, _ = read_all_columns(source, keep_text=keep_text, batch_rows=APPLY_ROWS)

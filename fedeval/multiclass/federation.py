@@ -1,6 +1,7 @@
 """Who holds what, and who takes part when: clients, held-out rows, per-round participation.
 
-Seed paper 004, appendix A.2 (Dirichlet(β) label skew, via `fedeval.partition.assign_clients`)
+Seed paper 004, appendix A.2 (Dirichlet(β) label skew, via
+`fedeval.protocol.partition.assign_clients`)
 and algorithms 1–2 (each round the server samples every client independently with probability
 p). Randomness only through the `numpy.random.Generator` passed in.
 """
@@ -11,8 +12,8 @@ import math
 
 import numpy as np
 
-from fedeval.errors import UsageError
-from fedeval.partition import Scheme, assign_clients
+from fedeval.core.errors import UsageError
+from fedeval.protocol.partition import Scheme, assign_clients
 
 MAX_ROUNDS = 1000
 """More rounds than any of the papers' runs (≤ 100) by a wide margin; beyond it a run would

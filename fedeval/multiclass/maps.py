@@ -1,7 +1,7 @@
 """Multiclass calibration maps: the calibrator as JSON, loaded defensively, applied to tables.
 
 Schema ``fedeval.calibration-map/2`` with ``"kind": "multiclass"`` (the binary reader in
-`fedeval.mapfile` refuses this kind, and this reader refuses binary maps). Compatibility
+`fedeval.documents.map_file` refuses this kind, and this reader refuses binary maps). Compatibility
 contract: within version 1 fields are never removed, renamed or given a new meaning; new fields
 may appear. The fields a reader needs:
 
@@ -28,8 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from fedeval.documents import load_document, write_document
-from fedeval.errors import InputError, UsageError
+from fedeval.core.errors import InputError, UsageError
+from fedeval.documents.files import load_document, write_document
+from fedeval.documents.map_file import (  # one schema, binary or multiclass
+    SCHEMA_PREFIX,
+    VERSION,
+)
 from fedeval.multiclass.binning import BinningCalibrator
 from fedeval.multiclass.data import (
     LABEL_COL,
@@ -42,10 +46,9 @@ from fedeval.multiclass.data import (
     softmax,
 )
 from fedeval.multiclass.temperature import T_MAX, T_MIN, TemperatureCalibrator
+from fedeval.tables.read import source_name
+from fedeval.tables.write import write_batches, writes_parquet
 
-SCHEMA_PREFIX = "fedeval.calibration-map/"
-VERSION = 2
-SCHEMA = f"{SCHEMA_PREFIX}{VERSION}"
 KIND = "multiclass"
 OUTPUT_PREFIX = "cal_prob_"
 BINNING_METHODS = ("fedbin", "fedbbq")
@@ -265,8 +268,6 @@ def apply_multiclass_map_file(
     None or '-' writes CSV to stdout.
     """
     import pyarrow as pa
-
-    from fedeval.io import source_name, write_batches, writes_parquet
 
     cmap = load_multiclass_map(map_path)
     spec = ColumnSpec(

@@ -17,7 +17,8 @@ a hand-rolled conversion. Participation p < 1 is not credited (no amplification 
 subsampling): the guarantee holds for any sampling, and is conservative for Bernoulli(p).
 
 `MulticlassMechanism` states the claim — relation, unit, sensitivity, noise, guarantee, what the
-server and the analyst learn, and the DP event `fedeval.ledger` composes — in the shape of the
+server and the analyst learn, and the DP event `fedeval.privacy.ledger` composes — in the shape of
+the
 binary `fedeval.privacy.mechanism.Mechanism`; every document and the CLI print what it says. The
 noise comes from the run's generator, seeded from the OS CSPRNG unless a seed is given; a seeded
 run is a reproducible simulation and its claim says it is NOT private.
@@ -32,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from fedeval.config import PrivacyModel, check_epsilon
-from fedeval.errors import UsageError
+from fedeval.core.config import PrivacyModel, check_epsilon
+from fedeval.core.errors import UsageError
 from fedeval.privacy.mechanism import NOT_PRIVATE
 
 MODEL = "multiclass-gaussian"
@@ -89,8 +90,9 @@ def _accounting():
     return dp_event, mechanism_calibration, rdp_privacy_accountant
 
 
-def check_budget(epsilon: float, delta: float) -> tuple[float, float]:
-    """Validate (ε, δ): ε by the rule every fedeval release shares (`fedeval.config.check_epsilon`:
+def check_epsilon_delta(epsilon: float, delta: float) -> tuple[float, float]:
+    """Validate (ε, δ): ε by the rule every fedeval release shares
+    (`fedeval.core.config.check_epsilon`:
     finite and > 0), δ here (0 < δ < 1: the binary releases are pure DP and have none); warns when
     ε is unusually large."""
     number = not isinstance(epsilon, bool) and isinstance(epsilon, int | float)
@@ -184,7 +186,7 @@ def dp_statement(
     """Calibrate the noise for `releases` Gaussian releases at (ε, δ): `releases` is what one
     client's data can touch (a client in r of the T rounds touches r rounds' releases, plus any
     evaluation release), which is what composes."""
-    epsilon, delta = check_budget(epsilon, delta)
+    epsilon, delta = check_epsilon_delta(epsilon, delta)
     for key, c in clip.items():
         if not (isinstance(c, int | float) and math.isfinite(c) and c > 0):
             raise UsageError(f"the {key} clip norm must be a finite number > 0. Found {c!r}.")
@@ -280,7 +282,8 @@ class MulticlassMechanism:
         }
 
     def dp_event(self) -> dict[str, Any]:
-        """The machine-readable DP event `fedeval.ledger` composes: `releases` Gaussian releases
+        """The machine-readable DP event `fedeval.privacy.ledger` composes: `releases` Gaussian
+        releases
         of noise multiplier z (σ = z × sensitivity)."""
         if self.dp is None:
             return {"type": "none"}

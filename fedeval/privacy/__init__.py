@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from fedeval.config import PrivacyModel
+from fedeval.core.config import PrivacyModel
 
 
-def mechanism_for(model: PrivacyModel) -> ModuleType:
+def model_module(model: PrivacyModel) -> ModuleType:
     """The module that implements `model`."""
     from fedeval.privacy import distdp, federated, localdp
 

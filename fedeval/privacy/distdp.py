@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig
+from fedeval.core.config import PrivacyConfig
+from fedeval.core.release import Probe, Release, level_offsets
 from fedeval.privacy import federated
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
@@ -24,7 +25,6 @@ from fedeval.privacy.noise import (
     discrete_laplace_variance,
     polya_share_events,
 )
-from fedeval.release import Probe, Release, level_offsets
 
 
 def alpha(config: PrivacyConfig) -> float:
@@ -48,7 +48,14 @@ def draw(
     round that chose the height of a two-phase release."""
     exact = federated.exact_counts(leaf_counts, config)
     noise = discrete_laplace(alpha(config), exact.shape, rng)
-    return Release.of_cohort(config, exact + noise, None, n_clients, probe)
+    return Release.of_cohort(
+        config,
+        exact + noise,
+        None,
+        n_clients,
+        probe,
+        clients_public=mechanism_of(config).clients_public,
+    )
 
 
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig
-from fedeval.hierarchy import levels_from_leaves
-from fedeval.release import Release, example_nodes, level_offsets
+from fedeval.core.config import PrivacyConfig
+from fedeval.core.hierarchy import levels_from_leaves
+from fedeval.core.release import Release, example_nodes, level_offsets
+from fedeval.privacy.mechanism import mechanism_of
 
 
 def exact_counts(leaf_counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
@@ -27,7 +28,13 @@ def onehot_reports(
 def draw(
     leaf_counts: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> Release:
-    return Release.of_cohort(config, exact_counts(leaf_counts, config), None, n_clients)
+    return Release.of_cohort(
+        config,
+        exact_counts(leaf_counts, config),
+        None,
+        n_clients,
+        clients_public=mechanism_of(config).clients_public,
+    )
 
 
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig, Unit
-from fedeval.errors import UsageError
-from fedeval.hierarchy import coarsen, consistent_leaves
+from fedeval.core.config import PrivacyConfig, Unit
+from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import coarsen, consistent_leaves
+from fedeval.core.release import Probe, Release, level_offsets
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
-from fedeval.release import Probe, Release, level_offsets
 
 
 def report_epsilon(config: PrivacyConfig) -> float:
@@ -48,7 +48,8 @@ def empty_reports(n_examples: int, n_clients: int, config: PrivacyConfig, taken:
     if pad < 0:
         raise UsageError(
             f"{n_examples} examples from {n_clients} clients exceed the cap of "
-            f"{config.max_examples} per client; cap them first (fedeval.data.cap_examples)."
+            f"{config.max_examples} per client; cap them first "
+            "(fedeval.tables.scored.cap_examples)."
         )
     return pad
 
@@ -81,7 +82,12 @@ def draw(
         parts.append(oue_sum(true_k, n_k, report_epsilon(config), rng).ravel())
         reporters.append(n_k)
     return Release.of_cohort(
-        config, np.concatenate(parts), np.asarray(reporters, np.int64), n_clients, probe
+        config,
+        np.concatenate(parts),
+        np.asarray(reporters, np.int64),
+        n_clients,
+        probe,
+        clients_public=mechanism_of(config).clients_public,
     )
 
 

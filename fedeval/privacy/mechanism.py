@@ -4,7 +4,7 @@ Every document fedeval writes (reports, saved releases, report manifests, maps),
 header, the ledger and the privacy audit read the claim from a `Mechanism`, so they cannot
 disagree: the neighbouring relation and unit, the L1 sensitivity, the noise and its parameters,
 the guarantee in words, what the server and the analyst learn, and a machine-readable DP event
-(the dicts `fedeval.ledger` composes with dp_accounting).
+(the dicts `fedeval.privacy.ledger` composes with dp_accounting).
 
 Sensitivities (DESIGN.md, privacy models). One example touches one node per released level of its
 class's tree; a client under unit client up to L examples. So a unit moves the release by at
@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
+from fedeval.core.release import Probe
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
 
 if TYPE_CHECKING:
-    from fedeval.release import Probe
+    from fedeval.core.release import Probe
 
 NOT_PRIVATE = (
     "reproducible simulation (--seed): NOT private. Anyone who knows the seed can regenerate the "
@@ -130,7 +131,7 @@ class Mechanism:
         common = {
             "share": cfg.probe_share,
             "releases": "the two class totals [negatives, positives]",
-            "chooses": "the height h, by fedeval.params.probe_height from the noisy totals "
+            "chooses": "the height h, by fedeval.core.params.probe_height from the noisy totals "
             "(post-processing of the probe)",
         }
         if cfg.model is PrivacyModel.DISTDP:
@@ -258,7 +259,8 @@ class Mechanism:
         raise AssertionError(cfg.model)
 
     def dp_event(self) -> dict[str, Any]:
-        """The machine-readable DP event `fedeval.ledger` composes (dp_accounting's vocabulary)."""
+        """The machine-readable DP event `fedeval.privacy.ledger` composes (dp_accounting's
+        vocabulary)."""
         match self.config.model:
             case PrivacyModel.DISTDP:
                 tree = {
@@ -437,7 +439,6 @@ def mechanism_of(
 
 def probe_from_section(privacy: dict[str, Any]) -> Probe | None:
     """The released probe a privacy section states (`probe.released`), or None."""
-    from fedeval.release import Probe
 
     released = (privacy.get("probe") or {}).get("released")
     if released is None:

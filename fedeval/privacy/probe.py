@@ -1,7 +1,7 @@
 """Round 1 of a two-phase release (`--height auto` under DP): noisy class totals choose h.
 
 The AUC's best height depends on the minority class count m, which is private, so `auto` first
-releases the two class totals and chooses the tree's height from them (`fedeval.params`):
+releases the two class totals and chooses the tree's height from them (`fedeval.core.params`):
 
 - distdp: every client adds its [negatives, positives] and a Pólya share sized to all clients
   at α = exp(−s·ε/Δ) (Δ = L, or 2L under replace); the sum is the totals plus discrete Laplace.
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fedeval.config import PrivacyConfig, PrivacyModel
-from fedeval.params import probe_epsilon_per_example, probe_height
+from fedeval.core.config import PrivacyConfig, PrivacyModel
+from fedeval.core.params import probe_epsilon_per_example, probe_height
+from fedeval.core.release import Probe
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
     dense,
@@ -29,7 +30,6 @@ from fedeval.privacy.noise import (
     oue_sum,
     polya_share_events,
 )
-from fedeval.release import Probe
 
 
 def _alpha(config: PrivacyConfig) -> float:
@@ -108,7 +108,7 @@ def totals(probe: Probe, config: PrivacyConfig, total_reports: int = 0) -> tuple
 def height(
     probe: Probe, config: PrivacyConfig, total_reports: int, min_height: int, max_height: int
 ) -> int:
-    """The tree's height from the probe (post-processing): `fedeval.params.probe_height`, at
+    """The tree's height from the probe (post-processing): `fedeval.core.params.probe_height`, at
     most `max_height` (the resolution the data were read at: a public option)."""
     neg, pos = totals(probe, config, total_reports)
     return min(

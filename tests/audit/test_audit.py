@@ -314,8 +314,8 @@ def test_cohort_audit_catches_shares_sized_for_the_population(monkeypatch, trial
     population = scenario.clients
 
     def shares_for_population(cells, labels, client, n_clients, config, cohort_size, rng):
+        from fedeval.core.release import level_offsets
         from fedeval.privacy import federated
-        from fedeval.release import level_offsets
 
         reports = federated.onehot_reports(cells, labels, client, n_clients, config)
         d = int(level_offsets(config)[-1])

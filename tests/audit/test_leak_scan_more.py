@@ -264,7 +264,9 @@ def test_text_and_figure_scans_catch_an_exact_count(tmp_path, monkeypatch):
     from fedeval.privacy.mechanism import Mechanism
 
     monkeypatch.setattr(Mechanism, "examples_public", property(lambda self: True))
-    module = importlib.import_module("fedeval.evaluate")  # the package's `evaluate` is a function
+    module = importlib.import_module(
+        "fedeval.api.evaluate"
+    )  # the package's `evaluate` is a function
     evaluate_file = module.evaluate_file
 
     def telling(*args, **kw):

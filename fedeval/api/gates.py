@@ -1,0 +1,210 @@
+"""Quality gates for CI: floors and ceilings on metrics, judged on the confidence bound.
+
+A floor `auc=0.85` holds when the metric is at least 0.85; judged on the bound (the default),
+the lower end of its 95% interval must clear it, so a noisy estimate that merely might be good
+enough fails. A ceiling `ece=0.03` likewise uses the upper end. Names: `auc`, `ap`,
+`roc_auc_curve`, `ece`, `ece_calibrated`, and `precision@t`, `recall@t`, `accuracy@t` for a
+threshold t the report holds (written exactly, or to at least 4 significant digits).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from fedeval.api.evaluate import DEFAULT_THRESHOLDS
+from fedeval.core.errors import GateFailed, UsageError
+
+
+class GateOn(StrEnum):
+    BOUND = "bound"
+    ESTIMATE = "estimate"
+
+
+class Kind(StrEnum):
+    FLOOR = "floor"  # --fail-under
+    CEILING = "ceiling"  # --fail-over
+
+
+@dataclass(frozen=True)
+class Gate:
+    metric: str
+    limit: float
+    kind: Kind
+
+
+@dataclass(frozen=True)
+class Verdict:
+    gate: Gate
+    value: float  # the number the gate was judged on
+    passed: bool
+
+    def describe(self, on: GateOn) -> str:
+        what = (
+            "lower 95% bound"
+            if on is GateOn.BOUND and self.gate.kind is Kind.FLOOR
+            else ("upper 95% bound" if on is GateOn.BOUND else "estimate")
+        )
+        sign = "≥" if self.gate.kind is Kind.FLOOR else "≤"
+        state = "ok" if self.passed else "FAILED"
+        g = self.gate
+        return f"{state}: {g.metric} {what} {self.value:.4g}, required {sign} {g.limit:g}"
+
+
+def parse_gates(specs: list[str] | None, kind: Kind) -> list[Gate]:
+    """'auc=0.85' or 'auc=0.85,recall@0.5=0.7' (repeatable) → gates."""
+    option = "`fail_under`" if kind is Kind.FLOOR else "`fail_over`"
+    gates = []
+    for spec in specs or []:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, sep, value = part.partition("=")
+            try:
+                limit = float(value)
+            except ValueError:
+                limit = math.nan
+            if not sep or not name.strip() or not math.isfinite(limit):
+                raise UsageError(
+                    f"{option} takes METRIC=VALUE, e.g. {option} auc=0.85 or recall@0.5=0.7. "
+                    f"Found {part!r}."
+                )
+            gates.append(Gate(name.strip().lower(), limit, kind))
+    return gates
+
+
+def report_metrics(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every gateable metric of a report or calibration map, by name → {estimate, ci95}."""
+    out: dict[str, dict[str, Any]] = {}
+    metrics = doc.get("metrics") or {}
+    if "auc" in metrics:
+        out["auc"] = metrics["auc"]
+    for t in metrics.get("thresholds", []):
+        for m in ("precision", "recall", "accuracy"):
+            out[f"{m}@{float(t['threshold'])!r}"] = t[m]
+    curves = metrics.get("curves") or doc.get("curves") or {}
+    if "roc_auc" in curves:
+        out["roc_auc_curve"] = curves["roc_auc"]
+        out["ap"] = curves["average_precision"]
+    if metrics.get("ece"):
+        out["ece"] = metrics["ece"]
+    ece = doc.get("ece") or {}
+    if ece.get("raw"):
+        out["ece"] = ece["raw"]
+    if ece.get("calibrated"):
+        out["ece_calibrated"] = ece["calibrated"]
+    return out
+
+
+def gate_thresholds(gates: list[Gate]) -> list[float]:
+    """The thresholds that threshold gates (recall@0.5, …) need evaluated."""
+    out = []
+    for g in gates:
+        t = g.metric.partition("@")[2]
+        if t:
+            try:
+                out.append(float(t))
+            except ValueError:
+                raise UsageError(
+                    f"{g.metric!r}: the threshold after '@' must be a number."
+                ) from None
+    return out
+
+
+def _find(metrics: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    if name in metrics:
+        return metrics[name]
+    base, _, t = name.partition("@")
+    if t:
+        # Exactly, or — written with at least 4 significant digits — as rounded: recall@0.5455
+        # is 6/11, but recall@0.55 is 0.55 and nothing else.
+        try:
+            want = float(t)
+        except ValueError:
+            want = math.nan
+        digits = len(t.replace(".", "").lstrip("0"))
+        decimals = len(t.partition(".")[2])
+        tol = 0.5 * 10.0**-decimals if digits >= 4 else 0.0
+        for key, value in metrics.items():
+            kb, _, kt = key.partition("@")
+            if kb == base and kt and abs(float(kt) - want) <= tol + 1e-9:
+                return value
+    plain = sorted(k for k in metrics if "@" not in k)
+    ts = sorted({float(k.partition("@")[2]) for k in metrics if "@" in k})
+    shown = ", ".join(plain)
+    if ts:
+        shown += "; precision/recall/accuracy@t for t in " + ", ".join(f"{t:.4g}" for t in ts)
+    raise UsageError(
+        f"the report has no metric {name!r}. It has: {shown}. Run evaluate with the gate (it "
+        "adds the threshold) or with `thresholds`."
+    )
+
+
+def judge(
+    gates: list[Gate], metrics: dict[str, dict[str, Any]], on: GateOn = GateOn.BOUND
+) -> list[Verdict]:
+    """Each gate's verdict. Judged on the bound, a report without intervals is refused."""
+    verdicts = []
+    for g in gates:
+        m = _find(metrics, g.metric)
+        if on is GateOn.BOUND:
+            if not m.get("ci95"):
+                raise UsageError(
+                    f"{g.metric} has no 95% interval in this report; judge it with "
+                    "`gate_on` estimate, or produce the report with intervals."
+                )
+            value = m["ci95"][0] if g.kind is Kind.FLOOR else m["ci95"][1]
+        else:
+            value = m["estimate"]
+        if value is None:
+            raise UsageError(f"{g.metric} is undefined in this report (no value to judge).")
+        ok = value >= g.limit if g.kind is Kind.FLOOR else value <= g.limit
+        verdicts.append(Verdict(g, float(value), bool(ok)))
+    return verdicts
+
+
+def gates_from(
+    fail_under: list[str] | None = None,
+    fail_over: list[str] | None = None,
+    gate_on: GateOn | str = GateOn.BOUND,
+) -> tuple[list[Gate], GateOn]:
+    """Floors (`fail_under`) and ceilings (`fail_over`) as 'METRIC=VALUE' specs, and what they
+    are judged on: the gates the command line's ``--fail-under``/``--fail-over`` make."""
+    try:
+        on = GateOn(gate_on)
+    except ValueError:
+        raise UsageError(f"`gate_on` takes bound or estimate. Found {gate_on!r}.") from None
+    return parse_gates(fail_under, Kind.FLOOR) + parse_gates(fail_over, Kind.CEILING), on
+
+
+def with_gate_thresholds(
+    thresholds: list[float] | None, gates: list[Gate], score_range: tuple[float, float]
+) -> list[float] | None:
+    """The thresholds to evaluate: those given (else the default 1/11 … 10/11 of the score
+    range) plus every threshold a gate names, so a `recall@0.5` gate needs no `thresholds`.
+    None when neither is given (the default thresholds)."""
+
+    extra = gate_thresholds(gates)
+    if thresholds is None and not extra:
+        return None
+    lo, hi = score_range
+    base = (
+        thresholds if thresholds is not None else [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
+    )
+    return sorted(set(base) | set(extra))
+
+
+def judge_report(gates: list[Gate], report: Any, on: GateOn = GateOn.BOUND) -> list[Verdict]:
+    """Each gate's verdict on a report: a result with `to_dict()` (an evaluation, curves, a
+    calibration result) or such a document."""
+    doc = report.to_dict() if hasattr(report, "to_dict") else report
+    return judge(gates, report_metrics(doc), on)
+
+
+def enforce(verdicts: list[Verdict]) -> None:
+    """Raise `GateFailed` naming the failed gates, if any (exit 1 on the command line)."""
+
+    failed = [v for v in verdicts if not v.passed]
+    if failed:
+        names = ", ".join(v.gate.metric for v in failed)
+        raise GateFailed(f"{len(failed)} of {len(verdicts)} quality gates failed: {names}.")

@@ -1,0 +1,436 @@
+"""Plan before deploying: the error to expect for a population size, ε and privacy model, the
+parameters to use, and the population needed for a target error.
+
+The papers bound the error (Cormode & Markov, Table 1: P/R/A ≈ 2^-h | (εn)^{-2/3} |
+ε^{-2/3} n^{-1/3}; AUC ≈ 1/B² | + 1/(εn) | h/(ε√n)); the constants depend on the score
+distribution and on the estimator. Instead of fitting them once, the planner runs fedeval's own
+estimators on a reference population of the requested size, built directly as fine leaf counts
+(no rows, so n = 10^6 costs milliseconds): a binormal score model with the given AUC and
+positive fraction, or the score distribution of a pilot file (`like`). The prediction is the
+mean absolute error over noise draws and thresholds. `benchmarks/plan.py` compares it with
+errors measured on real data.
+
+The population is laid out on the axis `evaluate` reads data on
+(`fedeval.api.evaluate.threshold_axis`:
+the default thresholds are cell edges), so the predicted P/R/A errors are noise only, as
+evaluate's are, with no term for interpolating inside the leaf that holds a threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from fedeval.api.calibrate import auto_buckets
+from fedeval.api.evaluate import (
+    DEFAULT_THRESHOLDS,
+    MetricEstimates,
+    estimate_metrics,
+    threshold_axis,
+)
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.errors import UsageError
+from fedeval.core.params import (
+    auto_quantiles,
+    probe_epsilon_per_example,
+    probe_height,
+    resolve_config,
+)
+from fedeval.core.release import Release
+from fedeval.privacy import distdp, localdp, model_module, probe
+from fedeval.privacy.decode import decode
+from fedeval.protocol.simulate import fast_release
+from fedeval.tables.scored import ScoredData, read_scored
+
+RESOLUTION = 20
+"""Reference populations are kept at 2^20 cells per class: the truth, up to 2^-20."""
+
+TABLE1 = {
+    PrivacyModel.FEDERATED: ("2^-h", "1/B²"),
+    PrivacyModel.DISTDP: ("(εn)^(-2/3)", "1/B² + 1/(εn)"),
+    PrivacyModel.LOCALDP: ("ε^(-2/3)·n^(-1/3)", "h/(ε·√n)"),
+}
+"""The papers' error rates (Table 1) for P/R/A and AUC, shown for orientation."""
+
+
+def binormal_density(
+    positives: bool, auc: float, n_cells: int, edges: np.ndarray | None = None
+) -> np.ndarray:
+    """Probability of each score cell under a binormal model on the logit scale with the given
+    AUC (d′ = √2·Φ⁻¹(AUC)); scores are sigmoid(logit). The cells are `n_cells` equal ones on
+    [0, 1], or those between the ascending score `edges` (n_cells + 1 of them, 0 to 1)."""
+    d = math.sqrt(2) * norm.ppf(auc)
+    mu = d / 2 if positives else -d / 2
+    if edges is None:
+        edges = np.linspace(0.0, 1.0, n_cells + 1)
+    with np.errstate(divide="ignore"):
+        logits = np.log(edges) - np.log1p(-edges)
+    cdf = norm.cdf(logits, loc=mu, scale=1.0)
+    return np.diff(cdf)
+
+
+def reference_population(
+    rows: int,
+    positives_fraction: float,
+    rng: np.random.Generator,
+    *,
+    auc: float = 0.85,
+    like: ScoredData | None = None,
+) -> ScoredData:
+    """A population of `rows` examples as fine per-class counts: multinomial draws from the
+    binormal model (or from `like`'s own per-class score distribution, uniform inside its
+    cells), on the axis evaluate reads data on (the default thresholds are cell edges)."""
+    n_cells = 1 << RESOLUTION
+    axis = threshold_axis((0.0, 1.0) if like is None else like.score_range, None)
+    edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
+    if like is not None:
+        fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
+        own = np.asarray(like.axis.from_unit(np.linspace(0.0, 1.0, fine.shape[-1] + 1)))
+        cdf = [np.interp(edges, own, np.r_[0.0, np.cumsum(f)] / f.sum()) for f in fine]
+        dens = [np.clip(np.diff(c), 0.0, None) for c in cdf]
+        dens = [d / d.sum() for d in dens]
+    else:
+        dens = [binormal_density(c == 1, auc, n_cells, edges) for c in (0, 1)]
+    n_pos = round(rows * positives_fraction)
+    counts = np.stack(
+        [rng.multinomial(rows - n_pos, dens[0]), rng.multinomial(n_pos, dens[1])]
+    ).astype(np.int64)
+    return ScoredData(counts, RESOLUTION, rows, rows, axis)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Expected absolute errors (mean over noise draws and the ten default thresholds)."""
+
+    config: PrivacyConfig
+    rows: int
+    auc: float
+    precision: float
+    recall: float
+    accuracy: float
+
+    @property
+    def pra(self) -> float:
+        """The largest of the three threshold metrics' expected errors."""
+        return max(self.precision, self.recall, self.accuracy)
+
+
+def _thresholds(population: ScoredData) -> np.ndarray:
+    lo, hi = population.score_range
+    return np.asarray(population.axis.to_unit(lo + (hi - lo) * np.asarray(DEFAULT_THRESHOLDS)))
+
+
+def population_truth(population: ScoredData, rng: np.random.Generator) -> MetricEstimates:
+    """The population's own metrics at the default thresholds: its release without noise at
+    the reference resolution (the truth every prediction's error is measured against)."""
+    # Without noise every shape gives the population's own leaves; flat is the cheapest.
+    truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, RESOLUTION, Shape.FLAT)
+    truth = decode(fast_release(population, truth_cfg, rng))
+    return estimate_metrics(truth, _thresholds(population))
+
+
+def predict(
+    population: ScoredData,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
+    *,
+    runs: int = 20,
+    truth: MetricEstimates | None = None,
+) -> Prediction:
+    """Mean absolute error of fedeval's estimators on `population` under `config`, at the
+    default thresholds on the population's axis. `truth` (`population_truth`) may be passed
+    when predicting for several configurations of one population."""
+    thr = _thresholds(population)
+    if truth is None:
+        truth = population_truth(population, rng)
+    leaves = population.leaf_counts(config.height)  # once, not once per run
+    draw = model_module(config.model).draw
+    if config.probed:
+        draw = _probed_draw
+    errs = []
+    for _ in range(runs):
+        est = estimate_metrics(decode(draw(leaves, population.n_clients, config, rng)), thr)
+        errs.append(
+            [
+                abs(est.auc - truth.auc),
+                np.nanmean(np.abs(est.precision - truth.precision)),
+                np.nanmean(np.abs(est.recall - truth.recall)),
+                np.nanmean(np.abs(est.accuracy - truth.accuracy)),
+            ]
+        )
+    auc, p, r, a = np.mean(errs, axis=0)
+    return Prediction(config, population.rows, float(auc), float(p), float(r), float(a))
+
+
+def _probed_draw(
+    leaves: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
+) -> Release:
+    """A two-phase release at the height already chosen: the tree at (1 − s)·ε (distdp) or
+    from the reports the probe left (localdp). The probe's own noise only chooses h, which the
+    planner fixes from the reference population's exact totals."""
+    if config.model is PrivacyModel.LOCALDP:
+        pad = localdp.empty_reports(int(leaves.sum()), n_clients, config)
+        found, rest, rest_pad = probe.draw_localdp(leaves, pad, config, rng)
+        return localdp.draw(rest, n_clients, config, rng, pad=rest_pad, probe=found)
+    found = probe.draw_distdp(leaves.sum(axis=-1), config, rng)
+    return distdp.draw(leaves, n_clients, config, rng, probe=found)
+
+
+def recommended_config(
+    rows: int, population: ScoredData, model: PrivacyModel | str, epsilon: float | None
+) -> PrivacyConfig:
+    """`--height auto --shape auto` as evaluate resolves it on this population: under DP the
+    probe's rule (`fedeval.core.params.probe_height`) on the population's exact class totals (a
+    reference population: nothing private), no coarser than the thresholds' alignment floor."""
+    floor = population.axis.auto_floor(RESOLUTION)
+    cfg = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
+    if not cfg.probed:
+        return cfg
+    h = probe_height(
+        cfg.model,
+        negatives=population.negatives,
+        positives=population.positives,
+        epsilon=probe_epsilon_per_example(cfg),
+        reports=population.rows,
+        min_height=floor,
+    )
+    return replace(cfg, height=h)
+
+
+def _check(rows: int, positives_fraction: float, auc: float, seed: int) -> None:
+    if not isinstance(rows, int | np.integer) or rows < 100:
+        raise UsageError(f"`rows` must be an integer of at least 100. Found {rows!r}.")
+    if not 0 < positives_fraction < 1:
+        raise UsageError(
+            f"`positives_fraction` must lie strictly between 0 and 1. Found {positives_fraction}."
+        )
+    if not 0 < auc < 1:  # the binormal model's separation is Φ⁻¹(auc): infinite at 0 and 1
+        raise UsageError(f"`auc` must lie strictly between 0 and 1. Found {auc}.")
+    if not isinstance(seed, int | np.integer) or seed < 0:
+        raise UsageError(f"`seed` must be a non-negative integer. Found {seed!r}.")
+
+
+def plan(
+    rows: int,
+    *,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float = 0.5,
+    auc: float = 0.85,
+    like: ScoredData | None = None,
+    heights: range | None = None,
+    seed: int = 0,
+    runs: int = 20,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Prediction, list[Prediction]]:
+    """(prediction at the recommended parameters, predictions for each height in `heights`).
+
+    The recommendation is `--height auto --shape auto`'s rule (`fedeval.core.params`), so what the
+    planner predicts is what the other commands will do: under DP a probe of the class totals
+    takes PROBE_SHARE of ε (distdp) or of the reports (localdp), and the tree the rest.
+    `progress(done, total)` is told after each prediction.
+    """
+    _check(rows, positives_fraction, auc, seed)
+    rng = np.random.default_rng(seed)
+    population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
+    best = recommended_config(rows, population, model, epsilon)
+    truth = population_truth(population, rng)
+    todo = [best] + [
+        resolve_config(model, n=rows, epsilon=epsilon, height=h) for h in heights or []
+    ]
+    done = []
+    for cfg in todo:
+        done.append(predict(population, cfg, rng, runs=runs, truth=truth))
+        if progress is not None:
+            progress(len(done), len(todo))
+    return done[0], done[1:]
+
+
+def population_needed(
+    target: float,
+    *,
+    metric: str = "pra",
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float = 0.5,
+    auc: float = 0.85,
+    like: ScoredData | None = None,
+    seed: int = 0,
+    max_rows: int = 10**9,
+) -> int | None:
+    """The smallest population (to two significant digits) whose predicted error of `metric`
+    ('auc' or 'pra') is at most `target`; None if even `max_rows` is not enough."""
+    if not target > 0:
+        raise UsageError(f"`target_error` must be positive. Found {target}.")
+    if metric not in ("auc", "pra"):
+        raise UsageError(f"`metric` must be 'auc' or 'pra'. Found {metric!r}.")
+
+    def error(n: int) -> float:
+        pred, _ = plan(
+            n,
+            model=model,
+            epsilon=epsilon,
+            positives_fraction=positives_fraction,
+            auc=auc,
+            like=like,
+            seed=seed,
+        )
+        return pred.auc if metric == "auc" else pred.pra
+
+    lo, hi = 100, 1000
+    while error(hi) > target:
+        lo, hi = hi, hi * 10
+        if hi > max_rows:
+            return None
+    # Bisect on the log scale to two significant digits.
+    while hi / lo > 1.05:
+        mid = int(math.sqrt(lo * hi))
+        if error(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    digits = 10 ** max(0, int(math.log10(hi)) - 1)
+    return int(math.ceil(hi / digits) * digits)
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """What `fedeval plan` shows: the recommended release, the errors to expect, optionally the
+    errors at every height and the population a target error needs."""
+
+    rows: int
+    positives_fraction: float
+    auc: float
+    like: str | None
+    best: Prediction
+    by_height: list[Prediction]
+    recommended: dict[str, Any]
+    target_error: float | None = None
+    metric: str = "pra"
+    rows_needed: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `fedeval.plan/1` document (`fedeval plan --format json`)."""
+        cfg = self.best.config
+        return {
+            "schema": "fedeval.plan/1",
+            "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon}
+            | ({"probe_share": cfg.probe_share, "probe": probe_words(cfg)} if cfg.probed else {}),
+            "rows": self.rows,
+            "positives_fraction": self.positives_fraction,
+            "reference": {"source": self.like}
+            if self.like
+            else {"model": "binormal", "auc": self.auc},
+            "recommended": self.recommended,
+            "expected_abs_error": _errors(self.best),
+            "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
+            "by_height": [{"height": p.config.height} | _errors(p) for p in self.by_height],
+            "target": None
+            if self.target_error is None
+            else {
+                "error": self.target_error,
+                "metric": self.metric,
+                "rows_needed": self.rows_needed,
+            },
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+
+def probe_words(cfg: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words."""
+    if cfg.model is PrivacyModel.LOCALDP:
+        return (
+            f"{cfg.probe_share:g} of the reports report the label alone (the class totals "
+            "that choose h); the tree gets the rest"
+        )
+    return (
+        f"{cfg.probe_share:g}·ε buys noisy class totals that choose h; the tree gets "
+        f"{1 - cfg.probe_share:g}·ε"
+    )
+
+
+def _errors(p: Prediction) -> dict[str, float]:
+    return {"auc": p.auc, "precision": p.precision, "recall": p.recall, "accuracy": p.accuracy}
+
+
+def plan_report(
+    rows: int | None = None,
+    *,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float | None = None,
+    auc: float = 0.85,
+    like: str | os.PathLike | None = None,
+    heights: bool = False,
+    target_error: float | None = None,
+    metric: str = "pra",
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> PlanReport:
+    """`fedeval plan` as a library call: the population is `rows` (default: the rows of the
+    pilot table `like`), its positive share `positives_fraction` (default: the pilot's, else
+    0.5); with `heights`, the errors at h = 2..16 too; with `target_error`, the n it needs.
+
+    >>> r = plan_report(1000, model="federated")
+    >>> r.to_dict()["recommended"]["height"] >= 1
+    True
+    """
+
+    like_data = None if like is None else read_scored(like, keep_scores=False)
+    if rows is None:
+        if like_data is None:
+            raise UsageError("give the population as `rows`, or a pilot table as `like`.")
+        rows = max(like_data.rows, 100)
+    if positives_fraction is None:
+        positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "epsilon": epsilon,
+        "positives_fraction": positives_fraction,
+        "auc": auc,
+        "like": like_data,
+        "seed": seed,
+    }
+    best, others = plan(
+        rows, heights=range(2, 17) if heights else None, progress=progress, **kwargs
+    )
+    cfg = best.config
+    if not all(math.isfinite(x) for x in (best.auc, best.precision, best.recall, best.accuracy)):
+        raise UsageError(
+            f"no finite error can be predicted for {rows:,} examples at ε = {cfg.epsilon:g}: "
+            "the noise swamps every count. Plan with a larger `epsilon` or population."
+        )
+    needed = None
+    if target_error is not None:
+        needed = population_needed(target_error, metric=metric, **kwargs)
+    recommended = {
+        "shape": cfg.shape.value,
+        "height": cfg.height,
+        "height_rule": "chosen by a probe of the class totals (two-phase auto)"
+        if cfg.probed
+        else "auto",
+        "leaves": cfg.n_leaves,
+        "quantiles": auto_quantiles(cfg.model, rows, cfg.epsilon),
+        "calibration_buckets": auto_buckets(cfg.model, rows, cfg.epsilon, cfg.n_leaves),
+    }
+    return PlanReport(
+        rows=rows,
+        positives_fraction=positives_fraction,
+        auc=auc,
+        like=None if like is None else str(like),
+        best=best,
+        by_height=others,
+        recommended=recommended,
+        target_error=target_error,
+        metric=metric,
+        rows_needed=needed,
+    )

@@ -1,0 +1,460 @@
+"""The audit's scenarios: neighbouring datasets D and D′ under each mechanism's relation and unit,
+the statistic each release is reduced to, the ε lower bound per scenario (one- and two-phase),
+and each cohort's unmasked noise."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedeval.audit.statistics import EpsilonBound, epsilon_lower_bound, laplace_statistic
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.hierarchy import cell_index
+from fedeval.core.params import resolve_config
+from fedeval.core.release import Probe, Release
+from fedeval.documents.release_file import release_dict
+from fedeval.privacy import localdp, probe
+from fedeval.privacy.federated import exact_counts as federated_exact_counts
+from fedeval.privacy.mechanism import Mechanism, mechanism_of
+from fedeval.protocol import secagg
+from fedeval.protocol.aggregate import unmasked
+from fedeval.protocol.encode import local_reports, masked_reports
+
+# --------------------------------------------------------------------------------------------
+# Deterministic leak scan
+
+
+# --------------------------------------------------------------------------------------------
+# Scenarios: neighbouring datasets for each model × relation × unit, run through the real path
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One mechanism to audit, on a small domain (h = 2, hierarchy: 12 released counts).
+
+    D: `clients` clients; client 0 holds the example(s) that change; every other client holds
+    `per_client` examples (L under unit client) spread over the score range. D′ by the relation
+    and unit:
+    add-remove/example removes one of client 0's two examples (client 0 still takes part);
+    add-remove/client removes client 0 (its L examples); replace/example moves client 0's one
+    example to the other class and end of the range; replace/client moves client 0's L examples
+    there (the tightest pair), or with `short_client` replaces them by a single one (the number
+    of examples is part of a client's data: localdp's padding must hide it).
+    """
+
+    model: str
+    relation: str
+    unit: str = "example"
+    max_examples: int | None = None
+    epsilon: float = 1.0
+    height: int | str = 2
+    clients: int = 11
+    per_client: int = 4
+    short_client: bool = False
+
+    @property
+    def _cap(self) -> int:
+        """L, the most examples a client holds under unit client."""
+        if self.max_examples is None:
+            raise ValueError(f"scenario {self.model} · {self.relation}: unit client needs an L")
+        return self.max_examples
+
+    @property
+    def name(self) -> str:
+        unit = self.unit if self.max_examples is None else f"client (L={self.max_examples})"
+        short = ", one example left" if self.short_client else ""
+        auto = f", auto (probe), n ≈ {self.clients * self.per_client:,}" if self.two_phase else ""
+        return f"{self.model} · {self.relation} · {unit}{short}{auto}"
+
+    @property
+    def two_phase(self) -> bool:
+        """`--height auto`: a probe of the class totals chooses the height first."""
+        return self.height == "auto"
+
+    def config(self):
+        """The configuration; under `auto` the two-phase one before its probe has run (its
+        height is a placeholder the probe replaces)."""
+
+        if self.two_phase:
+            return resolve_config(
+                self.model,
+                n=0,
+                epsilon=self.epsilon,
+                height="auto",
+                shape=Shape.HIERARCHY,
+                unit=self.unit,
+                max_examples=self.max_examples,
+                relation=self.relation,
+            )
+        assert isinstance(self.height, int)
+        return PrivacyConfig(
+            model=PrivacyModel(self.model),
+            height=self.height,
+            shape=Shape.HIERARCHY,
+            epsilon=self.epsilon,
+            unit=self.unit,
+            max_examples=self.max_examples,
+            relation=self.relation,
+        )
+
+    @property
+    def changes_participation(self) -> bool:
+        return self.relation == "add-remove" and self.unit == "client"
+
+    def datasets(self) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """(D, D′) as columns score, label, client."""
+        rest_s, rest_y, rest_c = [], [], []
+        # Under unit client nobody holds more than the cap (the cap is not what is audited).
+        per_client = self.per_client if self.unit == "example" else self._cap
+        for c in range(1, self.clients):
+            for j in range(per_client):
+                rest_s.append(((c * per_client + j) * 0.37) % 1.0)
+                rest_y.append((c + j) % 2)
+                rest_c.append(c)
+        if self.relation == "add-remove" and self.unit == "example":
+            zero_d, zero_dp = [(0.1, 0), (0.6, 1)], [(0.6, 1)]
+        elif self.relation == "add-remove":
+            zero_d, zero_dp = [(0.1, 0)] * self._cap, []
+        elif self.unit == "example":
+            zero_d, zero_dp = [(0.1, 0)], [(0.9, 1)]
+        else:
+            moved = 1 if self.short_client else self._cap
+            zero_d, zero_dp = [(0.1, 0)] * self._cap, [(0.9, 1)] * moved
+
+        def table(zero):
+            return {
+                "score": np.array([s for s, _ in zero] + rest_s, float),
+                "label": np.array([y for _, y in zero] + rest_y, np.int64),
+                "client": np.array([0] * len(zero) + rest_c, np.int64),
+            }
+
+        return table(zero_d), table(zero_dp)
+
+
+def all_scenarios(epsilon: float = 1.0) -> list[Scenario]:
+    """Every model × relation × unit fedeval offers under DP (localdp: replace only), at a
+    given height and under the two-phase `auto`."""
+    out = []
+    for relation in ("add-remove", "replace"):
+        out.append(Scenario("distdp", relation, epsilon=epsilon))
+        out.append(Scenario("distdp", relation, "client", 2, epsilon=epsilon))
+    out.append(Scenario("localdp", "replace", epsilon=epsilon))
+    out.append(Scenario("localdp", "replace", "client", 2, epsilon=epsilon))
+    return out + two_phase_scenarios(epsilon)
+
+
+BOUNDARY_PER_CLIENT = {
+    ("distdp", "add-remove"): 532,
+    ("distdp", "replace"): 1065,
+    ("localdp", "replace"): 1507,
+}
+"""Examples per client (10 clients besides client 0, half of them positive) that put the
+minority count m where the probe's height rule changes its mind at ε = 1: distdp,
+0.45·√(0.95·m) = 2^4.5 at m ≈ 2,660 = 5 × 532 (replace halves the per-example ε: m ≈ 5,325);
+localdp, m²/(n·σ²) = 2^10 (h between 2 and 3) at n ≈ 15,070. Neighbours whose m differs may
+then get different heights, which the audit must see through."""
+
+
+def two_phase_scenarios(epsilon: float = 1.0) -> list[Scenario]:
+    """`--height auto` (two-phase) for every model × relation × unit: the tiny scenarios (h is
+    then the rule's floor) and, unit example, populations at the rule's boundary (h varies)."""
+    out = []
+    for relation in ("add-remove", "replace"):
+        out.append(Scenario("distdp", relation, epsilon=epsilon, height="auto"))
+        out.append(Scenario("distdp", relation, "client", 2, epsilon=epsilon, height="auto"))
+        per = BOUNDARY_PER_CLIENT["distdp", relation]
+        out.append(Scenario("distdp", relation, epsilon=epsilon, height="auto", per_client=per))
+    out.append(Scenario("localdp", "replace", epsilon=epsilon, height="auto"))
+    out.append(Scenario("localdp", "replace", "client", 2, epsilon=epsilon, height="auto"))
+    per = BOUNDARY_PER_CLIENT["localdp", "replace"]
+    out.append(Scenario("localdp", "replace", epsilon=epsilon, height="auto", per_client=per))
+    return out
+
+
+def _cells_labels_clients(table: dict[str, np.ndarray], height: int):
+
+    client = table["client"]
+    # Client ids are 0..n−1 already; client 0 may be absent (removed): re-index densely.
+    ids, client = np.unique(client, return_inverse=True)
+    return cell_index(table["score"], height), table["label"].astype(bool), client, len(ids)
+
+
+def distdp_release_counts(
+    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+) -> np.ndarray:
+    """`trials` released count vectors of one cohort holding every client of `table`, each made
+    by the deployed path: per-client reports with shares sized to the cohort, pairwise masks
+    keyed from the OS CSPRNG, the server's sum mod 2^32 and unmasking, the release document."""
+
+    cfg = scenario.config()
+    cells, labels, client, n = _cells_labels_clients(table, cfg.height)
+    k = secagg.neighbours_per_side(n)
+    out = []
+    for _ in range(trials):
+        vectors = masked_reports(cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng)
+        counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
+        doc = release_dict(
+            Release.of_cohort(
+                cfg, counts, None, n, clients_public=mechanism_of(cfg).clients_public
+            ),
+            (0.0, 1.0),
+        )
+        out.append(doc["counts"])
+    return np.asarray(out, np.int64)
+
+
+def exact_counts(scenario: Scenario, table: dict[str, np.ndarray]) -> np.ndarray:
+    """The exact node counts of `table` (what the noise hides)."""
+    cfg = scenario.config()
+    cells = cell_index(table["score"], cfg.height)
+    leaves = np.zeros((2, cfg.n_leaves), np.int64)
+    np.add.at(leaves, (table["label"].astype(np.int64), cells), 1)
+    return federated_exact_counts(leaves, cfg)
+
+
+def localdp_statistic(
+    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Client 0's reports as the server receives them (the encoder's Parquet rows), reduced to
+    the likelihood-ratio statistic of D over D′: per report, the bit of D's value minus the bit
+    of D′'s value at the report's level, summed over the client's reports."""
+
+    cfg = scenario.config()
+    d, dp = scenario.datasets()
+    a = (int(d["label"][0]), float(d["score"][0]))  # D's value for client 0
+    b = (int(dp["label"][0]), float(dp["score"][0]))  # D′'s
+    cells, labels, client, n = _cells_labels_clients(table, cfg.height)
+    h = cfg.height
+
+    def bit_index(value, k):
+        label, score = value
+        cell = min(int(score * (1 << h)), (1 << h) - 1)
+        return (label << k) + (cell >> (h - k))
+
+    out = np.zeros(trials)
+    for t in range(trials):
+        rows = local_reports(cells, labels, client, 0, n, cfg, rng)
+        mine = rows.filter(np.asarray(rows["client"]) == 0)
+        stat = 0
+        for level, bits in zip(mine["level"].to_pylist(), mine["bits"].to_pylist(), strict=True):
+            k = cfg.levels[level]
+            unpacked = np.unpackbits(np.frombuffer(bits, np.uint8), count=2 << k)
+            stat += int(unpacked[bit_index(a, k)]) - int(unpacked[bit_index(b, k)])
+        out[t] = stat
+    return out
+
+
+PROBE_RESOLUTION = 10
+"""Cells per class (2^10) the two-phase audit reads scores at: the probe may choose any height
+up to it (AUTO_MAX_HEIGHT under localdp; the distdp boundary scenario stays far below 14)."""
+
+
+def _two_phase_exact(table: dict[str, np.ndarray], cfg) -> tuple[np.ndarray, np.ndarray]:
+    """(class totals [negatives, positives], exact node counts of the tree at cfg's height)."""
+    labels = table["label"].astype(np.int64)
+    leaves = np.zeros((2, cfg.n_leaves), np.int64)
+    np.add.at(leaves, (labels, cell_index(table["score"], cfg.height)), 1)
+    return np.bincount(labels, minlength=2)[:2], federated_exact_counts(leaves, cfg)
+
+
+def distdp_two_phase_statistic(
+    scenario: Scenario, trials: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The log-likelihood ratio of D over D′ of `trials` two-phase releases of each, made by the
+    deployed path: round 1, every client's probe share (`fedeval.privacy.probe`), the height
+    chosen from the sum; round 2, the masked per-client reports at that height, unmasked, and
+    the release document. The height is a function of the probe's released counts, so the
+    ratio is the probe's plus the tree's at that height:
+    ln(1/α_p)·Λ(probe) + ln(1/α_t(h))·Λ(tree at h). Returns (its parts on D (trials, 2): the
+    probe's Λ and the tree's weighted Λ; the same on D′; the heights)."""
+    from dataclasses import replace
+
+    base = scenario.config()
+    d, dp = scenario.datasets()
+    out: list[list[tuple[float, float]]] = [[], []]
+    heights = []
+    exact_at: dict[int, tuple] = {}  # h → both datasets' exact totals and tree: the same each trial
+    for side, table in enumerate((d, dp)):
+        fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
+        k = secagg.neighbours_per_side(n)
+        for _ in range(trials):
+            found = probe.client_sum_distdp(labels, n, base, rng)
+            h = probe.height(found, base, 0, 0, PROBE_RESOLUTION)
+            cfg = replace(base, height=h)
+            cells = fine >> (PROBE_RESOLUTION - h)
+            vectors = masked_reports(
+                cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng
+            )
+            counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
+            doc = release_dict(
+                Release.of_cohort(
+                    cfg, counts, None, n, found, clients_public=mechanism_of(cfg).clients_public
+                ),
+                (0.0, 1.0),
+            )
+            x_probe = np.asarray(doc["privacy"]["probe"]["released"]["counts"])[None]
+            x_tree = np.asarray(doc["counts"])[None]
+            if h not in exact_at:
+                exact_at[h] = (*_two_phase_exact(d, cfg), *_two_phase_exact(dp, cfg))
+            t_d, c_d, t_p, c_p = exact_at[h]
+            alpha = Mechanism(cfg).alpha
+            assert alpha is not None
+            tree = -math.log(alpha) * laplace_statistic(x_tree, c_d, c_p)[0]
+            out[side].append((float(laplace_statistic(x_probe, t_d, t_p)[0]), float(tree)))
+            heights.append(h)
+    return np.asarray(out[0]), np.asarray(out[1]), np.asarray(heights)
+
+
+def localdp_two_phase_statistic(
+    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Client 0's reports of `trials` two-phase runs on `table`, as the server receives them,
+    reduced to the statistic of `localdp_statistic`: round 1, every report slot's role and the
+    probe reports' two bits (`fedeval.privacy.probe`; a probe report of client 0 adds its bit
+    of D's label minus that of D′'s); the height from their sums; round 2, the encoder's tree
+    reports at that height for the other slots (`fedeval.protocol.encode.local_reports`). Returns
+    (the statistic's two parts (trials, 2): client 0's probe reports', its tree reports'; the
+    heights)."""
+    from dataclasses import replace
+
+    base = scenario.config()
+    d, dp = scenario.datasets()
+    a = (int(d["label"][0]), float(d["score"][0]))
+    b = (int(dp["label"][0]), float(dp["score"][0]))
+    fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
+    total = len(labels) + localdp.empty_reports(len(labels), n, base)
+    zeros = np.zeros(len(labels), np.int64)
+    out, heights = np.zeros((trials, 2)), np.zeros(trials, np.int64)
+    for t in range(trials):
+        _, p_labels, p_client, real = localdp.padded(zeros, labels, client, n, base)
+        role = probe.roles(len(p_labels), base, rng)
+        bits = probe.client_bits_localdp(p_labels[role], real[role], base, rng)
+        mine = bits[p_client[role] == 0]
+        in_probe = int(mine[:, a[0]].sum()) - int(mine[:, b[0]].sum())
+        stat = 0
+        found = Probe(bits.sum(axis=0), int(role.sum()))
+        h = probe.height(found, base, total, 0, PROBE_RESOLUTION)
+        cfg = replace(base, height=h)
+        used = role[: len(labels)]
+        taken = np.bincount(p_client[role], minlength=n)
+        keep = ~used
+        rows = local_reports(
+            fine[keep] >> (PROBE_RESOLUTION - h), labels[keep], client[keep], 0, n, cfg, rng, taken
+        )
+        mine_rows = rows.filter(np.asarray(rows["client"]) == 0)
+        for level, packed in zip(
+            mine_rows["level"].to_pylist(), mine_rows["bits"].to_pylist(), strict=True
+        ):
+            k = cfg.levels[level]
+            unpacked = np.unpackbits(np.frombuffer(packed, np.uint8), count=2 << k)
+            stat += int(unpacked[_bit_index(a, k, h)]) - int(unpacked[_bit_index(b, k, h)])
+        out[t], heights[t] = (in_probe, stat), h
+    return out, heights
+
+
+def _bit_index(value: tuple[int, float], k: int, h: int) -> int:
+    """The OUE bit a (label, score) sets at level k of a height-h tree."""
+    label, score = value
+    cell = min(int(score * (1 << h)), (1 << h) - 1)
+    return (label << k) + (cell >> (h - k))
+
+
+def audit_epsilon(
+    scenario: Scenario, trials: int, rng: np.random.Generator, confidence: float = 0.999
+) -> EpsilonBound:
+    """The ε lower bound for `scenario` from `trials` runs per side (module docstring, 2)."""
+    d, dp = scenario.datasets()
+    if scenario.two_phase:
+        return _two_phase_bound(scenario, trials, rng, confidence)
+    if scenario.model == "distdp":
+        c, c_prime = exact_counts(scenario, d), exact_counts(scenario, dp)
+        x = distdp_release_counts(scenario, d, trials, rng)
+        y = distdp_release_counts(scenario, dp, trials, rng)
+        sd, sp = laplace_statistic(x, c, c_prime), laplace_statistic(y, c, c_prime)
+    else:
+        sd = localdp_statistic(scenario, d, trials, rng)
+        sp = localdp_statistic(scenario, dp, trials, rng)
+    return epsilon_lower_bound(sd, sp, confidence=confidence)
+
+
+PROBE_WEIGHTS = (1.0, 4.0, 20.0)
+"""Weights of the probe's evidence against the tree's that the two-phase audit scans (distdp):
+as the claim splits ε (1), and heavier, up to as if the probe had the whole ε (1/s = 20). The
+auditor does not trust the claimed split: a probe noised for more ε than it is charged shows
+only when its part is weighed by what it really leaks."""
+
+
+def _two_phase_bound(
+    scenario: Scenario, trials: int, rng: np.random.Generator, confidence: float
+) -> EpsilonBound:
+    """The best ε lower bound over events of several statistics of a two-phase release: each
+    part alone (the probe's, the tree's) and their sums at `PROBE_WEIGHTS` (distdp; localdp:
+    the plain sum, every report has the same ε), Bonferroni-corrected over the statistics."""
+
+    d, dp = scenario.datasets()
+    if scenario.model == "distdp":
+        on_d, on_dp, _ = distdp_two_phase_statistic(scenario, trials, rng)
+        claim = Mechanism(scenario.config())
+        assert claim.probe_alpha is not None
+        w = -math.log(claim.probe_alpha)
+        sums = [
+            (w * k * on_d[:, 0] + on_d[:, 1], w * k * on_dp[:, 0] + on_dp[:, 1])
+            for k in PROBE_WEIGHTS
+        ]
+    else:
+        on_d, _ = localdp_two_phase_statistic(scenario, d, trials, rng)
+        on_dp, _ = localdp_two_phase_statistic(scenario, dp, trials, rng)
+        sums = [(on_d.sum(axis=1), on_dp.sum(axis=1))]
+    candidates = [(on_d[:, 0], on_dp[:, 0]), (on_d[:, 1], on_dp[:, 1]), *sums]
+    each = 1.0 - (1.0 - confidence) / len(candidates)
+    best = EpsilonBound(0.0, "none", 2 * trials)
+    for i, (a, b) in enumerate(candidates):
+        found = epsilon_lower_bound(a, b, confidence=each, thresholds=_quantile_taus(a, b))
+        if found.epsilon_lb > best.epsilon_lb:
+            name = ("probe part", "tree part")[i] if i < 2 else f"sum {i - 1}"
+            best = EpsilonBound(found.epsilon_lb, f"{name}: {found.event}", found.trials)
+    return best
+
+
+def _quantile_taus(sd: np.ndarray, sp: np.ndarray, count: int = 64) -> list[float]:
+    """Thresholds for a continuous statistic (a weighted sum: nearly every value distinct):
+    `count` quantiles of the pooled values, so the Bonferroni correction stays small."""
+    pooled = np.concatenate([sd, sp])
+    distinct = np.unique(pooled)
+    if len(distinct) <= count:
+        return distinct.tolist()
+    return sorted(set(np.quantile(pooled, np.linspace(0.005, 0.995, count)).tolist()))
+
+
+def cohort_noise(
+    scenario: Scenario, trials: int, rng: np.random.Generator, cohorts: int = 2
+) -> list[np.ndarray]:
+    """Noise of each cohort's unmasked sum (sum − exact), D split into `cohorts` cohorts, over
+    `trials` runs: one array (trials × counts) per cohort."""
+
+    cfg = scenario.config()
+    d, _ = scenario.datasets()
+    cells, labels, client, n = _cells_labels_clients(d, cfg.height)
+    bounds = np.linspace(0, n, cohorts + 1).round().astype(int)
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        sel = (client >= lo) & (client < hi)
+        m = hi - lo
+        part = {key: col[sel] for key, col in d.items()}
+        exact = exact_counts(scenario, part)
+        k = secagg.neighbours_per_side(m)
+        noise = []
+        for _ in range(trials):
+            v = masked_reports(
+                cells[sel], labels[sel], client[sel] - lo, 0, m, m, k, secagg.round_key(), cfg, rng
+            )
+            noise.append(unmasked(v.sum(axis=0, dtype=np.uint32)) - exact)
+        out.append(np.asarray(noise))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Documents other than JSON: text (stderr, tables, CSV), figures, Parquet layout

@@ -1,0 +1,325 @@
+"""Privacy configuration: which model, which budget, which release shape.
+
+Frozen records with Enums for choices, so a configuration can be stored in a report and compared.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fedeval.core.errors import UsageError
+
+
+class PrivacyModel(StrEnum):
+    """Trust model under which the score histograms are released (DESIGN.md, privacy models)."""
+
+    FEDERATED = "federated"  # secure aggregation, exact sums
+    DISTDP = "distdp"  # distributed DP: Pólya shares summing to discrete Laplace
+    LOCALDP = "localdp"  # local DP: Optimal Unary Encoding per client
+
+
+class Unit(StrEnum):
+    """Whom the guarantee protects: one example (the papers' setting), or one client with all its
+    examples (contributions capped at `max_examples` per client, noise scaled to match)."""
+
+    EXAMPLE = "example"
+    CLIENT = "client"
+
+
+class Relation(StrEnum):
+    """Which datasets count as neighbours, i.e. what ε hides (DESIGN.md, privacy models).
+
+    ``add-remove``: D′ is D with one unit (example, or client under unit client) added or
+    removed. The dataset's size is then secret too, so no exact count (examples, positives,
+    clients, reporters) may appear in a release: totals come from the noisy counts.
+    ``replace``: D′ is D with one unit's data replaced by other data; the number of units is
+    public, and one unit moves the release twice as far (one leaf path loses, another gains).
+    Local DP only supports ``replace``: the number of reports a client sends is visible.
+    """
+
+    ADD_REMOVE = "add-remove"
+    REPLACE = "replace"
+
+
+DEFAULT_RELATION = {
+    "federated": None,
+    "distdp": Relation.ADD_REMOVE,
+    "localdp": Relation.REPLACE,
+}
+"""add-remove under distdp (it also hides the dataset's size, and implies 2ε-DP under replace),
+replace under localdp (the relation local DP is defined over)."""
+
+
+def check_relation(model: PrivacyModel, relation: Relation | str | None) -> Relation | None:
+    """The relation for `model`: its default when None; refuses add-remove under localdp."""
+    model = PrivacyModel(model)
+    if model is PrivacyModel.FEDERATED:
+        if relation is not None:
+            raise UsageError(
+                "`relation` does not apply to `model` federated (no differential privacy: "
+                "there is no ε to state over a relation); drop it, or choose distdp/localdp."
+            )
+        return None
+    if relation is None:
+        return DEFAULT_RELATION[model.value]
+    try:
+        relation = Relation(relation)
+    except ValueError:
+        raise UsageError(
+            f"unknown neighbouring relation {relation!r}; choose add-remove or replace."
+        ) from None
+    if model is PrivacyModel.LOCALDP and relation is Relation.ADD_REMOVE:
+        raise UsageError(
+            "`relation` add-remove is not available under `model` localdp: every report a "
+            "client sends is visible to the server, so whether an example (or client) is present "
+            "cannot be hidden. Use `relation` replace (the local-DP relation), or `model` distdp."
+        )
+    return relation
+
+
+class Shape(StrEnum):
+    """Which levels of the dyadic hierarchy are released.
+
+    ``hierarchy`` releases levels 1..h (cheap long range queries, sensitivity h under distdp;
+    2..h under localdp from ε = 5 per report, `fedeval.core.params.LEVEL_1_FROM_EPSILON`);
+    ``flat`` releases only the leaf level h (sensitivity 1; better for AUC up to 2^h ≈ h³).
+    """
+
+    HIERARCHY = "hierarchy"
+    FLAT = "flat"
+
+
+def check_epsilon(model: PrivacyModel, epsilon: float | None) -> None:
+    """ε must be absent under federated and a positive finite number otherwise."""
+    if model is PrivacyModel.FEDERATED:
+        if epsilon is not None:
+            raise UsageError(
+                "`epsilon` does not apply to `model` federated (secure aggregation adds no "
+                "noise); drop `epsilon` or choose `model` distdp/localdp."
+            )
+    elif epsilon is None or not (epsilon > 0 and math.isfinite(epsilon)):
+        raise UsageError(
+            f"`epsilon` must be a positive finite number under `model` {model}. Found {epsilon}."
+        )
+    elif not MIN_EPSILON <= epsilon <= MAX_EPSILON:
+        raise UsageError(
+            f"`epsilon` must lie in [{MIN_EPSILON:g}, {MAX_EPSILON:g}] under `model` {model}. "
+            f"Found {epsilon:g}: beyond that range the noise parameters leave float64 "
+            "(exp(±ε) under- or overflows) and the release means nothing."
+        )
+
+
+MIN_EPSILON = 1e-9
+"""Smallest ε computed with: α = exp(−ε/Δ) must still differ from 1 in float64."""
+MAX_EPSILON = 100.0
+"""Largest ε computed with: e^ε must stay finite (OUE's q = 1/(e^ε + 1)); ε > 10 already warns."""
+SMALL_EPSILON = 0.01
+"""Below this ε the noise swamps any count a realistic population holds: a warning says so."""
+
+
+MAX_EXAMPLES = 1 << 31
+"""Largest per-client cap L: Δ = L·levels must stay an exact integer of the noise samplers."""
+
+
+def check_unit(unit: Unit | str, max_examples: int | None) -> Unit:
+    """`--unit client` needs `--max-examples L ≥ 1`; `--unit example` takes no cap."""
+    try:
+        unit = Unit(unit)
+    except ValueError:
+        raise UsageError(f"unknown unit {unit!r}; choose example or client.") from None
+    if unit is Unit.CLIENT:
+        if isinstance(max_examples, int) and max_examples > MAX_EXAMPLES:
+            raise UsageError(
+                f"`max_examples` {max_examples:,} is beyond the largest cap fedeval accepts "
+                f"({MAX_EXAMPLES:,}): the noise would drown every count. Cap clients at the "
+                "number of examples a client really holds."
+            )
+        if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 1:
+            found = "" if max_examples is None else f" Found {max_examples!r}."
+            raise UsageError(
+                "`unit` client needs `max_examples` L (an integer ≥ 1): each client's "
+                f"contribution is capped at L examples and the noise scaled to it.{found}"
+            )
+    elif max_examples is not None:
+        raise UsageError(
+            "`max_examples` applies to `unit` client only (under `unit` example every example "
+            "is protected on its own)."
+        )
+    return unit
+
+
+MAX_HEIGHT = 20
+"""Finest leaf height: 2^20 cells per class, the resolution data is reduced to while streaming."""
+MAX_BUCKETS = 1 << 20
+"""Most equi-depth buckets B: the finest release has 2^20 leaves, so more buckets than that
+split leaves and estimate nothing better; each costs memory in every bucket sweep."""
+MAX_QUANTILES = 1 << 16
+"""Most quantiles Q per class for the curves: the PCHIP grid grows with Q while the area error
+stops shrinking long before (it is bounded by the release's noise and leaf width)."""
+
+
+def check_count(value: object, name: str, least: int, most: int) -> int:
+    """`value` as an int in [least, most]; otherwise a UsageError that names the parameter."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise UsageError(
+            f"`{name}` must be an integer from {least:,} to {most:,}. Found {value!r}."
+        )
+    v = int(value)
+    if not least <= v <= most:
+        raise UsageError(f"`{name}` must be from {least:,} to {most:,}. Found {v:,}.")
+    return v
+
+
+def check_height(height: object) -> int:
+    """h, the leaf height: 1..MAX_HEIGHT (2^h cells per class)."""
+    return check_count(height, "height", 1, MAX_HEIGHT)
+
+
+def check_buckets(buckets: object) -> int:
+    """B, the number of equi-depth buckets: 1..MAX_BUCKETS."""
+    return check_count(buckets, "buckets", 1, MAX_BUCKETS)
+
+
+def check_quantiles(quantiles: object) -> int:
+    """Q, the quantiles per class the curves interpolate: 2..MAX_QUANTILES."""
+    return check_count(quantiles, "quantiles", 2, MAX_QUANTILES)
+
+
+DEFAULT_EPSILON = {PrivacyModel.DISTDP: 1.0, PrivacyModel.LOCALDP: 5.0}
+"""The papers' experiment settings (Cormode & Markov, PVLDB 2023, section 7)."""
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    """Everything that determines the noise in a release.
+
+    Attributes
+    ----------
+    model : the trust model.
+    epsilon : total ε of the release (pure ε-DP under `relation`); ``None`` under
+        ``federated``.
+    height : h; leaves are the 2^h equal cells of [0, 1].
+    shape : which levels are released.
+    unit : whom ε protects: one example, or one client (then `max_examples` is L, the cap on
+        each client's examples, and the noise is scaled to a client's whole contribution).
+    relation : the neighbouring relation ε is stated over (None under ``federated``; filled
+        with the model's default when not given).
+    probe_share : s of a two-phase release (`--height auto` under DP, `fedeval.core.params`): 0 when
+        the height was given; else a probe of the class totals came first, at s·ε under distdp
+        (the tree then gets (1 − s)·ε), or from a share s of the reports under localdp.
+    first_level : the coarsest level a hierarchy releases (levels first_level..h; at most h,
+        and 1 for a flat release): 1 is the papers' tree; `fedeval.core.params.resolve_config`
+        starts localdp's at 2 from ε = 5 per report (`fedeval.core.params.LEVEL_1_FROM_EPSILON`).
+    """
+
+    model: PrivacyModel
+    height: int
+    shape: Shape
+    epsilon: float | None = None
+    unit: Unit = Unit.EXAMPLE
+    max_examples: int | None = None
+    relation: Relation | None = None
+    probe_share: float = 0.0
+    first_level: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "height", check_height(self.height))
+        first = self.first_level
+        if isinstance(first, bool) or not isinstance(first, numbers.Integral) or first < 1:
+            raise UsageError(f"`first_level` must be an integer ≥ 1. Found {first!r}.")
+        # Canonical: at most h (a tree of height 1 releases level 1), and 1 for a flat release.
+        first = min(int(first), self.height) if self.shape is Shape.HIERARCHY else 1
+        object.__setattr__(self, "first_level", first)
+        check_epsilon(self.model, self.epsilon)
+        object.__setattr__(self, "unit", check_unit(self.unit, self.max_examples))
+        object.__setattr__(self, "relation", check_relation(self.model, self.relation))
+        share = self.probe_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share < 1:
+            raise UsageError(f"`probe_share` must be a fraction in [0, 1). Found {share!r}.")
+        object.__setattr__(self, "probe_share", float(share))
+        if share and self.model is PrivacyModel.FEDERATED:
+            raise UsageError("a probe round applies to distdp and localdp only.")
+        if self.epsilon is not None:
+            if self.epsilon > 10:
+                warnings.warn(
+                    f"epsilon={self.epsilon} is unusually large: the privacy guarantee is weak.",
+                    stacklevel=2,
+                )
+            elif self.epsilon < SMALL_EPSILON:
+                warnings.warn(
+                    f"epsilon={self.epsilon:g} is so small that the noise swamps the counts: "
+                    "expect intervals that cover the whole range of every metric.",
+                    stacklevel=2,
+                )
+
+    @property
+    def examples_per_unit(self) -> int:
+        """How many examples one protected unit may contribute: 1, or L under unit client."""
+        # Under unit client, __post_init__ has checked that max_examples is an int ≥ 1.
+        if self.unit is Unit.CLIENT and self.max_examples is not None:
+            return self.max_examples
+        return 1
+
+    @property
+    def probed(self) -> bool:
+        """Whether a probe of the class totals chose the height (two-phase `auto`)."""
+        return self.probe_share > 0
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """The released levels k (level k has 2^k cells)."""
+        if self.shape is Shape.FLAT:
+            return (self.height,)
+        return tuple(range(self.first_level, self.height + 1))
+
+    @property
+    def n_leaves(self) -> int:
+        return 1 << self.height
+
+
+def config_dict(config: PrivacyConfig) -> dict:
+    """The configuration as stored in report directories and saved aggregates (`probe_share`
+    only for a two-phase release, so a given height stores what it always did)."""
+    out = {
+        "model": config.model.value,
+        "epsilon": config.epsilon,
+        "height": config.height,
+        "shape": config.shape.value,
+        "levels": list(config.levels),
+        "unit": config.unit.value,
+        "max_examples": config.max_examples,
+        "relation": None if config.relation is None else config.relation.value,
+    }
+    if config.probed:
+        out["probe_share"] = config.probe_share
+    return out
+
+
+def config_from_dict(p: dict) -> PrivacyConfig:
+    """Read `config_dict`'s output back (KeyError, ValueError or UsageError if malformed); files
+    written before units existed have no unit and mean one example. A hierarchy's first level is
+    its stored levels' first (1 in files written before it could differ), and the stored levels
+    must be the ones the configuration releases."""
+    shape = Shape(p["shape"])
+    stored = p.get("levels")
+    first = 1
+    if shape is Shape.HIERARCHY and isinstance(stored, list) and stored:
+        first = stored[0]
+    config = PrivacyConfig(
+        model=PrivacyModel(p["model"]),
+        height=int(p["height"]),
+        shape=shape,
+        epsilon=None if p["epsilon"] is None else float(p["epsilon"]),
+        unit=Unit(p.get("unit", "example")),
+        max_examples=None if p.get("max_examples") is None else int(p["max_examples"]),
+        relation=p.get("relation"),
+        probe_share=p.get("probe_share", 0.0),
+        first_level=first,
+    )
+    if stored is not None and list(stored) != list(config.levels):
+        raise ValueError(f"levels {stored} are not the levels {list(config.levels)} of {config}")
+    return config

@@ -1,0 +1,320 @@
+"""Seals on fedeval documents: a SHA-256 digest of the canonical content, optionally signed.
+
+Every report manifest, aggregate and calibration map fedeval writes carries an ``integrity``
+field::
+
+    "integrity": {"sha256": "<hex>", "signature": "<hex>", "public_key": "<hex>"}
+
+``sha256`` is the digest of `canonical_bytes` (the document without its ``integrity`` field as
+sorted, compact JSON); ``signature`` and ``public_key`` appear only when the writer was given a
+signing key: an Ed25519 signature (RFC 8032) over the same canonical bytes and the raw 32-byte
+public key it verifies under.
+
+What each proves:
+
+- The bare digest detects accidental corruption and naive edits (a count changed by hand, ε
+  rewritten in a manifest): the content no longer matches the digest. It proves nothing about
+  who wrote the file: anyone who edits it can recompute the digest, since there is no secret in
+  it.
+- A signature proves who made the document, provided the reader checks it against a public key
+  it trusts (``--verify-key NAME.pub``, obtained from the producer over a channel the reader
+  trusts). Without that key a reader can only check that the signature matches the key embedded
+  in the file, which catches edits to a signed file but not a forger who re-signs with a key of
+  their own.
+
+Ed25519 (Bernstein et al.; RFC 8032, "Edwards-Curve Digital Signature Algorithm") via the
+`cryptography` package. Key files are PEM: PKCS#8 private keys (unencrypted, mode 0600) and
+SubjectPublicKeyInfo public keys, as `fedeval keygen` writes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from fedeval.core.errors import InputError, UsageError
+
+FIELD = "integrity"
+"""The name of the seal's field in every document."""
+
+_HEX = frozenset("0123456789abcdef")
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def canonical_bytes(doc: dict[str, Any]) -> bytes:
+    """The document without its ``integrity`` field as canonical JSON, UTF-8.
+
+    Sorted keys, no whitespace (``separators=(",", ":")``), non-ASCII characters as themselves,
+    no NaN or Infinity (`ValueError`). Numbers are written as Python's `json` writes them: ints
+    exactly, floats by their shortest round-tripping repr, so a document written by fedeval and
+    read back with `json.load` gives the same bytes. Keys must be strings (JSON turns other keys
+    into strings, which would sort differently once read back): `TypeError` otherwise.
+    """
+    body = {k: v for k, v in doc.items() if k != FIELD}
+    _check_keys(body)
+    return json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def _check_keys(obj: Any) -> None:
+    """Refuse dict keys that are not strings, anywhere in the document."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"document keys must be strings; found {k!r}")
+                if isinstance(v, dict | list | tuple):
+                    stack.append(v)
+        elif isinstance(item, list | tuple) and not set(map(type, item)) <= _SCALARS:
+            # (the type scan runs in C: a release's millions of counts cost little)
+            stack.extend(v for v in item if isinstance(v, dict | list | tuple))
+
+
+def digest(doc: dict[str, Any]) -> str:
+    """Hex SHA-256 of `canonical_bytes(doc)`."""
+    return hashlib.sha256(canonical_bytes(doc)).hexdigest()
+
+
+def seal(doc: dict[str, Any], *, sign_key: Ed25519PrivateKey | None = None) -> dict[str, Any]:
+    """A copy of `doc` with its ``integrity`` field (any previous one replaced, last key).
+
+    With `sign_key` the seal also holds the Ed25519 signature over the canonical bytes and the
+    raw public key of `sign_key`.
+    """
+    if sign_key is not None and not isinstance(sign_key, Ed25519PrivateKey):
+        raise UsageError("a document is signed with an Ed25519 private key (fedeval keygen).")
+    data = canonical_bytes(doc)
+    integrity: dict[str, str] = {"sha256": hashlib.sha256(data).hexdigest()}
+    if sign_key is not None:
+        integrity["signature"] = sign_key.sign(data).hex()
+        integrity["public_key"] = _raw(sign_key.public_key()).hex()
+    out = {k: v for k, v in doc.items() if k != FIELD}
+    out[FIELD] = integrity
+    return out
+
+
+def verify(
+    doc: dict[str, Any],
+    name: str,
+    *,
+    verify_key: Ed25519PublicKey | None = None,
+    required: bool = True,
+) -> None:
+    """Check the seal of `doc` (read from the file `name`); `InputError` names the failed check.
+
+    - No ``integrity`` field: refused when `required` or a `verify_key` is given, else accepted
+      (documents of a version written before seals existed).
+    - The SHA-256 of the canonical content must equal the stored one (an edited file fails).
+    - With `verify_key`: the document must be signed, by that key, with a valid signature.
+    - A signature but no `verify_key`: the signature is checked against the public key embedded
+      in the document, and accepted if it matches. This catches edits to a signed file, but the
+      embedded key is not trusted, only consistent: anyone can re-sign an edited document with a
+      key of their own. Pass `verify_key` to know who made it.
+    """
+    seal_ = doc.get(FIELD)
+    if seal_ is None:
+        if verify_key is not None:
+            raise InputError(
+                f"'{name}': signature check failed: it is not signed (no '{FIELD}' field), and "
+                "--verify-key requires a signature by that key."
+            )
+        if required:
+            raise InputError(
+                f"'{name}': integrity check failed: it has no '{FIELD}' field (fedeval seals "
+                "every document it writes; the seal was removed or the file was made by hand)."
+            )
+        return
+    sha = seal_.get("sha256") if isinstance(seal_, dict) else None
+    if not _is_hex(sha, 32):
+        raise InputError(
+            f"'{name}': integrity check failed: its '{FIELD}' field is malformed (it must hold "
+            "the 64 hex digits of a SHA-256 digest)."
+        )
+    try:
+        data = canonical_bytes(doc)
+    except (TypeError, ValueError) as e:
+        raise InputError(
+            f"'{name}': integrity check failed: its content cannot be canonicalised ({e})."
+        ) from None
+    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), sha):
+        raise InputError(
+            f"'{name}': integrity check failed: the SHA-256 of its content does not match (the "
+            "file was edited after it was written)."
+        )
+    signature, embedded = seal_.get("signature"), seal_.get("public_key")
+    if signature is None and embedded is None:
+        if verify_key is not None:
+            raise InputError(
+                f"'{name}': signature check failed: it is not signed, and --verify-key requires "
+                f"a signature by key {fingerprint(verify_key)}."
+            )
+        return
+    if not (_is_hex(signature, 64) and _is_hex(embedded, 32)):
+        raise InputError(
+            f"'{name}': signature check failed: its '{FIELD}' field is malformed (a signature "
+            "needs 128 hex digits and its public key 64)."
+        )
+    signer = Ed25519PublicKey.from_public_bytes(bytes.fromhex(embedded))
+    if verify_key is not None and _raw(signer) != _raw(verify_key):
+        raise InputError(
+            f"'{name}': signature check failed: it is signed by another key "
+            f"({fingerprint(signer)}, expected {fingerprint(verify_key)})."
+        )
+    try:
+        (verify_key or signer).verify(bytes.fromhex(signature), data)
+    except InvalidSignature:
+        raise InputError(
+            f"'{name}': signature check failed: the signature does not match its content "
+            f"(key {fingerprint(signer)}); the file was edited or the signature forged."
+        ) from None
+
+
+def _is_hex(value: object, n_bytes: int) -> TypeGuard[str]:
+    return isinstance(value, str) and len(value) == 2 * n_bytes and set(value) <= _HEX
+
+
+def _raw(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def fingerprint(public_key: Ed25519PublicKey) -> str:
+    """The first 16 hex digits of the SHA-256 of the raw 32-byte public key."""
+    return hashlib.sha256(_raw(public_key)).hexdigest()[:16]
+
+
+def generate_keypair(
+    private_path: str | os.PathLike, public_path: str | os.PathLike
+) -> Ed25519PublicKey:
+    """Make a new Ed25519 key pair: PKCS#8 PEM private key (unencrypted, mode 0600) at
+    `private_path`, PEM public key at `public_path`. Each file is written atomically and never
+    over an existing file (`UsageError`). Returns the public key."""
+    private_path, public_path = Path(private_path), Path(public_path)
+    if private_path.resolve() == public_path.resolve():
+        raise UsageError(
+            f"the private and public key files must differ; both are '{private_path}'."
+        )
+    for path in (private_path, public_path):
+        if path.exists() or path.is_symlink():
+            raise UsageError(
+                f"'{path}' already exists; fedeval keygen never overwrites a key. Choose another "
+                "name or remove it first."
+            )
+    key = Ed25519PrivateKey.generate()
+    private_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    public_pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    _write_new(private_path, private_pem, 0o600)
+    try:
+        _write_new(public_path, public_pem, 0o644)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            private_path.unlink()
+        raise
+    return key.public_key()
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Write `data` to a temp file beside `path` with `mode` (less the umask), then link it into
+    place: atomic, and `UsageError` rather than replace a file that exists by then."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise UsageError(f"cannot write '{path}': {e.strerror or e}.") from e
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, mode & ~umask)
+        try:
+            os.link(tmp, path)  # atomic, and fails rather than replace an existing file
+        except FileExistsError:
+            raise UsageError(
+                f"'{path}' already exists; fedeval keygen never overwrites a key."
+            ) from None
+        except OSError as e:
+            raise UsageError(f"cannot write '{path}': {e.strerror or e}.") from e
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _read_pem(path: str | os.PathLike, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError(f"cannot read {what} '{path}': no such file.") from None
+    except IsADirectoryError:
+        raise InputError(f"cannot read {what} '{path}': it is a directory.") from None
+    except OSError as e:
+        raise InputError(f"cannot read {what} '{path}': {e.strerror or e}.") from None
+
+
+def load_private_key(path: str | os.PathLike) -> Ed25519PrivateKey:
+    """The Ed25519 private key in the PEM file at `path`; `InputError` names the file."""
+    data = _read_pem(path, "signing key")
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except TypeError:
+        raise InputError(
+            f"'{path}' is an encrypted private key; fedeval reads unencrypted PKCS#8 keys "
+            "(fedeval keygen makes one)."
+        ) from None
+    except (ValueError, UnicodeDecodeError):
+        public = b"PUBLIC" in data
+        hint = " (it looks like a public key: sign with the .key file)" if public else ""
+        raise InputError(
+            f"'{path}' is not a PEM private key{hint}. Make a key pair with `fedeval keygen -o "
+            "NAME`."
+        ) from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise InputError(
+            f"'{path}' is a {type(key).__name__.removeprefix('_')}, not an Ed25519 private key. "
+            "Make one with `fedeval keygen -o NAME`."
+        )
+    return key
+
+
+def load_public_key(path: str | os.PathLike) -> Ed25519PublicKey:
+    """The Ed25519 public key in the PEM file at `path`; `InputError` names the file."""
+    data = _read_pem(path, "verify key")
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, UnicodeDecodeError):
+        hint = (
+            " (it looks like a private key: verify with the .pub file)"
+            if b"PRIVATE" in data
+            else ""
+        )
+        raise InputError(
+            f"'{path}' is not a PEM public key{hint}. Make a key pair with `fedeval keygen -o "
+            "NAME`."
+        ) from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise InputError(
+            f"'{path}' is a {type(key).__name__.removeprefix('_')}, not an Ed25519 public key. "
+            "Make one with `fedeval keygen -o NAME`."
+        )
+    return key

@@ -1,0 +1,323 @@
+"""Average precision's interval from noisy leaves: the candidates' spread and the random order of
+the examples inside a leaf (its mean and variance, `shuffled_ap`), both bounded by the leaves."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import digamma
+
+from fedeval.core.hierarchy import monotone_cumulative
+from fedeval.estimate.roc_pr import all_positive, leaf_ap, leaf_ap_rows, leaf_tails
+from fedeval.estimate.uncertainty import ROUNDING, bias_aware_interval, noise_sd
+
+AP_DRAWS = 60
+"""Noise draws behind the AP interval of the 'leaves' estimator: the AP is O(L) per draw, and
+the fit's bias below is a mean over them (its own spread is sd/√AP_DRAWS)."""
+
+
+FIT_BIAS_FACTOR = 1.0 / (math.sqrt(2.0) - 1.0)
+"""From the bias of a re-noised release to the release's own bias: the monotone fit's bias
+grows like σ where a class has no mass (isotonic regression of pure noise scales with it), so
+adding noise of the same spread (σ → √2σ) adds (√2 − 1)× the release's own bias."""
+
+
+def _coarser(leaves: np.ndarray) -> np.ndarray:
+    """The leaves one level up: each pair of neighbours summed (post-processing of the release),
+    by slicing: the pairs' reduce, one rounding each, without its per-pair loop."""
+    return leaves[..., 0::2] + leaves[..., 1::2]
+
+
+STEP_TRUSTED_FROM = 32
+"""Leaves from which the extrapolated step rule replaces the step rule among the AP's candidates
+(`leaf_ap_candidates`): the coarsest level it reads then has 8 cells or more."""
+
+
+def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
+    """Values of the AP the leaves cannot tell apart: the estimate (the integral rule: examples
+    mixed uniformly inside each leaf) and, from the leaves one and two levels coarser (Richardson
+    steps, post-processing of the same release), the integral rule less its O(w²) bias,
+    (AP_{h−1} − AP_h)/3; the step rule extrapolated to zero leaf width, T_h = 2·step_h −
+    step_{h−1}; and T_h with its own leftover error taken out by a second (Romberg) step,
+    T_h + (T_h − T_{h−1})/3.
+
+    The step rule (each leaf's examples tied, as scikit-learn scores ties) is exact for tied
+    scores and is off by O(w) for smooth ones; extrapolated, it tends to the AP of tied scores
+    where leaves hold point masses and to that of smooth scores elsewhere. One step leaves an
+    error where a point mass shares its leaf with smooth mass (its error does not halve with
+    the leaf); the second step is a measure of that error, not a cure: with 8 point masses on
+    40% of 300k rows at 32 leaves it took 1.5e-3 to 6e-5 (benchmarks/hard.py, localdp) and
+    7e-4 to −1.1e-3 (uniform leaves), so T_h and its second step both stay in the span.
+    Below 4 leaves: the estimate and the step rule; below 8, no second step. Below
+    STEP_TRUSTED_FROM leaves the step rule itself stays a candidate too: there the extrapolations
+    read levels of 2–8 leaves, too coarse for their O(w) model where point masses share leaves
+    with smooth mass (8 masses on 40% of 5,000 rows at 16 leaves, distdp ε = 1: both steps
+    moved away from the truth, which sat between the step and integral rules, and the AP
+    interval held it in 73% of 40 releases; with the step rule kept, see benchmarks/hard.py).
+    """
+    return leaf_ap_candidate_rows(leaves[None], np.array([estimate]))[0]
+
+
+def leaf_ap_candidate_rows(
+    leaves: np.ndarray, estimate: np.ndarray, tails: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """`leaf_ap_candidates` of each of a stack of leaves (R, 2, L) with their estimates (R,),
+    shape (R, number of candidates); `tails` are the stack's `leaf_tails` where already known.
+    Each level's tails are fitted once and shared by the candidates that read them."""
+    fp, tp = leaf_tails(leaves) if tails is None else tails
+    step = leaf_ap_rows(fp, tp, "step")
+    n_leaves = leaves.shape[-1]
+    if n_leaves < 4 or n_leaves % 2:
+        return np.stack([estimate, step], axis=1)
+    coarse = _coarser(leaves)
+    fp_c, tp_c = leaf_tails(coarse)
+    smooth = estimate - (leaf_ap_rows(fp_c, tp_c, "integral") - estimate) / 3.0
+    step_c = leaf_ap_rows(fp_c, tp_c, "step")
+    tied = 2.0 * step - step_c
+    if n_leaves < 8 or n_leaves % 4:
+        return np.stack([estimate, smooth, tied, step], axis=1)
+    # The step rule extrapolated from the two coarser levels (a Richardson step on its O(w)
+    # error), 2·step_{h−1} − step_{h−2}, then a second (Romberg) step.
+    tied_c = 2.0 * step_c - leaf_ap_rows(*leaf_tails(_coarser(coarse)), "step")
+    romberg = tied + (tied - tied_c) / 3.0
+    if n_leaves < STEP_TRUSTED_FROM:
+        return np.stack([estimate, smooth, tied, romberg, step], axis=1)
+    return np.stack([estimate, smooth, tied, romberg], axis=1)
+
+
+def leaf_ap_interval(
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    draws: np.ndarray | None,
+    tails: tuple[np.ndarray, np.ndarray] | None = None,
+    shuffled_mean: float | None = None,
+) -> tuple[float, float]:
+    """95% interval of the 'leaves' AP: bias-aware (`bias_aware_interval`, Armstrong–Kolesár)
+    over the span of what the release cannot tell apart, with σ the larger spread, over
+    AP_DRAWS fresh noise draws on the release (`draws`), of the two candidates that bound the
+    span. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`); `tails` are the
+    `leaf_tails` of leaves + draws[:AP_DRAWS] where the caller already has them, and
+    `shuffled_mean` the leaves' `shuffled_ap_mean` (without noise) where it has that.
+
+    The span holds (1) `leaf_ap_candidates`, each kept inside the hull: ties or a uniform mix
+    inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
+    none to FIT_BIAS_FACTOR·b̂, with b̂ = mean AP(leaves + d) − AP(leaves) measured by noising the
+    release again. Bias-aware rather than span ± z·σ: the latter covers 97.5–99% where the span
+    is about one σ (benchmarks/hard.py). Without noise (exact sums) σ is the spread of the
+    order inside the leaves (`_order_interval`). Where the noise is larger than the hull the
+    interval is the hull, the bound that holds for every data set (the fit's bias is then no
+    small perturbation, and re-noising underestimates it).
+
+    Under noise too the order of the examples inside a leaf is unknown: the random-order mean
+    (`shuffled_ap`, on the noisy leaves) is among the candidates and its spread is added to
+    the noise's in quadrature, as the AUC adds its within-cell Mann-Whitney variance. Without
+    it a narrow peak of distinct scores (the point masses of benchmarks/hard.py spread over
+    2^-30, in random order: the same leaves as ties) was held 68% of the time under distdp
+    ε = 1 at 300k rows, 1000 releases; where leaves hold a few thousand smooth examples the
+    spread is a small fraction of the noise's."""
+    ap_lo, ap_hi = hull
+    if draws is None:
+        return _order_interval(leaves, estimate, hull, shuffled_mean)
+    order_mean, order_sd = shuffled_ap(leaves)
+    if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
+        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+    candidates = np.clip(np.append(leaf_ap_candidates(leaves, estimate), order_mean), ap_lo, ap_hi)
+    lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
+    renoised = leaves + draws[:AP_DRAWS]
+    if tails is None:
+        tails = leaf_tails(renoised)
+    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails)
+    spread = noise_sd(resampled)  # of each candidate; [0] is the integral rule
+    # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
+    # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
+    # above the others': point masses under localdp covered 0.930 with the other two's σ).
+    spread = np.append(spread, spread[0])  # the order mean's noise: the integral rule's
+    sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
+    sd = math.hypot(sd, order_sd)
+    integral = resampled[:, 0]
+    finite = integral[np.isfinite(integral)]
+    if finite.size:
+        fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
+        lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
+    if not sd < ap_hi - ap_lo:
+        lo, hi = min(lo, ap_lo), max(hi, ap_hi)
+    ci = bias_aware_interval(lo, hi, sd if np.isfinite(sd) else 0.0)
+    return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0)))
+
+
+ORDER_EXACT_ABOVE = 64
+"""Positives ranked above a leaf below which its random-order AP variance is computed exactly
+(moments of sampling without replacement). Below them a first-order (delta-method) variance is
+within a few percent of the exact one; at the very top, where a precision is a ratio of a few
+positives, it can be off many-fold (5 positives among 5,000 negatives: 500-fold)."""
+
+
+ORDER_EXACT_SIZE = 1 << 22
+"""The most examples the exact variances of the top leaves are summed over (memory O(that));
+beyond it `shuffled_ap` gives no spread and the interval stays the within-leaf hull."""
+
+
+ORDER_NODES = 64
+"""Positions per leaf at which the first-order variance is evaluated: all of them in a leaf of
+at most this many examples, else a quadrature denser at the leaf's top."""
+
+
+ORDER_CHUNK = 1 << 14
+"""Leaves per block of the first-order variance ((block, ORDER_NODES) values at a time)."""
+
+
+ORDER_LINEAR_BELOW = 0.01
+"""A leaf far enough down that its examples are at most this share of those above it (m ≤ r·c)
+and its expected positives at most this share of the positives above it (πm ≤ r·a): there the
+first-order weights v_l are linear in the position to a relative O(r), so their spread has a
+closed form (`_linear_order_variance`) and no positions need summing."""
+
+
+def _leaf_sums(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(p, n, a, b) per leaf, top leaf first, of the non-negative leaves from the monotone prefix
+    sums: positives and negatives inside each leaf and above it."""
+    neg = np.diff(monotone_cumulative(leaves[0]))[::-1]
+    pos = np.diff(monotone_cumulative(leaves[1]))[::-1]
+    a = np.concatenate([[0.0], np.cumsum(pos)[:-1]])
+    b = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
+    return pos, neg, a, b
+
+
+def shuffled_ap_mean(leaves: np.ndarray) -> float:
+    """The AP's mean over random orders of the examples inside each leaf (exact, discrete).
+
+    A leaf with a positives and b negatives above it (c = a + b), p and n inside (m = p + n):
+    its sum of precisions at its positives, S = Σₖ Xₖ(a + Tₖ)/(c + k), has mean
+    (p/m)(a + 1)·H + p(p − 1)/(m(m − 1))·(m − (c + 1)·H), H = ψ(c + m + 1) − ψ(c + 1), since
+    E[Xₖ] = p/m and E[Xₖ Tₖ] = p/m + (k − 1)·p(p − 1)/(m(m − 1)). Unlike the integral rule
+    (a continuous uniform mix) it has no discreteness bias where leaves hold a few examples.
+    """
+    return leaf_ap(*leaf_tails(leaves), "shuffled")
+
+
+def _exact_order_variance(a, c, p, m) -> np.ndarray:
+    """Var over random orders of each leaf's S = Σₖ Xₖ(a + Tₖ)/(c + k), exactly: S = (a + 1)U + V
+    with U = Σ Xₖfₖ, V = Σ_{l<k} X_l Xₖ fₖ, fₖ = 1/(c + k), from the joint moments of 1 to 4
+    positions under sampling without replacement. O(m) per leaf, vectorised over leaves."""
+    size = np.rint(m).astype(np.int64)
+    leaf = np.repeat(np.arange(size.size), size)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    k = np.arange(leaf.size) - start[leaf] + 1.0  # 1..m inside each leaf
+    f = 1.0 / (c[leaf] + k)
+    cum = np.cumsum(f)
+    g = cum - np.concatenate([[0.0], cum])[start][leaf]  # Σ_{l≤k} f_l inside the leaf
+
+    def per_leaf(x: np.ndarray) -> np.ndarray:
+        return np.bincount(leaf, weights=x, minlength=size.size)
+
+    f1, f2 = per_leaf(f), per_leaf(f * f)
+    pairs = per_leaf(f * (g - f))  # Σ_{l<k} f_l fₖ
+    own = per_leaf((k - 1.0) * f * f)  # Σ_{l<k} fₖ²
+    c1 = per_leaf((k - 1.0) * f)  # Σ_{l<k} fₖ = E[V]/μ₂
+    touching = per_leaf(((f1[leaf] - g) + (k - 1.0) * f) ** 2)  # Σ over k of (weights at k)²
+    mu1, mu2, mu3, mu4 = (all_positive(p, m, j) for j in (1, 2, 3, 4))
+    eu, ev = mu1 * f1, mu2 * c1
+    var_u = mu1 * f2 + mu2 * (f1 * f1 - f2) - eu * eu
+    cov = mu2 * (pairs + own) + mu3 * (f1 * c1 - pairs - own) - eu * ev
+    var_v = mu4 * c1 * c1 + (mu3 - mu4) * (touching - own) + (mu2 - mu3) * own - ev * ev
+    return np.maximum((a + 1.0) ** 2 * var_u + 2.0 * (a + 1.0) * cov + var_v, 0.0)
+
+
+def _first_order_variance(a, c, p, m) -> np.ndarray:
+    """Var of each leaf's S to first order in the positives' deviations δ_l = X_l − p/m:
+    S ≈ E + Σ δ_l v_l with v_l = (a + πl)/(c + l) + π·Σ_{k=l}^{m} 1/(c + k), π = p/m, so
+    Var = π(1 − π)·m/(m − 1)·Σ_l (v_l − v̄)² (sampling without replacement). The sum runs over
+    every position of a leaf of at most ORDER_NODES examples (leaves sorted by size, so that a
+    block is padded to its largest), else by quadrature, with ψ for the sum over k."""
+    out = np.zeros(p.size)
+    order = np.argsort(m, kind="stable")
+    for s in range(0, p.size, ORDER_CHUNK):
+        i = order[s : s + ORDER_CHUNK]
+        a_, c_, p_, m_ = (x[i, None] for x in (a, c, p, m))
+        pi = p_ / m_
+        if m_[-1, 0] <= ORDER_NODES:  # every position: l = 1 … m
+            pos = np.arange(1.0, math.floor(m_[-1, 0]) + 1.0)
+            w = (pos <= m_).astype(np.float64)
+            tail = np.cumsum((w / (c_ + pos))[:, ::-1], axis=1)[:, ::-1]
+        else:  # quadrature nodes, denser at the leaf's top: l = 1 + (m − 1)t, t = u²
+            u = (np.arange(ORDER_NODES) + 0.5) / ORDER_NODES
+            small = m_ <= ORDER_NODES
+            pos = np.where(small, np.arange(1.0, ORDER_NODES + 1.0), 1.0 + (m_ - 1.0) * u * u)
+            w = np.where(small, pos <= m_, 2.0 * u)
+            tail = digamma(c_ + m_ + 1) - digamma(c_ + pos)
+        v = (a_ + pi * pos) / (c_ + pos) + pi * tail
+        w = w / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+        spread = np.sum(w * (v - np.sum(w * v, axis=1, keepdims=True)) ** 2, axis=1)
+        pi, m_ = pi[:, 0], m_[:, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = pi * (1.0 - pi) * m_ * m_ / (m_ - 1.0) * spread
+        out[i] = np.where(m_ > 1.0, var, 0.0)
+    return out
+
+
+def _linear_order_variance(a, c, p, m) -> np.ndarray:
+    """`_first_order_variance` of leaves far below the top (ORDER_LINEAR_BELOW): the weights'
+    step v_{l+1} − v_l = −(a + π(l + 1))/((c + l)(c + l + 1)) is nearly constant over the leaf,
+    so their spread over l = 1 … m is that step at the leaf's middle, squared, times
+    (m² − 1)/12, and Var = π(1 − π)·m²(m + 1)/12·step²."""
+    pi = p / m
+    mid = (m + 1.0) / 2.0
+    step = (a + pi * (mid + 1.0)) / ((c + mid) * (c + mid + 1.0))
+    return np.where(m > 1.0, pi * (1.0 - pi) * m * m * (m + 1.0) / 12.0 * step * step, 0.0)
+
+
+def shuffled_ap(leaves: np.ndarray, mean: float | None = None) -> tuple[float, float]:
+    """(mean, sd) of the AP over random orders of the examples inside each leaf (exchangeable
+    within a leaf; leaves independent): the AP's spread over data draws that the leaves' exact
+    counts leave open. The mean is `shuffled_ap_mean`; the variance is exact for the leaves with
+    fewer than ORDER_EXACT_ABOVE positives above them and first-order below, in closed form
+    far below the top (nan: too many examples at the top to sum exactly). `mean`: the
+    caller's `shuffled_ap_mean(leaves)`, where it has it."""
+    if mean is None:
+        mean = shuffled_ap_mean(leaves)
+    p, n, a, b = _leaf_sums(leaves)
+    total = p.sum()
+    mixed = (p > 0) & (n > 0)
+    if total <= 0 or not mixed.any():
+        return mean, 0.0
+    p, m, a, c = p[mixed], p[mixed] + n[mixed], a[mixed], a[mixed] + b[mixed]
+    top = a < ORDER_EXACT_ABOVE
+    if m[top].sum() > ORDER_EXACT_SIZE:
+        return mean, float("nan")
+    far = ~top & (m <= ORDER_LINEAR_BELOW * c) & (p <= ORDER_LINEAR_BELOW * a)
+    near = ~top & ~far
+    variance = _exact_order_variance(a[top], c[top], p[top], m[top]).sum()
+    variance += _first_order_variance(a[near], c[near], p[near], m[near]).sum()
+    variance += _linear_order_variance(a[far], c[far], p[far], m[far]).sum()
+    return mean, float(np.sqrt(variance) / total)
+
+
+def _order_interval(
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    shuffled_mean: float | None = None,
+) -> tuple[float, float]:
+    """95% interval of the AP from exact leaves: bias-aware over the values the leaves cannot
+    tell apart, with σ the spread over random orders inside the leaves (`shuffled_ap`), kept
+    inside the within-leaf hull (which always holds the AP). The values: the random-order mean,
+    it less its O(w²) bias from the scores' trend inside a leaf ((mean_{h−1} − mean_h)/3), and
+    the tie candidates of `leaf_ap_candidates` (exact where a leaf holds one tied score). The
+    integral rule (a continuous mix) is not among them: with few examples per leaf its
+    discreteness bias is 9–25σ (benchmarks/hard.py, h = 16)."""
+    ap_lo, ap_hi = hull
+    mean, sd = shuffled_ap(leaves, shuffled_mean)
+    if not np.isfinite(sd):
+        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+    values = [mean]
+    n_leaves = leaves.shape[-1]
+    if n_leaves >= 4 and n_leaves % 2 == 0:
+        values.append(mean - (shuffled_ap_mean(_coarser(leaves)) - mean) / 3.0)
+    values.extend(leaf_ap_candidates(leaves, estimate)[2:])
+    span = np.clip(values, ap_lo, ap_hi)
+    ci = bias_aware_interval(float(span.min()), float(span.max()), sd)
+    lo = max(float(ci[0]), ap_lo - ROUNDING)
+    hi = min(float(ci[1]), ap_hi + ROUNDING)
+    return (float(np.clip(lo, 0.0, 1.0)), float(np.clip(hi, 0.0, 1.0)))

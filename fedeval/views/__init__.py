@@ -1,0 +1,1 @@
+"""How results are shown: the versioned JSON report, rich tables, CSV and figures."""
