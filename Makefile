@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test audit lint format bench sample clean
+.PHONY: demo test test-fast audit lint format bench sample clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,19 +22,29 @@ demo: $(VENV)/.installed
 	$(BIN)/fedeval evaluate sample_data/scores.parquet --model distdp
 
 # pytest exits 5 when it collects no tests: that is a failure here, not a pass.
+# `make test` runs every test and the library's doctests, over WORKERS processes (pytest-xdist;
+# WORKERS=0 runs in this process); `make test-fast` leaves out the tests marked slow.
+WORKERS ?= 2
+PYTEST = $(BIN)/python -m pytest -q -n $(WORKERS)
+NONE_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
+	$(PYTEST); $(NONE_COLLECTED)
+
+test-fast: $(VENV)/.installed-dev
+	$(PYTEST) -m "not slow"; $(NONE_COLLECTED)
 
 # The full privacy audit: T = 20,000 trials per side for every mechanism, then its table.
 audit: $(VENV)/.installed-dev
 	FEDEVAL_AUDIT=full $(BIN)/python -m pytest -q tests/audit
 	$(BIN)/python benchmarks/audit.py
 
+# The import graph's layers, no circles, no module over 600 lines (tests/test_layers.py, static).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m mypy fedeval
+	$(BIN)/python -m pytest -q -p no:cacheprovider -o addopts="" tests/test_layers.py; $(NONE_COLLECTED)
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format .

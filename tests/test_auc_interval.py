@@ -39,6 +39,7 @@ def _rare_release_noise(height: int):
     return exact, roc_auc_score(y, s), noise.reshape(RELEASES, 1 + DRAWS, *exact.shape)
 
 
+@pytest.mark.slow
 def test_auc_interval_covers_rare_positives_at_small_n():
     # 8 leaves, AUC ≈ 0.99, ~600 positives: the Richardson term (AUC over 4 cells − AUC)/3 has
     # noise of its own, not all shared with the AUC's (corrected spread ≈ 1.1× the raw one).

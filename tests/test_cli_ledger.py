@@ -11,9 +11,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -128,14 +125,6 @@ def test_ledger_refusals(ledger):
     r = invoke("ledger", "v1.jsonl")
     assert r.exit_code == 2
     assert "version-1" in flat(r.stderr) and "new ledger" in flat(r.stderr)
-
-
-@pytest.fixture
-def scores(here):
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 3000)
-    pq.write_table(pa.table({"score": rng.random(3000), "label": y}), "s.parquet")
-    return "s.parquet"
 
 
 def test_ledger_options_are_checked_before_the_run(scores, ledger):

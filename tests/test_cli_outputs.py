@@ -262,6 +262,7 @@ def test_gate_failure_still_exits_1_and_writes_the_report(table):
 # --- a reader that goes away -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_broken_pipe_exits_0_without_traceback(tmp_path):
     rows = 200_000
     rng = np.random.default_rng(0)
@@ -389,6 +390,7 @@ def test_dash_for_outputs_that_are_not_one_document(table):
     assert files() == ["t.csv"]
 
 
+@pytest.mark.slow
 def test_aggregate_dash_writes_the_release_to_stdout(table):
     r = invoke("encode", table, "-m", "federated", "--min-cohort", "10", "-o", "reports")
     assert r.exit_code == 0, r.stderr

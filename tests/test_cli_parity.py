@@ -33,16 +33,6 @@ def run(*args):
     return runner.invoke(app, [str(a) for a in args])
 
 
-@pytest.fixture
-def scores(tmp_path, monkeypatch) -> str:
-    monkeypatch.chdir(tmp_path)
-    rng = np.random.default_rng(7)
-    y = rng.integers(0, 2, 4000)
-    s = np.clip(rng.normal(0.35 + 0.3 * y, 0.18), 0, 1)
-    pd.DataFrame({"score": s, "label": y}).to_parquet("s.parquet")
-    return "s.parquet"
-
-
 def test_every_cli_module_is_small():
     sizes = {p.name: len(p.read_text().splitlines()) for p in CLI_DIR.glob("*.py")}
     assert len(sizes) >= 10  # one module per command group, not one big file

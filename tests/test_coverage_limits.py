@@ -12,6 +12,7 @@ point-mass rows of benchmarks/hard.py cover 1.000 under federated evaluation.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from families import POINT_MASSES, family_scores
 from sklearn.metrics import average_precision_score, roc_auc_score
 
@@ -46,6 +47,7 @@ def _errors() -> dict[str, np.ndarray]:
     return {k: np.array(v) for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_the_leaves_cannot_tell_ties_from_narrow_peaks():
     e = _errors()
     sd = e["sd"].mean(axis=0)

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
@@ -73,16 +70,6 @@ def test_bound_needs_an_interval():
         parse_gates(["accuracy@0.5455=0.5"], Kind.FLOOR), report_metrics(DOC), GateOn.ESTIMATE
     )
     assert v.passed
-
-
-@pytest.fixture
-def scores(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 2, 4000)
-    s = np.clip(0.35 * y + 0.65 * rng.random(4000), 0, 1)
-    pq.write_table(pa.table({"score": s, "label": y}), "s.parquet")
-    return "s.parquet"
 
 
 def test_evaluate_gates_exit_codes(scores):

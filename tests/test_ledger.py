@@ -425,6 +425,7 @@ def _worker(path: str, results) -> None:
         results.put("refused")
 
 
+@pytest.mark.slow
 def test_concurrent_runs_lose_nothing_and_respect_the_budget(tmp_path):
     # Eight processes race to charge ε = 1 each against a budget of 5 (the first of them creates
     # the ledger): exactly five succeed, every success is in the file, one header, and the total

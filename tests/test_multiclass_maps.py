@@ -198,6 +198,7 @@ def test_apply_refuses_to_overwrite_a_column(tmp_path, map_path):
         apply_multiclass_map_file(map_path, src, tmp_path / "o.parquet")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
 def test_apply_streams_in_small_slices_with_the_same_output(
     tmp_path, map_path, monkeypatch, suffix

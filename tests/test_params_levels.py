@@ -59,6 +59,7 @@ def test_stored_levels_round_trip_and_older_files_read_as_before():
         config_from_dict({**stored, "levels": [2, 3, 5]})
 
 
+@pytest.mark.slow
 def test_localdp_without_level_1_is_unbiased_and_less_noisy_at_the_top():
     # 3000 releases per level set of the same data (h = 4, ε = 5, fast path). The count of
     # negatives ≥ 13/16 is unbiased with levels 2..4 (mean within 4 standard errors), and its
@@ -84,6 +85,7 @@ def test_localdp_without_level_1_is_unbiased_and_less_noisy_at_the_top():
     assert np.var(top[2], ddof=1) / np.var(top[1], ddof=1) < 0.9
 
 
+@pytest.mark.slow
 def test_localdp_noise_draws_match_fresh_releases_without_level_1():
     # The intervals' noise draws must show the spread fresh releases show with levels 2..h
     # (their level sampling is over the released levels). Two sample sds of n = 1500 ~normal

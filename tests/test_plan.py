@@ -156,6 +156,7 @@ def test_plan_recommends_what_auto_resolves_and_heights_are_optional():
     assert [p.config.height for p in others] == [3, 4]
 
 
+@pytest.mark.slow
 def test_prediction_matches_errors_measured_on_rows_from_the_same_model():
     # Real rows drawn from the binormal model, released and estimated as evaluate_data does,
     # errors against exact values computed independently, beside the planner's prediction for
@@ -192,6 +193,7 @@ def test_prediction_matches_errors_measured_on_rows_from_the_same_model():
 # --- the population needed -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_population_needed_is_the_smallest_that_meets_the_target():
     target = 2e-3
     rows = population_needed(target, model="distdp", epsilon=1.0)
@@ -355,6 +357,7 @@ def test_cli_plan_rejects_a_bad_fraction():
     assert result.exit_code == 2
 
 
+@pytest.mark.slow
 def test_plan_report_is_the_cli_document():
     from fedeval.api.plan import plan_report
 

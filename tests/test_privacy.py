@@ -36,6 +36,7 @@ def _node_tables(a: np.ndarray, b: np.ndarray, j: int) -> np.ndarray:
     return table[:, table.sum(axis=0) >= 10]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("model", "epsilon", "with_clients"),
     [(PrivacyModel.DISTDP, 1.0, True), (PrivacyModel.LOCALDP, 2.0, False)],
@@ -98,6 +99,7 @@ def worst_log_ratio_bounds(x: np.ndarray, y: np.ndarray, min_count: int = 300):
     return best
 
 
+@pytest.mark.slow
 def test_distdp_release_is_epsilon_dp_on_neighbouring_inputs():
     # D' = D without one positive example in leaf 1: it changes one node per released level.
     eps = 1.0
@@ -126,6 +128,7 @@ def test_distdp_release_is_epsilon_dp_on_neighbouring_inputs():
     assert max(hi, hi2) >= eps
 
 
+@pytest.mark.slow
 def test_distdp_check_catches_wrong_sensitivity(monkeypatch):
     # Calibrating the hierarchy's noise to Δ = 1 instead of h = 2 doubles the privacy loss.
     eps = 1.0
@@ -144,6 +147,7 @@ def test_distdp_check_catches_wrong_sensitivity(monkeypatch):
     assert max(lo, lo2) > eps
 
 
+@pytest.mark.slow
 def test_localdp_report_is_epsilon_ldp():
     # One example's report under two different inputs: (positive, cell 0) and (negative, cell 1).
     claimed_eps = 1.0
@@ -169,6 +173,7 @@ def test_localdp_report_is_epsilon_ldp():
     assert max(worst_log_ratio_bounds(x2, y2)[1], worst_log_ratio_bounds(y2, x2)[1]) > claimed_eps
 
 
+@pytest.mark.slow
 def test_distdp_unit_client_is_epsilon_dp_for_a_whole_client():
     # Under --unit client with L = 2, D' = D without one client whose two positive examples sit
     # in the same leaf: the flat release's count moves by 2 = Δ. Noise at α = exp(−ε/2) keeps
@@ -190,6 +195,7 @@ def test_distdp_unit_client_is_epsilon_dp_for_a_whole_client():
     assert lo <= eps <= hi
 
 
+@pytest.mark.slow
 def test_distdp_replace_doubles_the_sensitivity():
     # Replacing one example moves one leaf path down and another up: Δ = 2·levels. Noise for
     # that Δ keeps the ratio within e^ε on two leaves that trade one count.
@@ -233,6 +239,7 @@ def test_localdp_unit_client_sends_exactly_l_reports():
     np.testing.assert_array_equal(per_level.sum(axis=1), [3, 3, 3, 3])
 
 
+@pytest.mark.slow
 def test_localdp_unit_client_composes_to_epsilon():
     # A client with L = 2 examples sends two reports at ε/2; their sum changes by at most e^ε
     # between two inputs of the client (both examples moved), and a per-example ε would not.

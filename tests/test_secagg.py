@@ -130,6 +130,7 @@ def _chi2_uniform_p(words: np.ndarray) -> float:
     return min(ps)
 
 
+@pytest.mark.slow
 def test_a_single_masked_report_is_uniform():
     # One client's masked report over 4,000 independent rounds (fresh round keys): whatever its
     # counts, each entry must be uniform on Z_2^32. χ² on 16 bins (15 df) with 4,000 × 8 words;

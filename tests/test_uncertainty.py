@@ -85,6 +85,7 @@ def _pooled(ev):
 EDGES = np.arange(1, 8) / 8  # leaf edges at every height the sample's releases use (h ≥ 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["distdp", "localdp"])
 def test_coverage_on_the_sample_data(sample, model):
     # The test: over 200 seeded simulations, the 95% interval holds the exact value
@@ -142,6 +143,7 @@ def _point_mass_data(n: int = 20_000, h: int = 6, share: float = 0.4, seed: int 
     return scored_from_arrays(y, s), t
 
 
+@pytest.mark.slow
 def test_point_mass_inside_the_leaf_is_covered():
     # A point mass just above t inside t's leaf: the uniform estimate is biased (here by ≈ 0.1
     # in recall). The binomial within-leaf variance c·u(1 − u) misses that almost every time;
@@ -194,6 +196,7 @@ def test_distdp_noise_draws_have_the_mechanism_variance():
     assert abs(s2 - predicted) <= 4 * se
 
 
+@pytest.mark.slow
 def test_localdp_noise_draws_match_fresh_releases():
     # The normal model of decoded OUE counts must give the spread that fresh releases show.
     rng = np.random.default_rng(2)
@@ -347,6 +350,7 @@ def test_ap_interval_under_noise_covers_at_its_level(family):
     assert covered >= 34
 
 
+@pytest.mark.slow
 def test_localdp_noise_draws_match_the_release_spread_of_a_range_count():
     # The level sampling is redrawn jointly over the levels: a range count that combines
     # several levels (here [21/64, 1), nodes at levels 6, 4, 2 and 1) gets the spread the release
@@ -452,6 +456,7 @@ def _auc_coverage(separation, height, noise, releases=2000):
 AUC_TOL = 3 * math.sqrt(0.95 * 0.05 / 2000)  # ±3 binomial sd at 2000 releases: ±0.015
 
 
+@pytest.mark.slow
 def test_auc_interval_covers_where_its_discretisation_bias_is_as_large_as_the_noise():
     # 32 leaves: pairs sharing a leaf count ½ but are mostly ordered, a bias of about one noise
     # sd. Taken as (AUC one level coarser − AUC)/3 (bias ∝ w²) into a bias-aware interval, the
@@ -461,6 +466,7 @@ def test_auc_interval_covers_where_its_discretisation_bias_is_as_large_as_the_no
     assert old < 0.95 - AUC_TOL, old
 
 
+@pytest.mark.slow
 def test_auc_interval_near_1_is_not_pulled_inwards_by_clipping():
     # AUC ≈ 0.9998, noise sd ≈ 0.004: the unclipped estimate often exceeds 1. An interval
     # around the clipped estimate never misses above and covers 0.978; around the unclipped
@@ -529,6 +535,7 @@ AP_RELEASES = 1000
 AP_TOL = 3 * math.sqrt(0.95 * 0.05 / AP_RELEASES)  # ±3 binomial sd at 1000 releases: ±0.021
 
 
+@pytest.mark.slow
 def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
     # Smooth scores at 64 leaves, Gaussian noise of sd 3 per leaf: the span (tie/mix candidates
     # and the fit's bias) is about one noise sd wide. Bias-aware over the span (95% at its ends,

@@ -99,6 +99,7 @@ def federated_coverage(family: str, n: int, height: int, draws: int, seed: int):
     return hits, float(np.median(ratio))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "family, n, height", [("smooth", 20_000, 12), ("smooth", 20_000, 6), ("rare", 50_000, 12)]
 )
@@ -120,6 +121,7 @@ def test_exact_leaves_ap_interval_holds_tied_point_masses():
     assert width < 0.5, width
 
 
+@pytest.mark.slow
 def test_exact_leaves_ap_estimate_is_the_random_order_mean():
     # Over 200 draws of smooth scores at ~5 examples per leaf, (exact − estimate)/σ has mean 0
     # and sd 1 under the random-order model: the mean of 200 is within ±0.3 and the sd within

@@ -147,6 +147,7 @@ SCAN = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCAN, ids=lambda s: s.name)
 def test_no_document_separates_neighbours(scenario, tmp_path, scan_runs):
     server, analyst, views = _scan(scenario, tmp_path, scan_runs)
@@ -182,6 +183,7 @@ EPSILON_SCENARIOS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", EPSILON_SCENARIOS, ids=lambda s: s.name)
 def test_epsilon_lower_bound_within_claim(scenario, trials):
     bound = audit.audit_epsilon(scenario, trials, np.random.default_rng(20261123))
@@ -191,6 +193,7 @@ def test_epsilon_lower_bound_within_claim(scenario, trials):
     )
 
 
+@pytest.mark.slow
 def test_epsilon_audit_catches_halved_sensitivity(monkeypatch, trials):
     """Broken on purpose: noise for Δ/2 (real ε = 2 × the claim) must be caught."""
     scenario = audit.Scenario("distdp", "add-remove")
@@ -203,6 +206,7 @@ def test_epsilon_audit_catches_halved_sensitivity(monkeypatch, trials):
     assert bound.epsilon_lb > scenario.epsilon, bound
 
 
+@pytest.mark.slow
 def test_epsilon_audit_catches_replace_with_add_remove_noise(monkeypatch, trials):
     """Broken on purpose: a replace release noised for the add-remove sensitivity (Δ = levels
     instead of 2·levels: the defect this relation fixes)."""
@@ -214,6 +218,7 @@ def test_epsilon_audit_catches_replace_with_add_remove_noise(monkeypatch, trials
     assert bound.epsilon_lb > scenario.epsilon, bound
 
 
+@pytest.mark.slow
 def test_epsilon_audit_catches_per_example_budget_under_unit_client(monkeypatch, trials):
     """Broken on purpose: OUE reports at the full ε while a client sends L of them."""
     from fedeval.privacy import localdp
@@ -245,6 +250,7 @@ def test_noise_on_different_counts_is_independent(scenario, trials):
         assert worst < bound, f"noise correlated across counts: |r| = {worst:.3f} ≥ {bound:.3f}"
 
 
+@pytest.mark.slow
 def test_two_phase_scenarios_at_the_boundary_do_change_the_height():
     # The audit's boundary populations put m where the rule changes its mind, so neighbours'
     # releases come at different heights with the probe's noise (else it would not test that).
@@ -260,6 +266,7 @@ def test_two_phase_scenarios_at_the_boundary_do_change_the_height():
         assert len(set(heights.tolist())) == 2, (sc.name, np.unique(heights))
 
 
+@pytest.mark.slow
 def test_epsilon_audit_catches_a_probe_without_noise(monkeypatch, trials):
     """Broken on purpose: the distdp probe releases the exact class totals (α → 0) while the
     claim charges it s·ε; the audit must see through the tree to the probe."""
@@ -272,6 +279,7 @@ def test_epsilon_audit_catches_a_probe_without_noise(monkeypatch, trials):
     assert bound.event.startswith("probe part"), bound
 
 
+@pytest.mark.slow
 def test_epsilon_audit_catches_bare_probe_reports(monkeypatch, trials):
     """Broken on purpose: localdp probe reports sent without randomising their label."""
     from fedeval.privacy import probe

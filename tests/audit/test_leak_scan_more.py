@@ -216,6 +216,7 @@ BINARY = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", BINARY, ids=lambda s: f"{s.name}, ε = {s.epsilon:g}")
 def test_no_output_of_any_command_separates_neighbours(scenario, tmp_path, scan_runs):
     d, dp = scenario.datasets()
@@ -423,6 +424,7 @@ def _multiclass_run(options: tuple, table: dict, where: Path):
     return {}, a
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", MULTICLASS, ids=lambda o: " ".join(map(str, o)))
 def test_no_multiclass_document_separates_neighbours(options, tmp_path, scan_runs):
     d, dp = _multiclass_tables()

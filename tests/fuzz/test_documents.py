@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,6 +18,7 @@ def _doc(seeds, name: str):
     return json.loads((seeds / name).read_text())
 
 
+@pytest.mark.slow
 @examples(6)
 @given(data=st.data(), which=st.sampled_from(["map.json", "mmap.json"]))
 def test_maps(seeds, base, data, which):
