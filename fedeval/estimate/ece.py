@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from fedeval.results import Estimate, undetermined_note
+from fedeval.core.results import Estimate, undetermined_note
 
 WORST_CASE_NOISE = 0.25
 """Expected inflation of the plug-in ECE by the noise alone (Σ_b √(2v_b/π)/Ñ) at or above which

@@ -25,8 +25,8 @@ one by post-processing the release alone (no further privacy cost):
    E Σ (r − c)²/V = k + τ²·Σ 1/V over the k groups. Each group keeps the weight
    w = τ²/(τ² + V_block) of the posterior mean (Efron & Morris 1973): 1 as the noise vanishes,
    0 where the groups hold no more spread than noise (τ² = 0: the identity everywhere). The
-   calibrated output is w·g + (1 − w)·p for the example's own probability p; a last isotonic
-   pass keeps w·g + (1 − w)·(bin midpoint) non-decreasing over the bins.
+   calibrated output is w·g + (1 − w)·p for the example's own probability p (the caller keeps
+   w·g + (1 − w)·(bin midpoint) non-decreasing over the bins: `binning.monotone_values`).
 5. **Kept only where it helps.** Stein's unbiased risk estimate (Stein 1981) of the
    mass-weighted squared gap, map against identity: per group, with the map's value
    e = w·g + (1 − w)·c, gain = (c − r)² − (e − r)² − 2·V·∂e/∂r, ∂e/∂r = w·(1/V)/Σ_block 1/V;
@@ -177,25 +177,6 @@ def _denoise_row(
     return _Row(g_out, w_out, s.gain, s.gain_var, s.mass)
 
 
-def _monotone_effective(
-    g: np.ndarray, w: np.ndarray, mid: np.ndarray, mass: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(g, w) whose effective values e = w·g + (1 − w)·mid do not decrease over the bins: the
-    isotonic fit of e (weighted by w·mass), solved back for g at the same w, or at the w that
-    reaches e with g ∈ {0, 1} (as `binning.monotone_values`). Bins with w = 0 are left alone."""
-    ok = w > WEIGHT_FLOOR
-    if not ok.any():
-        return g, w
-    eff = w * g + (1 - w) * mid
-    e = eff.copy()
-    e[ok] = isotonic_regression(eff[ok], weights=np.maximum(w[ok] * mass[ok], 1e-12)).x
-    solved = np.where(ok, (e - (1 - w) * mid) / np.where(ok, w, 1.0), g)
-    up, down = ok & (solved > 1), ok & (solved < 0)
-    w2 = np.where(up, (e - mid) / np.maximum(1 - mid, 1e-12), w)
-    w2 = np.where(down, (mid - e) / np.maximum(mid, 1e-12), w2)
-    return np.clip(solved, 0.0, 1.0), np.clip(w2, 0.0, 1.0)
-
-
 def denoise_binning(
     pos: np.ndarray,
     neg: np.ndarray,
@@ -233,9 +214,6 @@ def denoise_binning(
     kept = gain - GAIN_Z * sd > 0
     if not kept:
         return NoisyBinning(np.tile(mids, (c, 1)), np.zeros((c, n_bins)), gain, sd, False)
-    mass = np.clip(pos + neg, 0.0, None) * rel
-    for j in range(c):
-        g[j], w[j] = _monotone_effective(g[j], w[j], mids, mass[j])
     g = np.where(w > WEIGHT_FLOOR, g, mids)
     w = np.where(w > WEIGHT_FLOOR, w, 0.0)
     return NoisyBinning(g, w, gain, sd, True)
