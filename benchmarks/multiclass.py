@@ -17,8 +17,9 @@ counterparts fit on the same fitting rows: temperature scaling, histogram binnin
 
 Targets (issue 15): without DP each method's median cwECE within 10 % of its central
 counterpart's; under DP FedTemp's median within 1.3× central temperature scaling and worse than
-uncalibrated in no seed; DP binning better than uncalibrated on the median seed at 10 classes;
-no accuracy drop above 1 point unless the method says so.
+uncalibrated in no seed; DP binning worse than uncalibrated in no seed (issue 25, which replaces
+"better than uncalibrated on the median seed at 10 classes": where the noisy release cannot show
+a gain the map is the identity); no accuracy drop above 1 point unless the method says so.
 
     .venv/bin/python benchmarks/multiclass.py            # 20 seeds (≈ 10 min on 2 cores)
     .venv/bin/python benchmarks/multiclass.py --quick    # 3 seeds, ≈ 1–2 min
@@ -224,7 +225,7 @@ def dp_hard(jobs: int) -> None:
     print(
         f"DP multiclass, hard data: c = {HARD_CLASSES}, {HARD_ROWS:,} rows (20 % held out), "
         f"K = {CLIENTS}, T = {ROUNDS}, (ε, δ) = ({EPSILON:g}, {DELTA:g}) per client; cwECE % on "
-        "held-out rows (* = the binning map fell back to the identity)"
+        "held-out rows (* = the method fell back to the identity)"
     )
     head = f"{'β':>4} {'seed':>4} " + " ".join(f"{c:>13}" for c in cols)
     ok = True
@@ -286,7 +287,8 @@ def main() -> None:
     )
     print("cwECE % before → after [worst after], seeds worse than uncalibrated, accuracy change")
     print("(points, median [min]), T (median [range]); DP = user-level (1, 1e-5), fallbacks = ")
-    print("FedTemp runs whose held-out DP check found no gain and released T = 1")
+    print("runs whose check found no gain and released the identity (FedTemp: its held-out DP")
+    print("check, T = 1; FedBin/FedBBQ: the check from the noisy release, every bin weight 0)")
     head = (
         f"{'c':>4} {'β':>4} {'privacy':<8} {'method':<16} {'before':>7} {'after':>7} "
         f"{'[worst]':>8} {'worse':>6} {'Δacc':>6} {'[min]':>7}  T"
@@ -393,14 +395,16 @@ def targets(s: dict, classes) -> None:
                 f"DP, c = {c}, β = {beta:g}: fedtemp median {a:.3f} vs central TS {ref:.3f} "
                 f"(ratio {a / ref:.2f} ≤ 1.3); worse than uncalibrated in {worse} of {n} seeds",
             )
-    if 10 in classes:
+    for c in classes:
         for beta in BETAS:
             for m in ("fedbin", "fedbbq"):
-                d = s[(10, beta, True, m)]
+                d = s[(c, beta, True, m)]
+                # Issue 25 replaces issue 15's "better than uncalibrated on the median seed":
+                # where the release cannot show a gain, the map is the identity.
                 line(
-                    d["after"] < d["before"],
-                    f"DP, c = 10, β = {beta:g}: {m} median {d['after']:.3f} < uncalibrated "
-                    f"{d['before']:.3f}",
+                    d["worse"] == 0,
+                    f"DP, c = {c}, β = {beta:g}: {m} median {d['after']:.3f} vs uncalibrated "
+                    f"{d['before']:.3f}; worse than uncalibrated in {d['worse']} of {d['n']} seeds",
                 )
     from fedeval.multiclass import Method
 
