@@ -331,35 +331,38 @@ def fit_from_histograms(
     `sigma` = (σ₊, σ₋) of the noise on the sums: weighted, the map is post-processed as noisy
     bins should be (`denoise.denoise_binning`: grouped where the noise allows, monotone, shrunk
     toward the identity by each bin's noise, and the identity where the release cannot show a
-    gain; FedBin and FedBBQ alike) and made monotone (`monotone_values`). A pooled (1, 2, B)
-    release is copied to `n_classes` classes.
+    gain; FedBin and FedBBQ alike) and made monotone (`monotone_values`); unweighted, the noisy
+    frequencies are kept as they are where the same check shows a gain, else the identity. A
+    pooled (1, 2, B) release is copied to `n_classes` classes.
     """
     neg, pos = hist[:, NEGATIVE], hist[:, POSITIVE]
     seen = pos.sum(axis=1)
     c, n_bins = pos.shape
     bin_w = None
     check = None
-    if sigma is not None and weighted:
+    if sigma is not None:
         # Bin 0 is not released under DP: its sum is noise alone (the identity there).
         released = np.arange(n_bins) > 0
         check = denoise_binning(pos, neg, sigma, released=released)
+    alpha = np.ones(c)
+    if check is not None and weighted:
         values, bin_w = check.values, check.weights
         if check.kept:
             mass = np.clip(pos, 0, None) + np.clip(neg, 0, None)
             values, bin_w = monotone_values(values, bin_w, mass * released)
+    elif check is not None:
+        # Unweighted under DP: the noisy frequencies as they are (no shrinkage), bin 0 the
+        # identity (read as a frequency, its noise alone would map p < 1/B to 0, 1 or anything
+        # between) — and the identity everywhere when the release shows no gain.
+        values = bbq_values(pos, neg) if bbq else binning_values(pos, neg)
+        bin_w = np.ones((c, n_bins))
+        bin_w[:, 0] = 0.0
+        if not check.kept:
+            values, bin_w = check.values, check.weights
     else:
         values = bbq_values(pos, neg) if bbq else binning_values(pos, neg)
-    if check is not None:
-        alpha = np.ones(c)
-    elif not weighted:
-        alpha = np.ones(c)
-        if sigma is not None:
-            # Bin 0 is not released under DP: the identity there too. Its sum is noise alone;
-            # read as a frequency it would map p < 1/B to 0, 1 or anything between.
-            bin_w = np.ones((c, n_bins))
-            bin_w[:, 0] = 0.0
-    else:
-        alpha = class_weights(seen, totals, noise_sd=noise_sd, n_bins=n_bins)
+        if weighted:
+            alpha = class_weights(seen, totals, noise_sd=noise_sd, n_bins=n_bins)
     if n_classes is not None and n_classes != c:  # pooled: one map for every class
         values = np.repeat(values, n_classes, axis=0)
         alpha = np.repeat(alpha, n_classes)
