@@ -21,20 +21,30 @@ import numpy as np
 
 from fedeval.core.config import PrivacyModel, Shape, Unit, check_buckets
 from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import equidepth_edges
 from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate
 from fedeval.documents.files import document_text
 from fedeval.documents.map_file import load_map
 from fedeval.estimate.calibration import (
     CalibrationMap,
+    MapCheck,
     bbq,
+    check_noisy_map,
     ece_from_histogram,
-    ece_rows,
     exact_ece,
     histogram_binning,
 )
+from fedeval.estimate.ece import ece_estimate
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, noise_sd
-from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
+from fedeval.privacy.decode import noise_draws
+from fedeval.protocol.simulate import (
+    MAX_DRAW_VALUES,
+    Simulated,
+    SimulationPath,
+    reading_options,
+    simulate,
+)
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns, read_with_scores, source_name
 from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
 from fedeval.tables.write import write_batches, writes_parquet
@@ -63,6 +73,9 @@ class CalibrationResult:
     n_bins: int
     ece_raw: Estimate | None
     ece_calibrated: Estimate
+    check: MapCheck | None = None
+    """Under noise (scores that are probabilities): the release's own check of the map against
+    the scores themselves (`estimate.calibration.check_noisy_map`); None otherwise."""
 
     def apply(self, y_score: np.ndarray) -> np.ndarray:
         """Calibrated probabilities for scores in their own units."""
@@ -168,48 +181,104 @@ def calibrate_run(
         def fit(x: np.ndarray) -> CalibrationMap:
             return bbq(x)
 
-    cmap = fit(leaves)
-
     # ECE of the raw scores is only meaningful if they are probabilities.
     is_probability = run.score_range == (0.0, 1.0)
+    check = None
+    draws = debiasing_draws(run) if is_probability else None
+    if draws is not None:
+        # Under noise a map is kept only where the release shows it beats the scores
+        # themselves (never worse in expectation); else the map is the scores.
+        plain = fit
+        mids = run.axis.leaf_midpoints(leaves.shape[-1])
+        check_edges = None
+        if method is Method.BBQ:
+            b = auto_buckets(
+                run.config.model, run.size_for_tuning, run.config.epsilon, leaves.shape[-1]
+            )
+            check_edges = equidepth_edges(leaves[0] + leaves[1], b)
+
+        def fit(x: np.ndarray) -> CalibrationMap:
+            edges = check_edges
+            if edges is not None and x is not leaves:  # a noise draw: its own binning's buckets
+                edges = equidepth_edges(x[0] + x[1], len(edges) - 1)
+            return check_noisy_map(plain(x), x, draws, mids, edges)[0]
+
+        cmap, check = check_noisy_map(plain(leaves), leaves, draws, mids, check_edges)
+    else:
+        cmap = fit(leaves)
+
     exact_raw = exact_cal = None
     if run.truth is not None:
         exact_raw = exact_ece(run.truth, n_bins) if is_probability else None
         exact_cal = exact_ece(run.truth, n_bins, transform=lambda x: cmap(run.to_unit(x)))
-    mids = None if run.axis.is_linear else run.axis.leaf_midpoints(leaves.shape[-1])
-    raw_value = ece_from_histogram(leaves, n_bins, scores=mids)
     cal_value = ece_from_histogram(leaves, n_bins, cmap)
-    raw_ci, cal_ci = _ece_intervals(run, raw_value, cal_value, n_bins, fit)
     return CalibrationResult(
         run=run,
         method=method,
         map=cmap,
         n_bins=n_bins,
-        ece_raw=Estimate(raw_value, exact_raw, raw_ci) if is_probability else None,
-        ece_calibrated=Estimate(cal_value, exact_cal, cal_ci),
+        ece_raw=release_ece(run, n_bins, exact_raw) if is_probability else None,
+        ece_calibrated=Estimate(
+            cal_value, exact_cal, _calibrated_interval(run, cal_value, n_bins, fit)
+        ),
+        check=check,
     )
 
 
-def _ece_intervals(run: Simulated, raw: float, calibrated: float, n_bins: int, fit):
-    """95% intervals of the ECE before and after: the noise spread over the run's draws (the
-    map refitted on each), widened by half a leaf width, which bounds what placing each leaf's
+DEBIAS_DRAWS = 50
+"""Noise draws taken for the bins' noise variances when a run asks for no interval
+(`ci_draws = 0`): the ECE is debiased and a noisy map checked all the same (each variance then
+known to about ±20 %)."""
+
+
+def debiasing_draws(run: Simulated) -> np.ndarray | None:
+    """The run's noise draws, or DEBIAS_DRAWS fresh ones (as many as `MAX_DRAW_VALUES` allows)
+    where it keeps none (`ci_draws = 0`); None without noise."""
+    if run.noise_draws is not None:
+        return run.noise_draws
+    if run.ci_rng is None:
+        return None
+    n = max(2, min(DEBIAS_DRAWS, MAX_DRAW_VALUES // run.histogram.leaves.size))
+    return noise_draws(run.histogram, n, run.ci_rng)
+
+
+def release_ece(
+    run: Simulated, n_bins: int = DEFAULT_ECE_BINS, exact: float | None = None
+) -> Estimate:
+    """The ECE of a run's scores (probabilities) from its release, debiased for the noise, with
+    its 95 % interval (`fedeval.estimate.ece.ece_estimate`: the worst case where noise swamps
+    the counts, the reason where the noisy total is ≤ 0), widened by half a leaf (placing each
+    example at its leaf's midpoint moves Σ|D_b|/N by at most that); `exact` filled in."""
+    leaves = run.histogram.leaves
+    n_leaves = leaves.shape[-1]
+    half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(n_leaves))))
+    est = ece_estimate(
+        leaves,
+        debiasing_draws(run),
+        run.axis.leaf_midpoints(n_leaves),
+        n_bins=n_bins,
+        discretisation=half_leaf,
+        interval=run.ci_draws > 0,
+    )
+    return Estimate(est.estimate, exact, est.ci95, est.note)
+
+
+def _calibrated_interval(run: Simulated, calibrated: float, n_bins: int, fit):
+    """95% interval of the calibrated ECE: the noise spread over the run's draws (the map
+    refitted on each), widened by half a leaf width, which bounds what placing each leaf's
     examples at its midpoint can change."""
     if run.ci_draws == 0:
-        return None, None
+        return None
     leaves = run.histogram.leaves
-    mids = None if run.axis.is_linear else run.axis.leaf_midpoints(leaves.shape[-1])
-    sd_raw: float = 0.0
     sd_cal: float = 0.0
     if run.noise_draws is not None:
         resampled = leaves + run.noise_draws[:REFIT_DRAWS]
-        raw_eces = ece_rows(resampled, n_bins, scores=mids)
         # The map is refitted on each draw: one ECE per draw, under its own map.
-        cal_eces = [ece_from_histogram(r, n_bins, fit(r)) for r in resampled]
-        sd_raw, sd_cal = noise_sd(np.column_stack([raw_eces, cal_eces]))
+        eces = np.array([ece_from_histogram(r, n_bins, fit(r)) for r in resampled])
+        sd_cal = float(noise_sd(eces))
     half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
-    raw_ci = interval(raw, sd_raw, 0.0, half_leaf)
-    cal_ci = interval(calibrated, sd_cal, 0.0, half_leaf)
-    return (float(raw_ci[0]), float(raw_ci[1])), (float(cal_ci[0]), float(cal_ci[1]))
+    lo, hi = interval(calibrated, sd_cal, 0.0, half_leaf)
+    return (float(lo), float(hi))
 
 
 def calibrate(

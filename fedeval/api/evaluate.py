@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.core.axis import ScoreAxis
 from fedeval.core.axis import threshold_axis as axis_for_thresholds
@@ -27,7 +28,7 @@ from fedeval.core.params import data_resolution
 from fedeval.core.release import ScoreHistogram
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.documents.files import document_text
-from fedeval.estimate.calibration import ece_from_histogram, ece_rows, exact_ece
+from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
 from fedeval.estimate.metrics import (
     auc_from_buckets,
@@ -40,7 +41,6 @@ from fedeval.estimate.uncertainty import (
     DEFAULT_DRAWS,
     bias_aware_interval,
     count_bounds,
-    interval,
     interval_around,
     noise_sd,
     shared_pairs_half_width,
@@ -429,23 +429,12 @@ def threshold_axis(
 
 
 def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
-    """ECE of the scores themselves (M = 15 equal-width bins) from the release, with its
-    interval (noise spread over the run's draws, widened by half a leaf width); None unless the
-    scores are probabilities."""
+    """ECE of the scores themselves (M = 15 equal-width bins) from the release, debiased for the
+    noise, with its interval (`fedeval.api.calibrate.release_ece`); None unless the scores are
+    probabilities."""
     if run.score_range != (0.0, 1.0):
         return None
-    leaves = run.histogram.leaves
-    mids = run.axis.leaf_midpoints(leaves.shape[-1])
-    value = ece_from_histogram(leaves, n_bins, scores=mids)
-    exact = None if run.truth is None else exact_ece(run.truth, n_bins)
-    if run.ci_draws == 0:
-        return Estimate(value, exact)
-    sd: float | np.ndarray = 0.0
-    if run.noise_draws is not None:
-        sd = noise_sd(ece_rows(leaves + run.noise_draws, n_bins, scores=mids))
-    half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
-    lo, hi = interval(value, sd, 0.0, half_leaf)
-    return Estimate(value, exact, (float(lo), float(hi)))
+    return release_ece(run, n_bins, None if run.truth is None else exact_ece(run.truth, n_bins))
 
 
 def evaluate(

@@ -254,9 +254,10 @@ def calibrate_multiclass(
     )
     if fail_if_worse and result.fell_back:
         from fedeval.core.errors import GateFailed
+        from fedeval.multiclass.temperature import Safeguard
 
         g = result.safeguard
-        assert g is not None  # fell_back: the check ran
+        assert isinstance(g, Safeguard)  # fell_back, and only fedtemp takes --fail-if-worse
         raise GateFailed(
             f"the held-out check found no gain for T = {g.fitted:.4g} (NLL gain {g.gain:+.4f} "
             f"{g.unit}, 95% lower bound {g.lower:+.4f}); the map holds T = 1, the model's own "

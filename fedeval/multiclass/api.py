@@ -36,6 +36,7 @@ from fedeval.multiclass.data import (
     read_multiclass,
     softmax,
 )
+from fedeval.multiclass.denoise import NoisyBinning
 from fedeval.multiclass.maps import (
     apply_multiclass_map_file,
     calibrated_probs,
@@ -66,6 +67,7 @@ from fedeval.multiclass.result import (
 )
 from fedeval.multiclass.temperature import (
     DEFAULT_EVALUATION_CLIP,
+    Safeguard,
     TemperatureCalibrator,
     TemperatureFit,
     check_temperature,
@@ -330,7 +332,9 @@ def calibrate_multiclass_data(
         )
     y_eval = labels[eval_rows]
     calibrator = fit.calibrator
-    safeguard = None
+    safeguard: Safeguard | NoisyBinning | None = None
+    if isinstance(fit, BinningFit):
+        safeguard = fit.check  # binning under DP: the release's own check (None otherwise)
     if isinstance(fit.calibrator, TemperatureCalibrator) and held.any():
         z_eval = (
             x[eval_rows]

@@ -18,6 +18,7 @@ from fedeval.multiclass.data import (
     ColumnSpec,
     InputKind,
 )
+from fedeval.multiclass.denoise import NoisyBinning
 from fedeval.multiclass.federation import max_client_rounds
 from fedeval.multiclass.maps import (
     KIND,
@@ -145,15 +146,18 @@ class MulticlassResult:
     per_client: bool
     fit: BinningFit | TemperatureFit = field(repr=False, compare=False)
     pooled: bool = False
-    safeguard: Safeguard | None = None
+    safeguard: Safeguard | NoisyBinning | None = None
     """FedTemp's held-out check of the fitted T against the identity (None: no held-out rows);
-    when it fails, `calibrator` is the identity T = 1 and `fit` still holds the fitted T."""
+    when it fails, `calibrator` is the identity T = 1 and `fit` still holds the fitted T. Under
+    DP, binning's check from the noisy release itself (`denoise.NoisyBinning`, no privacy
+    cost); when it fails, every bin weight is 0 (the identity)."""
     eval_mask: np.ndarray | None = field(default=None, repr=False, compare=False)
     """The rows measured (held out; all rows when in-sample)."""
 
     @property
     def fell_back(self) -> bool:
-        """The fitted calibrator did not pass the held-out check; the identity is released."""
+        """The fitted calibrator did not pass its check (FedTemp's held-out check, binning's
+        check from the noisy release); the identity is released."""
         return self.safeguard is not None and not self.safeguard.kept
 
     @property

@@ -7,11 +7,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fedeval.multiclass.denoise import NoisyBinning
 from fedeval.multiclass.result import (
     MulticlassResult,
     Partition,
 )
 from fedeval.multiclass.temperature import (
+    Safeguard,
     TemperatureCalibrator,
 )
 
@@ -54,7 +56,7 @@ def render_multiclass_table(
     if isinstance(r.calibrator, TemperatureCalibrator):
         console.print(f"temperature T = {r.calibrator.temperature:.4f}")
         g = r.safeguard
-        if g is not None:
+        if isinstance(g, Safeguard):
             how = "DP estimate" if r.privacy is not None else "exact"
             line = (
                 f"held-out check ({how}): NLL gain {g.gain:+.4f} {g.unit}"
@@ -71,6 +73,21 @@ def render_multiclass_table(
                 )
     else:
         cal = r.calibrator
+        check = r.safeguard if isinstance(r.safeguard, NoisyBinning) else None
+        if check is not None:
+            line = (
+                "check from the noisy release (no privacy cost): estimated gain over the "
+                f"identity {check.gain:+.2e} ± {check.gain_sd:.2e} (mass-weighted squared gap)"
+            )
+            if check.kept:
+                console.print(f"{line} → kept", soft_wrap=True)
+            else:
+                console.print(
+                    f"[bold red]{line} → no gain shown: the map is the identity (the model's "
+                    "own probabilities); the noise per bin is too large for binning (FedTemp "
+                    "needs far less signal)[/bold red]",
+                    soft_wrap=True,
+                )
         if cal.bin_weights is not None:
             w = cal.weights()
             pooled = "one map for every class (pooled histograms); " if r.pooled else ""

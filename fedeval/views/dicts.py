@@ -223,4 +223,6 @@ def map_dict(
             "calibrated": _estimate(cal.ece_calibrated) | {"in_sample": True},
         },
     }
+    if cal.check is not None:  # an additive field: the noisy map's check against the scores
+        doc["shrinkage"] = cal.check.to_dict()
     return doc

@@ -1,0 +1,126 @@
+"""ECE from a noisy release: a debiased estimate, an interval that holds it, and the worst case.
+
+ECE = Σ_b |D_b| / N over M equal-width bins of the score, with D_b = Σ_{i∈b} (y_i − s_i) — each
+leaf's mass at its score (its midpoint, or the warped axis's, or the map's value there), so
+D_b = Σ_{l∈b} (1 − s_l)·P_l − s_l·N_l is linear in the leaf counts. The release adds zero-mean
+noise e_b to every D_b, and |D_b + e_b| is biased upward: by √(2v_b/π) where D_b = 0 (v_b the
+noise variance), by less as |D_b| grows (the folded normal's mean). Summed over bins this bias
+inflates the plug-in ECE Σ|D̃_b|/Ñ whenever the noise per bin is comparable to the gaps (it
+made 0.096 of a true 0.046 on a 569-row data set; capped at 1 it made [0.967, 1] of 0.252).
+
+- **Estimate.** Each |D_b| by √max(D̃_b² − v_b, 0): D̃_b² − v_b is unbiased for D_b² (v_b known
+  from the noise draws), and the root keeps the estimate near |D̃_b| where the gap dominates the
+  noise and near 0 where it does not. Divided by the noisy total Ñ and kept in [0, 1].
+- **Interval.** The estimator's error depends on the unknown gaps, so its distribution is
+  simulated at two candidate truths the release supports — the debiased gaps (sign of D̃_b,
+  size √max(D̃_b² − v_b, 0)) and the plug-in gaps D̃_b, which bracket |D_b| for bins whose gap
+  is within the noise — with the run's fresh noise draws (the release's own noise law, its
+  correlations between leaves included): err = estimate(D* + e, Ñ + n) − Σ|D*|/Ñ. The interval
+  is estimate − the 97.5 % and 2.5 % quantiles of err, taken as the hull over both truths, then
+  widened on each side by the discretisation term (half a leaf: placing each example at its
+  leaf's midpoint moves Σ|D_b|/N by at most that).
+- **Worst case.** Where the noise alone could make up an ECE of WORST_CASE_NOISE or more (its
+  expected inflation Σ √(2v_b/π)/Ñ), or the total Ñ is within 2 noise SDs of 0, the release
+  cannot locate the ECE: [0, 1], with the reason. Where Ñ ≤ 0 the ECE is undetermined: 0.5 over
+  [0, 1] with the reason, as the AUC.
+
+Everything here reads the noisy release and fresh noise drawn by the analyst: post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fedeval.core.results import Estimate, undetermined_note
+
+WORST_CASE_NOISE = 0.25
+"""Expected inflation of the plug-in ECE by the noise alone (Σ_b √(2v_b/π)/Ñ) at or above which
+the interval is the worst case [0, 1]: a quarter of the scale is noise, not data."""
+
+TOTAL_Z = 2.0
+"""The noisy total must be this many noise SDs above 0 for the ECE's denominator to mean
+anything; nearer 0 the interval is the worst case."""
+
+TAIL = 0.025
+"""Each tail of the 95 % interval."""
+
+
+def leaf_bins(score: np.ndarray, n_bins: int) -> np.ndarray:
+    """The ECE bin of each leaf's score: ⌊s·M⌋, the top edge in the last bin."""
+    return np.minimum((np.asarray(score) * n_bins).astype(np.int64), n_bins - 1)
+
+
+def bin_gaps(leaves: np.ndarray, score: np.ndarray, n_bins: int) -> np.ndarray:
+    """D_b = Σ_{l∈b} (1 − s_l)·P_l − s_l·N_l for a stack of leaves (..., 2, L): shape (..., M)."""
+    leaves = np.asarray(leaves, dtype=np.float64)
+    lead = leaves.shape[:-2]
+    rows = int(np.prod(lead)) if lead else 1
+    flat = leaves.reshape(rows, 2, -1)
+    b = leaf_bins(score, n_bins)
+    lin = (1 - score) * flat[:, 1] - score * flat[:, 0]
+    cell = (b + n_bins * np.arange(rows)[:, None]).ravel()
+    out = np.bincount(cell, lin.ravel(), minlength=rows * n_bins)
+    return out.reshape(*lead, n_bins)
+
+
+def _debiased(gaps: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """√max(D² − v, 0), elementwise."""
+    return np.sqrt(np.maximum(gaps * gaps - var, 0.0))
+
+
+def ece_estimate(
+    leaves: np.ndarray,
+    noise_draws: np.ndarray | None,
+    score: np.ndarray,
+    *,
+    n_bins: int = 15,
+    discretisation: float = 0.0,
+    interval: bool = True,
+) -> Estimate:
+    """The ECE of a release (2, L) whose leaves sit at `score` (L,), with its 95 % interval
+    (module docstring). `noise_draws` (R, 2, L): fresh draws of the release's noise (None: the
+    counts are exact, and the estimate is the plain Σ|D_b|/N ± `discretisation`).
+    `interval` False: the estimate alone. `exact` is left None for the caller to fill in."""
+    leaves = np.asarray(leaves, dtype=np.float64)
+    score = np.asarray(score, dtype=np.float64)
+    gaps = bin_gaps(leaves, score, n_bins)
+    total = float(leaves.sum())
+    full = (0.0, 1.0)
+    if total <= 0:
+        note = undetermined_note("the ECE", float(leaves[1].sum()), float(leaves[0].sum()))
+        return Estimate(0.5, None, full if interval else None, note)
+    if noise_draws is None or len(noise_draws) < 2:
+        value = min(float(np.abs(gaps).sum()) / total, 1.0)
+        if not interval:
+            return Estimate(value)
+        half = discretisation
+        return Estimate(value, None, (max(value - half, 0.0), min(value + half, 1.0)))
+    draws = np.asarray(noise_draws, dtype=np.float64)
+    e = bin_gaps(draws, score, n_bins)  # (R, M): the noise on each D_b
+    n_noise = draws.sum(axis=(1, 2))  # (R,): the noise on the total
+    var = np.mean(e * e, axis=0)  # the noise is zero-mean: its second moment is its variance
+    value = min(float(_debiased(gaps, var).sum()) / total, 1.0)
+    if not interval:
+        return Estimate(value)
+    sd_total = float(np.sqrt(np.mean(n_noise * n_noise)))
+    inflation = float(np.sqrt(2 * var / math.pi).sum()) / total
+    if total <= TOTAL_Z * sd_total or inflation >= WORST_CASE_NOISE:
+        note = (
+            f"the noise could make up an ECE of ≈ {inflation:.2f} on its own (noisy total "
+            f"≈ {total:,.0f} ± {sd_total:,.0f}): the release cannot locate the ECE, so its "
+            "interval is the worst case"
+        )
+        return Estimate(value, None, full, note)
+    lo, hi = math.inf, -math.inf
+    denom = np.maximum(total + n_noise, 1e-300)
+    for truth in (np.sign(gaps) * _debiased(gaps, var), gaps):
+        t = float(np.abs(truth).sum()) / total
+        est = np.minimum(_debiased(truth + e, var).sum(axis=1) / denom, 1.0)
+        err = np.where(total + n_noise > 0, est - t, 1.0)
+        q_lo, q_hi = np.quantile(err, [TAIL, 1 - TAIL])
+        lo, hi = min(lo, value - float(q_hi)), max(hi, value - float(q_lo))
+    lo = min(max(lo - discretisation, 0.0), value)
+    hi = max(min(hi + discretisation, 1.0), value)
+    return Estimate(value, None, (lo, hi))
