@@ -130,6 +130,23 @@ def main() -> None:
     shown = ", ".join(f"[{lo:.3f}, {hi:.3f}]" for lo, hi in intervals)
     name = "BROKEN distdp: shares sized for the run"
     print(f"{name:<44} {stated:>8.3f}   cohorts {shown} {'caught' if caught else 'MISSED'}")
+    # Collusion: what a server holding 3 clients' shares of each cohort is left with, with
+    # shares sized for it (--colluders 3) and, as the control, without (Pólya(1/m) shares).
+    for t_knob, expect in ((3, True), (0, False)):
+        sc = audit.Scenario("distdp", "add-remove", epsilon=args.epsilon, colluders=t_knob)
+        stated = Mechanism(sc.config()).noise_variance
+        noise = audit.honest_noise(sc, max(args.trials // 10, 200), rng, colluders=3)
+        intervals = [audit.variance_interval(x) for x in noise]
+        holds = all(lo <= stated <= hi for lo, hi in intervals)
+        ok &= holds == expect
+        shown = ", ".join(f"[{lo:.3f}, {hi:.3f}]" for lo, hi in intervals)
+        name = (
+            "distdp, 3 colluders, --colluders 3"
+            if t_knob
+            else "BROKEN distdp: 3 colluders, no --colluders"
+        )
+        verdict = ("PASS" if holds else "FAIL") if expect else ("MISSED" if holds else "caught")
+        print(f"{name:<44} {stated:>8.3f}   cohorts {shown} {verdict}")
     print()
     print("all checks as expected" if ok else "AUDIT FAILED")
     raise SystemExit(0 if ok else 1)

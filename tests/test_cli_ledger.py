@@ -100,6 +100,7 @@ def test_ledger_json(ledger):
         "epsilon_spent": pytest.approx(2.0),
         "epsilon_left": pytest.approx(1.0),
         "composition": "pure ε-DP: ε adds up exactly (δ = 0)",
+        "sampler_delta": 0.0,
     }
     assert [e["command"] for e in shown["entries"]] == ["evaluate", "calibrate", "evaluate"]
     assert "4242" not in r.stdout and "secret" not in r.stdout and '"seed"' not in r.stdout

@@ -93,6 +93,7 @@ def test_make_entry_records_the_event_and_no_seed_or_path():
         "unit",
         "relation",
         "epsilon",
+        "sampler_delta",
         "delta",
         "dp_event",
         "mechanism",
@@ -442,5 +443,5 @@ def test_concurrent_runs_lose_nothing_and_respect_the_budget(tmp_path):
     assert outcomes == ["ok"] * 5 + ["refused"] * 3
     header, entries = read_ledger(path)
     assert header["budget"]["epsilon"] == 5.0 and len(entries) == 5
-    assert sum('"fedeval.ledger/2"' in line for line in open(path)) == 1
+    assert sum('"fedeval.ledger/3"' in line for line in open(path)) == 1
     assert totals(header, entries) == {"default": pytest.approx(5.0)}

@@ -16,7 +16,7 @@ from fedeval.core.hierarchy import cell_index
 from fedeval.core.params import resolve_config
 from fedeval.core.release import Probe, Release
 from fedeval.documents.release_file import release_dict
-from fedeval.privacy import localdp, probe
+from fedeval.privacy import distdp, federated, localdp, probe
 from fedeval.privacy.federated import exact_counts as federated_exact_counts
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
 from fedeval.protocol import secagg
@@ -54,6 +54,7 @@ class Scenario:
     clients: int = 11
     per_client: int = 4
     short_client: bool = False
+    colluders: int = 0  # distdp: clients per cohort the shares tolerate (`--colluders`)
 
     @property
     def _cap(self) -> int:
@@ -67,7 +68,8 @@ class Scenario:
         unit = self.unit if self.max_examples is None else f"client (L={self.max_examples})"
         short = ", one example left" if self.short_client else ""
         auto = f", auto (probe), n ≈ {self.clients * self.per_client:,}" if self.two_phase else ""
-        return f"{self.model} · {self.relation} · {unit}{short}{auto}"
+        t = f", {self.colluders} colluders tolerated" if self.colluders else ""
+        return f"{self.model} · {self.relation} · {unit}{short}{auto}{t}"
 
     @property
     def two_phase(self) -> bool:
@@ -98,6 +100,9 @@ class Scenario:
             unit=self.unit,
             max_examples=self.max_examples,
             relation=self.relation,
+            colluders=self.colluders,
+            # `cohort_noise` splits the clients into two cohorts: the smaller is the floor.
+            cohort_floor=self.clients // 2 if self.colluders else 0,
         )
 
     @property
@@ -452,6 +457,35 @@ def cohort_noise(
                 cells[sel], labels[sel], client[sel] - lo, 0, m, m, k, secagg.round_key(), cfg, rng
             )
             noise.append(unmasked(v.sum(axis=0, dtype=np.uint32)) - exact)
+        out.append(np.asarray(noise))
+    return out
+
+
+def honest_noise(
+    scenario: Scenario, trials: int, rng: np.random.Generator, colluders: int, cohorts: int = 2
+) -> list[np.ndarray]:
+    """What a server that colludes with the first `colluders` clients of each cohort is left
+    with: the cohort's sum less those clients' reports (their counts and noise shares, which
+    they hand over) less the other clients' exact counts, over `trials` runs; one array
+    (trials × counts) per cohort, D split as `cohort_noise` splits it.
+
+    The reports are the deployed encoder's (`distdp.client_reports` with the cohort's size, as
+    `encode` calls it) before masking: the masks cancel in the cohort's sum and the colluders
+    know their own, so they change nothing here (`cohort_noise` checks the masked path)."""
+    cfg = scenario.config()
+    d, _ = scenario.datasets()
+    cells, labels, client, n = _cells_labels_clients(d, cfg.height)
+    bounds = np.linspace(0, n, cohorts + 1).round().astype(int)
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        sel = (client >= lo) & (client < hi)
+        m = hi - lo
+        args = (cells[sel], labels[sel], client[sel] - lo, m, cfg)
+        honest_exact = federated.onehot_reports(*args)[colluders:].sum(axis=0)
+        noise = []
+        for _ in range(trials):
+            reports, _ = distdp.client_reports(*args, m, rng)
+            noise.append(reports[colluders:].sum(axis=0) - honest_exact)
         out.append(np.asarray(noise))
     return out
 

@@ -10,7 +10,7 @@ import typer
 
 from fedeval.cli.app import app
 from fedeval.cli.common import err, errors_to_exit, plural, private_key, progress_bar, public_key
-from fedeval.cli.options import MinCohortOpt, SignKeyOpt
+from fedeval.cli.options import BudgetOpt, LedgerOpt, MinCohortOpt, SignKeyOpt
 from fedeval.core.errors import UsageError
 from fedeval.documents.files import document_text
 from fedeval.tables.outputs import is_stdout
@@ -53,6 +53,8 @@ def aggregate(
             show_default=False,
         ),
     ] = None,
+    ledger: LedgerOpt = None,
+    budget: BudgetOpt = None,
 ) -> None:
     """Verify, sum and unmask client reports into the aggregate release: the server's step.
 
@@ -61,17 +63,24 @@ def aggregate(
     --min-cohort and a wrong population are refused and nothing is written. The masks cancel
     in the sum (dropped clients' masks are removed with the keys their neighbours revealed);
     the server learns each cohort's sum and nothing per client. The release keeps only what
-    the mechanism may publish (no exact count under add-remove).
+    the mechanism may publish (no exact count under add-remove). With --ledger the release is
+    charged before it is written (refused: nothing is written); the ledger records its digest,
+    so estimates from it with --from and the same ledger are not charged again.
 
     Example: [bold]fedeval aggregate reports/ -o run.fedeval && fedeval curves --from
     run.fedeval[/bold]
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
-    from fedeval.documents.release_file import save_release
+    from fedeval.cli.budget import charge_ledger, check_ledger_options
+    from fedeval.documents.release_file import release_dict
+    from fedeval.documents.seals import digest
     from fedeval.protocol.aggregate import aggregate_reports
+    from fedeval.tables.outputs import Outputs
 
     with errors_to_exit(), progress_bar("summing report parts", True) as progress:
+        signer = private_key(sign_key)
+        check_ledger_options(ledger, budget, signer)
         s = aggregate_reports(
             reports,
             population=population,
@@ -79,13 +88,15 @@ def aggregate(
             verify_key=public_key(verify_key),
             progress=progress,
         )
+        doc = release_dict(s.release, s.axis)
+        text = document_text(doc, sign_key=signer)
+        with Outputs() as out:  # written only once the ledger took the charge
+            if not is_stdout(output):
+                out.stage_text(output, text)
+            charge_ledger(ledger, budget, doc, release=digest(doc), sign_key=signer)
+            out.commit()
         if is_stdout(output):  # -o -: the release document on stdout
-            from fedeval.documents.release_file import release_dict
-
-            doc = release_dict(s.release, s.axis)
-            sys.stdout.write(document_text(doc, sign_key=private_key(sign_key)))
-        else:
-            save_release(output, s.release, s.axis, sign_key=private_key(sign_key))
+            sys.stdout.write(text)
     recovered = f" ({s.recovered:,} dropped, masks removed)" if s.recovered else ""
     # Participation is what the server sees anyway; no count of examples is printed (under
     # add-remove none is known, and the log is a document too).

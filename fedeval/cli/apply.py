@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from fedeval.cli.app import app
-from fedeval.cli.common import errors_to_exit
-from fedeval.cli.options import TableOutputOpt
+from fedeval.cli.common import errors_to_exit, public_key
+from fedeval.cli.options import TableOutputOpt, VerifyKeyOpt
 from fedeval.cli.support import option_given
 
 
@@ -39,8 +39,12 @@ def apply(
         ),
     ] = "score",
     output_col: Annotated[str, typer.Option(help="Name of the new column.")] = "calibrated",
+    verify_key: VerifyKeyOpt = None,
 ) -> None:
     """Add a column of calibrated probabilities to every row of INPUT (all columns kept).
+
+    With [bold]--verify-key NAME.pub[/bold] only a map signed by that key (calibrate -o FILE
+    --sign-key NAME.key) is applied: its seal alone catches edits, not a re-sealed map.
 
     Example: [bold]cat scores.csv | fedeval apply map.json - > calibrated.csv[/bold]
 
@@ -50,6 +54,16 @@ def apply(
     from fedeval.multiclass import apply_multiclass_map_file, map_kind
 
     with errors_to_exit():
+        if verify_key is not None:
+            from fedeval.documents.files import read_json
+            from fedeval.documents.seals import verify
+
+            doc = read_json(map_file, noun="calibration map", kind="a calibration map")
+            if not isinstance(doc, dict):
+                from fedeval.core.errors import InputError
+
+                raise InputError(f"'{map_file}' is not a calibration map.")
+            verify(doc, str(map_file), verify_key=public_key(verify_key), required=True)
         if map_kind(map_file) == "multiclass":
             apply_multiclass_map_file(map_file, input_file, output)
         else:

@@ -51,30 +51,42 @@ def apply_gates(verdicts: list[Any], on: Any) -> None:
     enforce(verdicts)
 
 
-def check_ledger_options(ledger: Path | None, budget: float | None) -> None:
+def check_ledger_options(ledger: Path | None, budget: float | None, sign_key: Any = None) -> None:
     """Before any work: --budget needs --ledger; the ledger must be able to take the entry
-    (`fedeval.privacy.ledger.Ledger.check`)."""
+    (`fedeval.privacy.ledger.Ledger.check`: readable, its chain intact, signed by `sign_key`
+    if it is signed)."""
     if ledger is None:
         if budget is not None:
             raise UsageError("--budget is the total ε of a privacy ledger: add --ledger FILE.")
         return
     from fedeval.privacy.ledger import Ledger
 
-    Ledger(ledger, budget).check()
+    Ledger(ledger, budget, sign_key=sign_key).check()
 
 
-def charge_ledger(ledger: Path | None, budget: float | None, doc: dict[str, Any]) -> None:
+def charge_ledger(
+    ledger: Path | None,
+    budget: float | None,
+    doc: dict[str, Any],
+    *,
+    release: str | None = None,
+    sign_key: Any = None,
+) -> None:
     """Charge the release `doc` describes before anything is shown (refused: nothing is), as
-    `fedeval.privacy.ledger.Ledger.charge` does; a saved release's estimates are post-processing and
-    cost nothing."""
+    `fedeval.privacy.ledger.Ledger.charge` does: a release is charged once, under its charge id
+    `release`, whether it was made by this run or read with --from and never charged yet."""
     if ledger is None:
         return
     from fedeval.privacy.ledger import Ledger
 
-    book = Ledger(ledger, budget)
-    total = book.charge(doc)
+    book = Ledger(ledger, budget, sign_key=sign_key)
+    total = book.charge(doc, release=release)
     if total is None:
-        err.print(f"ledger {ledger}: nothing charged (post-processing of a saved release)")
+        err.print(
+            f"ledger {ledger}: nothing charged (this release was already charged to it; "
+            "estimates from it are post-processing)",
+            highlight=False,
+        )
         return
     limit = book.limit()
     assert limit is not None  # the first charge stored it

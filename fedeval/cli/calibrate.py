@@ -197,7 +197,7 @@ def calibrate(
         name = release.source
         doc = map_dict(cal, source=name, score_col=score_col)
         # The map file is made to be shared: under DP it holds no exact value.
-        map_text = document_text(shareable(doc))
+        map_text = document_text(shareable(doc), sign_key=release.signer)
         to_stdout = release.commit(
             cal.run,
             doc=doc,

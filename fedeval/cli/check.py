@@ -9,8 +9,8 @@ import typer
 
 from fedeval.cli.app import app
 from fedeval.cli.budget import apply_gates, gate_options, judge_gates
-from fedeval.cli.common import errors_to_exit
-from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt
+from fedeval.cli.common import errors_to_exit, public_key
+from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt, VerifyKeyOpt
 from fedeval.core.errors import UsageError
 
 
@@ -27,8 +27,13 @@ def check(
     fail_under: FailUnderOpt = None,
     fail_over: FailOverOpt = None,
     gate_on: GateOnOpt = "bound",
+    verify_key: VerifyKeyOpt = None,
 ) -> None:
     """Judge quality gates on a saved report: exit 1 if a floor or ceiling is broken.
+
+    A report's seal catches a number edited by hand, but anyone can re-seal an edited report:
+    with [bold]--verify-key NAME.pub[/bold] only a report signed by that key (evaluate -o FILE
+    --sign-key NAME.key) is judged.
 
     Example: [bold]fedeval check report.json --fail-under auc=0.85,recall@0.5=0.7[/bold]
 
@@ -49,7 +54,12 @@ def check(
 
         # Gates judge numbers someone could have edited: a sealed report must still match its
         # seal, and reports of this version are always sealed.
-        verify(doc, str(report), required=doc["schema"] == "fedeval.report/2")
+        verify(
+            doc,
+            str(report),
+            verify_key=public_key(verify_key),
+            required=doc["schema"] == "fedeval.report/2",
+        )
         try:
             apply_gates(judge_gates(gates, on, doc), on)
         except GateFailed:

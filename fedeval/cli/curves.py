@@ -148,7 +148,7 @@ def curves(
         cdoc = curves_dict(c, source=name)
         text = None  # --format table on a terminal
         if fmt is CurvesFormat.json:
-            text = document_text(cdoc)
+            text = document_text(cdoc, sign_key=release.signer)
         elif fmt is CurvesFormat.csv:
             text = curves_csv(c)
         to_stdout = release.commit(

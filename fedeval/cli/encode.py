@@ -94,6 +94,15 @@ def encode(
         ),
     ] = 0.0,
     min_cohort: MinCohortOpt = 10,
+    colluders: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="distdp: size every noise share so that the claim holds against a server that "
+            "colludes with up to this many clients of a cohort (below --min-cohort); the "
+            "release then carries up to min-cohort/(min-cohort − t) times the noise.",
+        ),
+    ] = 0,
     sign_key: Annotated[
         Path | None,
         typer.Option(
@@ -160,6 +169,7 @@ def encode(
             neighbours=neighbours,
             dropout=dropout,
             min_cohort=min_cohort,
+            colluders=colluders,
             sign_key=private_key(sign_key),
             progress=progress,
         )

@@ -163,7 +163,7 @@ def evaluate(
         )
         name = release.source
         report = evaluation_dict(ev, source=name)
-        doc = document_text(report)
+        doc = document_text(report, sign_key=release.signer)
         verdicts = judge_gates(gates, on, report)
         to_stdout = release.commit(
             ev.run,

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from fedeval.cli.app import app
-from fedeval.cli.common import OutputFormat, errors_to_exit
+from fedeval.cli.common import OutputFormat, errors_to_exit, public_key
+from fedeval.cli.options import VerifyKeyOpt
 
 
 @app.command("ledger")
@@ -33,9 +34,15 @@ def ledger_show(
             "--format", "-f", help="table, or json (budget, per-dataset totals, entries)."
         ),
     ] = OutputFormat.table,
+    verify_key: VerifyKeyOpt = None,
 ) -> None:
     """Print a privacy ledger: its stored budget, each dataset's composed ε (with its unit and
     neighbouring relation) and every release charged to it.
+
+    Every line is sealed into a hash chain that starts with the budget: an edited, removed or
+    reordered line is refused. With [bold]--verify-key NAME.pub[/bold] every line must be
+    signed by that key. The chain's head is printed: kept elsewhere, it shows a later
+    truncation.
 
     Pure ε-DP releases compose by adding up (exact, δ = 0); a dataset with Gaussian releases is
     composed by dp_accounting's RDP accountant at the ledger's δ.
@@ -49,8 +56,9 @@ def ledger_show(
     with errors_to_exit():
         if not Path(path).exists():
             raise InputError(f"cannot read ledger '{path}': no such file.")
-        check_budget(path, budget)
-        doc = Ledger(path).summary()
+        key = public_key(verify_key)
+        check_budget(path, budget, verify_key=key)
+        doc = Ledger(path, verify_key=key).summary()
         if output_format is OutputFormat.json:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
@@ -94,9 +102,12 @@ def ledger_show(
                 f"dataset '{name}' (unit {d['unit']}, relation {d['relation']}): "
                 f"{n} release{'s' if n != 1 else ''} · ε spent {d['epsilon_spent']:g} of "
                 f"{limit['epsilon']:g} (left: {d['epsilon_left']:g}) · composition: "
-                f"{d['composition']}",
+                f"{d['composition']}"
+                + (f" · samplers' δ {d['sampler_delta']:.1e} in all" if d["sampler_delta"] else ""),
                 soft_wrap=True,
                 highlight=False,
             )
         if not datasets:
             out.print("no releases charged yet", highlight=False)
+        signed = f"signed by key {doc['signed_by'][:16]}…" if doc["signed_by"] else "unsigned"
+        out.print(f"chain head {doc['head']} ({signed})", soft_wrap=True, highlight=False)

@@ -218,7 +218,8 @@ SignKeyOpt = Annotated[
     Path | None,
     typer.Option(
         "--sign-key",
-        help="Ed25519 private key (from fedeval keygen) to sign the saved release with.",
+        help="Ed25519 private key (from fedeval keygen) to sign what this run writes: the -o "
+        "document, the saved release and the ledger's new line.",
         show_default=False,
     ),
 ]

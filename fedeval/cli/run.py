@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,6 +57,7 @@ class ReleaseOptions:
     verify_key: Path | None
     ledger: Path | None
     budget: float | None
+    output: Path | None
 
     @classmethod
     def of(cls, params: dict[str, Any]) -> ReleaseOptions:
@@ -65,14 +67,19 @@ class ReleaseOptions:
     def check(self) -> None:
         """Before any work: the ledger is usable, keys go with what they sign or verify, and
         exactly one of FILE and --from, without settings the saved release already fixes."""
-        check_ledger_options(self.ledger, self.budget)
+        if self.sign_key is not None and not (
+            self.save_release is not None
+            or self.ledger is not None
+            or (self.output is not None and not is_stdout(self.output))
+        ):
+            raise UsageError(
+                "--sign-key signs what the run writes: the file of -o, the release of "
+                "--save-release and the line of --ledger; add one of them."
+            )
+        check_ledger_options(self.ledger, self.budget, self.signer)
         from fedeval.protocol.simulate import check_ci_draws
 
         check_ci_draws(self.ci_draws)
-        if self.sign_key is not None and self.save_release is None:
-            raise UsageError(
-                "--sign-key signs the release --save-release writes; add --save-release."
-            )
         if self.verify_key is not None and self.from_ is None:
             raise UsageError("--verify-key checks the release --from reads; add --from.")
         if is_stdout(self.save_release):
@@ -103,6 +110,25 @@ class ReleaseOptions:
             raise UsageError(
                 f"{', '.join(given)} cannot be used with --from: the aggregate fixes the release."
             )
+
+    @cached_property
+    def signer(self) -> Any:
+        """The Ed25519 private key of --sign-key (None without): it signs the -o document,
+        the saved release and the ledger's new line."""
+        return private_key(self.sign_key)
+
+    def release_id(self, run: Any) -> str:
+        """The charge id of the run's release: the SHA-256 of the saved release's seal (read
+        from the file --from names; for a simulated release, the digest its saved file would
+        hold)."""
+        if self.from_ is not None:
+            from fedeval.documents.files import read_json
+
+            doc = read_json(self.from_, noun="aggregate", kind="an aggregate")
+            return str(doc["integrity"]["sha256"])
+        from fedeval.documents.release_file import release_digest
+
+        return release_digest(run.release, run.axis)
 
     @property
     def source(self) -> str:
@@ -178,11 +204,18 @@ class ReleaseOptions:
                     out.staged_path(self.save_release),
                     run.release,
                     run.axis,
-                    sign_key=private_key(self.sign_key),
+                    sign_key=self.signer,
                 )
             if plot is not None:
                 path, draw = plot
                 draw(out.staged_path(path))
-            charge_ledger(self.ledger, self.budget, doc)
+            if self.ledger is not None:
+                charge_ledger(
+                    self.ledger,
+                    self.budget,
+                    doc,
+                    release=self.release_id(run),
+                    sign_key=self.signer,
+                )
             out.commit()
         return to_stdout

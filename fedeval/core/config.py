@@ -214,6 +214,12 @@ class PrivacyConfig:
     first_level : the coarsest level a hierarchy releases (levels first_level..h; at most h,
         and 1 for a flat release): 1 is the papers' tree; `fedeval.core.params.resolve_config`
         starts localdp's at 2 from ε = 5 per report (`fedeval.core.params.LEVEL_1_FROM_EPSILON`).
+    colluders : t, distdp only: the clients of a cohort that may collude with the server (and
+        hand it their noise shares); each of a cohort's m clients then adds Pólya(1/(m − t), α)
+        shares, so any m − t of them still sum to the whole discrete Laplace (0: none).
+    cohort_floor : with t > 0, the smallest cohort the shares are sized for (the encoder's
+        minimum cohort, > t): a cohort's noise is at most cohort_floor/(cohort_floor − t) times
+        the discrete Laplace, the bound the intervals use (the analyst does not know m).
     """
 
     model: PrivacyModel
@@ -225,6 +231,8 @@ class PrivacyConfig:
     relation: Relation | None = None
     probe_share: float = 0.0
     first_level: int = 1
+    colluders: int = 0
+    cohort_floor: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
@@ -243,6 +251,7 @@ class PrivacyConfig:
         object.__setattr__(self, "probe_share", float(share))
         if share and self.model is PrivacyModel.FEDERATED:
             raise UsageError("a probe round applies to distdp and localdp only.")
+        self._check_colluders()
         if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
@@ -255,6 +264,34 @@ class PrivacyConfig:
                     "expect intervals that cover the whole range of every metric.",
                     stacklevel=2,
                 )
+
+    def _check_colluders(self) -> None:
+        t, floor = self.colluders, self.cohort_floor
+        for name, v in (("colluders", t), ("cohort_floor", floor)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise UsageError(f"`{name}` must be an integer ≥ 0. Found {v!r}.")
+        if t == 0:
+            object.__setattr__(self, "cohort_floor", 0)
+            return
+        if self.model is not PrivacyModel.DISTDP:
+            raise UsageError(
+                "`colluders` applies to distdp only: federated adds no noise to protect, and "
+                "localdp's reports are private on their own whoever colludes."
+            )
+        if floor <= t:
+            raise UsageError(
+                f"`colluders` t = {t} must be below the minimum cohort ({floor}): the shares of "
+                "the m − t honest clients of every cohort must carry the noise, so at least one "
+                "client of each cohort must be honest."
+            )
+
+    @property
+    def share_factor(self) -> float:
+        """The most noise a cohort's sum carries, in discrete Laplaces: m/(m − t) ≤
+        cohort_floor/(cohort_floor − t) with t colluders tolerated (1 without)."""
+        if self.colluders == 0:
+            return 1.0
+        return self.cohort_floor / (self.cohort_floor - self.colluders)
 
     @property
     def examples_per_unit(self) -> int:
@@ -296,6 +333,9 @@ def config_dict(config: PrivacyConfig) -> dict:
     }
     if config.probed:
         out["probe_share"] = config.probe_share
+    if config.colluders:
+        out["colluders"] = config.colluders
+        out["cohort_floor"] = config.cohort_floor
     return out
 
 
@@ -319,6 +359,8 @@ def config_from_dict(p: dict) -> PrivacyConfig:
         relation=p.get("relation"),
         probe_share=p.get("probe_share", 0.0),
         first_level=first,
+        colluders=p.get("colluders", 0),
+        cohort_floor=p.get("cohort_floor", 0),
     )
     if stored is not None and list(stored) != list(config.levels):
         raise ValueError(f"levels {stored} are not the levels {list(config.levels)} of {config}")

@@ -28,6 +28,7 @@ from fedeval.core.release import Release
 from fedeval.core.version import __version__
 from fedeval.documents.consistency import check_release_consistency
 from fedeval.documents.files import load_document, write_document
+from fedeval.documents.seals import digest
 from fedeval.privacy.mechanism import mechanism_from_section, mechanism_of
 
 SCHEMA_PREFIX = "fedeval.aggregate/"
@@ -54,6 +55,12 @@ def release_dict(release: Release, score_range: tuple[float, float] | ScoreAxis)
     if release.n_clients is not None and mech.exact_counts_public:
         doc["n_clients"] = release.n_clients
     return doc
+
+
+def release_digest(release: Release, score_range: tuple[float, float] | ScoreAxis) -> str:
+    """The charge id of a release (`fedeval.privacy.ledger`): the SHA-256 its saved file's seal
+    holds, the digest of `release_dict`, whether or not it is saved."""
+    return digest(release_dict(release, score_range))
 
 
 def save_release(

@@ -35,6 +35,8 @@ import numpy as np
 
 from fedeval.core.config import PrivacyModel, check_epsilon
 from fedeval.core.errors import UsageError
+from fedeval.privacy.generator import NAME as GENERATOR_NAME
+from fedeval.privacy.generator import SEEDED_NAME
 from fedeval.privacy.mechanism import NOT_PRIVATE
 
 MODEL = "multiclass-gaussian"
@@ -309,9 +311,11 @@ class MulticlassMechanism:
             f"({how}), each of L2 "
             f"sensitivity its clip norm ({clip}) with noise {sig} (z = {dp.noise_multiplier:.4g}), "
             f"compose to ρ = {dp.rho:.4g}-zCDP; participation p = {dp.participation:g} is not "
-            "credited (no amplification by subsampling); no exact count of examples, clients or "
-            "per-class examples is released; holds if the noise is added to the secure sum "
-            "before anyone sees it"
+            "credited (no amplification by subsampling); the number K of enrolled clients is "
+            "public (fixed by the protocol, not a statistic of the data), and so is what the "
+            "documents derive from it: the cohort size m = round(p·K) and noise scales such as "
+            "σ/K; no count of examples, of clients holding data or of per-class examples is "
+            "released; holds if the noise is added to the secure sum before anyone sees it"
         )
 
     def guarantee(self) -> str:
@@ -365,6 +369,9 @@ class MulticlassMechanism:
             "server_learns": self.server_learns(),
             "analyst_learns": self.analyst_learns(),
             "reproducible_simulation": self.seeded,
+            "randomness": None if dp is None else SEEDED_NAME if self.seeded else GENERATOR_NAME,
+            # The Gaussian's own δ is stated; its floating-point tails are not accounted here.
+            "sampler_delta": None,
         }
 
 

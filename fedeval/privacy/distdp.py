@@ -23,6 +23,7 @@ from fedeval.privacy.noise import (
     dense,
     discrete_laplace,
     discrete_laplace_variance,
+    polya,
     polya_share_events,
 )
 
@@ -58,13 +59,24 @@ def draw(
     )
 
 
+def share_clients(config: PrivacyConfig, cohort_size: int) -> int:
+    """The number of clients whose shares must sum to the discrete Laplace: the cohort's m, or
+    m − t when t colluders are tolerated (each share is then Pólya(1/(m − t), α))."""
+    honest = cohort_size - config.colluders
+    if honest < 1:
+        raise ValueError(f"a cohort of {cohort_size} clients with {config.colluders} colluders")
+    return honest
+
+
 def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
-    """One-hot counts plus a fresh Pólya share sized to the cohort on every node, per client.
+    """One-hot counts plus a fresh Pólya share sized to the cohort on every node, per client
+    (to its m − t honest clients with t colluders tolerated).
 
     Returns (reports (n_clients, D), None): a distdp report carries no exact example count."""
     reports = federated.onehot_reports(cells, labels, client, n_clients, config)
     d = int(level_offsets(config)[-1])
-    at, value = polya_share_events(cohort_size, alpha(config), n_clients * d, rng)
+    size = share_clients(config, cohort_size)
+    at, value = polya_share_events(size, alpha(config), n_clients * d, rng)
     return reports + dense(at, value, (n_clients, d)), None
 
 
@@ -74,13 +86,16 @@ def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
     client's share events summed per node."""
     d = int(level_offsets(config)[-1])
     counts = federated.chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng)[0]
-    at, value = polya_share_events(cohort_size, alpha(config), n_clients * d, rng)
+    size = share_clients(config, cohort_size)
+    at, value = polya_share_events(size, alpha(config), n_clients * d, rng)
     return counts + dense(at % d, value, (d,)), None
 
 
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
-    """Counts as measured; each cohort added one discrete Laplace per count."""
-    var = release.cohorts * discrete_laplace_variance(alpha(release.config))
+    """Counts as measured; each cohort added one discrete Laplace per count (at most
+    cohort_floor/(cohort_floor − t) of them with t colluders tolerated: the bound is used)."""
+    cfg = release.config
+    var = release.cohorts * discrete_laplace_variance(alpha(cfg)) * cfg.share_factor
     return [c.astype(np.float64) for c in release.level_counts()], [var] * len(
         release.config.levels
     )
@@ -88,12 +103,19 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
 
 def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Fresh noise on every released count, as the release got it (one discrete Laplace per
-    cohort): per level, (n_draws, 2, 2^k)."""
+    cohort; with t colluders tolerated, Pólya(f, α) − Pólya(f, α) per cohort at the bound
+    f = cohort_floor/(cohort_floor − t)): per level, (n_draws, 2, 2^k)."""
     a = alpha(hist.config)
+    f = hist.config.share_factor
     out = []
     for k in hist.config.levels:
-        x = discrete_laplace(a, (n_draws, 2, 1 << k), rng, np.float64)
-        for _ in range(hist.cohorts - 1):
-            x += discrete_laplace(a, (n_draws, 2, 1 << k), rng, np.float64)
+        shape = (n_draws, 2, 1 << k)
+        if f == 1.0:
+            x = discrete_laplace(a, shape, rng, np.float64)
+            for _ in range(hist.cohorts - 1):
+                x += discrete_laplace(a, shape, rng, np.float64)
+        else:
+            r = hist.cohorts * f
+            x = (polya(r, a, shape, rng) - polya(r, a, shape, rng)).astype(np.float64)
         out.append(x)
     return out

@@ -1,13 +1,22 @@
-"""The privacy budget ledger (v2): every release charged against a stored budget, per dataset.
+"""The privacy budget ledger (v3): every release charged against a stored budget, per dataset.
 
 A ledger is a JSON Lines file. Its first line is a header that stores the budget, fixed when the
 ledger is created::
 
-    {"schema": "fedeval.ledger/2", "budget": {"epsilon": 3.0, "delta": 0.0}, "created": "…"}
+    {"schema": "fedeval.ledger/3", "budget": {"epsilon": 3.0, "delta": 0.0}, "created": "…",
+     "prev": "000…0", "integrity": {"sha256": "…"}}
 
 and every further line is one release (`make_entry`): time, command, what it covered, the dataset
-label, model, unit, neighbouring relation, ε, δ, the machine-readable DP event, the mechanism and
-the fedeval version. A ledger records no seed and no file path.
+label, model, unit, neighbouring relation, ε, δ, the machine-readable DP event, the mechanism,
+the fedeval version and, where known, the digest of the release it charged (``release``: the
+SHA-256 in the saved release's seal), so that one release is charged once however often it is
+read. A ledger records no seed and no file path.
+
+Every line is sealed into a hash chain (`fedeval.ledger_chain`): it carries the digest of the
+line before it, the header (and so the budget) first. Raising the budget, editing, removing or
+reordering a line breaks the chain and the ledger is refused; a signed ledger (every line signed
+with the key that signed its header) cannot be rewritten without that key. A ledger is a record,
+not a lock: whoever can write the file can also delete it.
 
 Totals are per dataset, and a total composes releases about the same people only: within one
 dataset every entry must share the unit of privacy (example or client) and the neighbouring
@@ -42,12 +51,10 @@ Composition (see `total_epsilon`):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,10 +68,22 @@ from fedeval.privacy.accounting import (
     composition,
     event_leaves,
 )
+from fedeval.privacy.ledger_file import (
+    GENESIS,
+    check_chain,
+    check_signer,
+    check_writable,
+    head,
+    json_lines,
+    link,
+    locked,
+    signer,
+)
 
-SCHEMA = "fedeval.ledger/2"
-ENTRY_SCHEMA = "fedeval.ledger-entry/2"
+SCHEMA = "fedeval.ledger/3"
+ENTRY_SCHEMA = "fedeval.ledger-entry/3"
 V1_ENTRY_SCHEMA = "fedeval.ledger-entry/1"
+V2_SCHEMAS = ("fedeval.ledger/2", "fedeval.ledger-entry/2")
 TOLERANCE = 1e-9
 """Relative slack when comparing a total with the budget, or an ε with its event (rounding)."""
 DEFAULT_DATASET = "default"
@@ -72,57 +91,8 @@ _DATASET_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:@+=-]{0,127}")
 _LEAKY_KEYS = frozenset({"seed", "source", "path"})
 
 
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 class BudgetExceeded(FedevalError):
     """The release would take the ledger past its budget; nothing was released."""
-
-
-# --- optional dependencies -------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    try:
-        from filelock import FileLock
-    except ImportError:
-        raise UsageError(
-            "the privacy ledger needs filelock: pip install filelock (or fedeval's 'accounting' "
-            "extra)"
-        ) from None
-    from filelock import Timeout
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(path) + ".lock", timeout=60)
-        lock.acquire()
-    except Timeout:
-        raise UsageError(
-            f"ledger '{path}' is locked by another run (for over 60 s); try again."
-        ) from None
-    except OSError as e:
-        raise InputError(
-            f"cannot lock ledger '{path}': {e.strerror or e}.", file=str(path)
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-def check_writable(path: str | os.PathLike) -> None:
-    """Refuse, before any work, a ledger that could not take a new entry."""
-    path = Path(path)
-    target = path if path.exists() else path.parent if str(path.parent) else Path(".")
-    if path.exists() and not path.is_file():
-        raise InputError(
-            f"cannot use ledger '{path}': not a regular file (a directory, FIFO or device).",
-            file=str(path),
-        )
-    if target.exists() and not os.access(target, os.W_OK):
-        raise InputError(f"cannot write ledger '{path}': permission denied.", file=str(path))
 
 
 # --- DP events -------------------------------------------------------------------------------
@@ -141,9 +111,15 @@ def _check_dataset(dataset: Any) -> str:
 
 
 def make_entry(
-    doc: dict[str, Any], *, command: str, covered: str, dataset: str = DEFAULT_DATASET
+    doc: dict[str, Any],
+    *,
+    command: str,
+    covered: str,
+    dataset: str = DEFAULT_DATASET,
+    release: str | None = None,
 ) -> dict[str, Any]:
-    """A ledger entry for the release described by a document's privacy section.
+    """A ledger entry for the release described by a document's privacy section; `release` is
+    the release's digest (its charge id: `release_digest`), recorded so that it is charged once.
 
     Refuses releases that add no noise, documents without a DP event, and reproducible (--seed)
     simulations. The entry holds no seed and no file path.
@@ -177,10 +153,18 @@ def make_entry(
         "relation": p.get("relation"),
         "epsilon": p.get("epsilon"),
         "delta": p.get("delta"),
+        "sampler_delta": p.get("sampler_delta"),
         "dp_event": event,
         "mechanism": {k: v for k, v in mechanism.items() if k not in _LEAKY_KEYS},
         "fedeval_version": doc.get("fedeval_version"),
+        **({} if release is None else {"release": _check_digest(release)}),
     }
+
+
+def _check_digest(release: Any) -> str:
+    if not isinstance(release, str) or len(release) != 64 or set(release) - set("0123456789abcdef"):
+        raise UsageError(f"a release's charge id is its 64-hex SHA-256. Found {release!r}.")
+    return release
 
 
 def _check_entry(entry: Any) -> list[tuple]:
@@ -234,37 +218,31 @@ def _check_header(header: Any, where: str) -> dict[str, Any]:
     return header
 
 
-def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """The header and entries of a ledger (an absent or empty file: no header, no entries).
+def read_ledger(
+    path: str | os.PathLike, *, verify_key: Any = None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The header and entries of a ledger (an absent or empty file: no header, no entries),
+    once its hash chain holds (`fedeval.ledger_chain.check_chain`; with `verify_key`, every
+    line signed by that Ed25519 public key).
 
-    A version-1 ledger (entries without a header) is refused: its total mixed units.
+    Version-1 ledgers (entries without a header: their total mixed units) and version-2 ones
+    (unsealed: a budget raised by hand went unnoticed) are refused.
     """
-    path = Path(path)
+    header, entries, _, _ = _read(Path(path), verify_key)
+    return header, entries
+
+
+def _read(
+    path: Path, verify_key: Any = None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], str, str | None]:
+    """(header, entries, the chain's head, the hex public key that signs it or None)."""
     if not path.exists():
-        return None, []
-    if not path.is_file():
-        raise InputError(
-            f"cannot read ledger '{path}': not a regular file (a directory, FIFO or device).",
-            file=str(path),
-        )
+        return None, [], GENESIS, None
     header: dict[str, Any] | None = None
     entries: list[dict[str, Any]] = []
-    try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
-    except OSError as e:
-        raise InputError(f"cannot read ledger '{path}': {e.strerror or e}.") from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"ledger '{path}' is not UTF-8 text ({e}).", file=str(path)) from None
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    items: list[dict[str, Any]] = []
+    for i, item in json_lines(path):
         where = f"ledger '{path}', line {i}"
-        try:
-            item = json.loads(line, parse_constant=_refuse_constant)
-        except RecursionError:
-            raise InputError(f"{where}: nested too deeply to be a ledger entry.") from None
-        except ValueError as e:  # JSONDecodeError, NaN, an integer of 4300+ digits
-            raise InputError(f"{where}: not valid JSON ({e}).") from None
         schema = item.get("schema") if isinstance(item, dict) else None
         if schema == V1_ENTRY_SCHEMA:
             raise InputError(
@@ -272,6 +250,13 @@ def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[di
                 "example-level and client-level ε (and every dataset's) as if they were one "
                 "unit, and it stored no budget, so it cannot be continued. Keep it as a "
                 "record and start a new ledger under a new name, giving its budget ε once."
+            )
+        if schema in V2_SCHEMAS:
+            raise InputError(
+                f"ledger '{path}' is a version-2 fedeval ledger: its lines are not sealed, so a "
+                "budget raised or an entry deleted by hand would go unnoticed, and it cannot be "
+                "continued. Keep it as a record and start a new ledger under a new name, giving "
+                "its budget ε once (and the ε it has spent, as you see fit)."
             )
         if schema == SCHEMA:
             if header is not None or entries:
@@ -282,12 +267,22 @@ def read_ledger(path: str | os.PathLike) -> tuple[dict[str, Any] | None, list[di
                 raise InputError(f"{where}: an entry before the ledger header.")
             try:  # an edited entry must not crash the total or the table later
                 _check_entry(item)
+                if "release" in item:
+                    _check_digest(item["release"])
             except UsageError as e:
                 raise InputError(f"{where}: {e}", file=str(path), row=i) from None
             entries.append(item)
         else:
             raise InputError(f"{where}: not a fedeval ledger entry.")
-    return header, entries
+        items.append(item)
+    head = check_chain(items, f"'{path}'", verify_key=verify_key)
+    return header, entries, head, signer(items[0]) if items else None
+
+
+def charged(path: str | os.PathLike, release: str, *, verify_key: Any = None) -> bool:
+    """Whether the ledger holds an entry for the release with digest `release`."""
+    _, entries = read_ledger(path, verify_key=verify_key)
+    return any(e.get("release") == release for e in entries)
 
 
 def _group(entries: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -308,7 +303,11 @@ def totals(header: dict[str, Any] | None, entries: list[dict[str, Any]]) -> dict
 
 
 def check_budget(
-    path: str | os.PathLike, budget: float | None = None, delta: float | None = None
+    path: str | os.PathLike,
+    budget: float | None = None,
+    delta: float | None = None,
+    *,
+    verify_key: Any = None,
 ) -> dict[str, Any] | None:
     """Read the ledger's header and check a given budget (and δ) against the stored one.
 
@@ -319,7 +318,7 @@ def check_budget(
         raise UsageError(f"the budget must be a positive, finite ε. Found {budget}.")
     if delta is not None and not 0 <= delta < 1:
         raise UsageError(f"the ledger's δ must be in [0, 1). Found {delta}.")
-    header, _ = read_ledger(path)
+    header, _ = read_ledger(path, verify_key=verify_key)
     if header is not None:
         stored = header["budget"]
         if (budget is not None and not math.isclose(budget, stored["epsilon"], rel_tol=1e-12)) or (
@@ -339,11 +338,14 @@ def _admit(
     leaves: list[tuple],
     budget: float | None,
     delta: float | None,
-) -> tuple[dict[str, Any], bool, float]:
-    """(header, whether it is new, the dataset's total after `entry`) if the ledger can take
-    `entry`; else the error `charge` raises, with nothing written."""
-    stored = check_budget(path, budget, delta)
-    _, entries = read_ledger(path)
+    sign_key: Any = None,
+    verify_key: Any = None,
+) -> tuple[dict[str, Any], bool, float, str]:
+    """(header, whether it is new, the dataset's total after `entry`, the chain's head) if the
+    ledger can take `entry`; else the error `charge` raises, with nothing written."""
+    check_budget(path, budget, delta, verify_key=verify_key)
+    stored, entries, head, key = _read(path, verify_key)
+    check_signer(path, key, sign_key, stored is None)
     dataset = entry["dataset"]
     header: dict[str, Any]
     if stored is not None:
@@ -373,7 +375,10 @@ def _admit(
                 f"dataset '{dataset}' of ledger '{path}' holds releases with unit {unit}, "
                 f"relation {relation}; this release has unit {entry['unit']}, relation "
                 f"{entry['relation']}. A composed total must refer to one unit and one "
-                "neighbouring relation: charge it to another dataset or ledger."
+                "neighbouring relation. If this release is about the same people, make it with "
+                f"unit {unit} and relation {relation}; a separate dataset label or ledger for the "
+                "same people would leave their total uncounted, so use one only for data about "
+                "other people."
             )
     before_leaves = all_leaves(same)
     before = compose(before_leaves, ledger_delta)
@@ -384,7 +389,7 @@ def _admit(
             f"ledger '{path}' from ε = {before:g} to {after:g}, over its budget of "
             f"{limit:g}; nothing was released."
         )
-    return header, stored is None, after
+    return header, stored is None, after, head
 
 
 def charge(
@@ -392,6 +397,9 @@ def charge(
     entry: dict[str, Any],
     budget: float | None = None,
     delta: float | None = None,
+    *,
+    sign_key: Any = None,
+    verify_key: Any = None,
 ) -> float:
     """Append `entry` if its dataset's composed total stays within the stored budget; return
     that dataset's new total ε.
@@ -400,16 +408,27 @@ def charge(
     the entry's δ if it has a Gaussian event, else 0). An existing ledger refuses a `budget` or
     `delta` that differs from its stored one. Raises `BudgetExceeded` (and writes nothing) if the
     total would exceed the budget.
+
+    New lines are chained to the ledger's head and sealed; with `sign_key` (an Ed25519 private
+    key) signed, as every line of a signed ledger must be. `verify_key` requires the ledger
+    read first to be signed by that public key.
     """
     path = Path(path)
     leaves = _check_entry(entry)  # refuse unchargeable releases before taking the lock
+    if "release" in entry:
+        _check_digest(entry["release"])
     # Fail fast, without the lock (taking it leaves its lock file behind): the same admission
     # is judged again under the lock, against the ledger as it then is.
-    _admit(path, entry, leaves, budget, delta)
-    with _locked(path):
-        header, created, after = _admit(path, entry, leaves, budget, delta)
-        lines = [header] if created else []
-        lines.append(entry)
+    _admit(path, entry, leaves, budget, delta, sign_key, verify_key)
+    with locked(path):
+        header, created, after, prev = _admit(
+            path, entry, leaves, budget, delta, sign_key, verify_key
+        )
+        lines = []
+        if created:
+            lines.append(link(header, GENESIS, sign_key=sign_key))
+            prev = head(lines[0])
+        lines.append(link(entry, prev, sign_key=sign_key))
         text = "".join(json.dumps(item, allow_nan=False) + "\n" for item in lines)
         try:
             with path.open("a", encoding="utf-8") as f:
@@ -443,6 +462,8 @@ def describe_release(doc: dict[str, Any]) -> tuple[str, str]:
         return "calibrate --multiclass", f"calibrate --multiclass: {name} map"
     if schema.startswith("fedeval.calibration-map/"):
         return "calibrate", f"calibrate: {doc.get('method')} map, ECE"
+    if schema.startswith("fedeval.aggregate/"):
+        return "aggregate", "aggregate: the release (every estimate from it is post-processing)"
     raise UsageError(f"a ledger charges fedeval reports and maps. Found schema {schema!r}.")
 
 
@@ -466,11 +487,15 @@ class Ledger:
         *,
         delta: float | None = None,
         dataset: str = DEFAULT_DATASET,
+        sign_key: Any = None,
+        verify_key: Any = None,
     ) -> None:
         self.path = Path(path)
         self.budget = budget
         self.delta = delta
         self.dataset = _check_dataset(dataset)
+        self.sign_key = sign_key
+        self.verify_key = verify_key
 
     def __repr__(self) -> str:
         return f"Ledger({str(self.path)!r}, budget={self.budget!r}, dataset={self.dataset!r})"
@@ -480,39 +505,69 @@ class Ledger:
         writable, unreadable, a budget that differs from the stored one, or a new ledger
         without its budget."""
         check_writable(self.path)
-        if check_budget(self.path, self.budget, self.delta) is None and self.budget is None:
+        stored, _, _, key = _read(self.path, self.verify_key)
+        check_signer(self.path, key, self.sign_key, stored is None)
+        if (
+            check_budget(self.path, self.budget, self.delta, verify_key=self.verify_key) is None
+            and self.budget is None
+        ):
             raise UsageError(
                 f"ledger '{self.path}' does not exist yet: create it by giving its `budget` "
                 "once (an ε; the ledger stores it)."
             )
 
-    def charge(self, result: Any) -> float | None:
-        """Charge the release behind `result` (an evaluation, curves, a calibration result or
-        their `to_dict()` document); return the dataset's composed ε after it.
+    def charge(self, result: Any, release: str | None = None) -> float | None:
+        """Charge the release behind `result` (an evaluation, curves, a calibration result,
+        their `to_dict()` document, or a saved release's document); return the dataset's
+        composed ε after it, or None when nothing was charged.
 
-        A result estimated from a saved release is post-processing of a release already
-        made: nothing is charged and None is returned. Federated runs (no noise) and seeded
+        `release` is the release's charge id (`release_digest`, or the SHA-256 of a saved
+        release's seal): the entry records it, and a release this ledger has charged already
+        is not charged again. A result estimated from a saved release (``--from``) is charged
+        once, the first time the ledger meets that release: estimates from a release are
+        post-processing, but a release no ledger has counted still spent its ε. Without a
+        charge id such a result is not charged (None). Federated runs (no noise) and seeded
         simulations are refused, as is a release past the budget (`BudgetExceeded`).
         """
         doc = result.to_dict() if hasattr(result, "to_dict") else result
         if not isinstance(doc, dict):
             raise UsageError(f"a ledger charges a fedeval result or document. Found {doc!r}.")
-        if doc.get("simulation") is False:
+        from_saved = doc.get("simulation") is False
+        if release is not None and charged(self.path, release, verify_key=self.verify_key):
+            return None
+        if from_saved and release is None:
             return None
         command, covered = describe_release(doc)
-        entry = make_entry(doc, command=command, covered=covered, dataset=self.dataset)
-        return charge(self.path, entry, self.budget, self.delta)
+        if from_saved:
+            command += " --from"
+            covered = "a saved release no entry had charged yet (read by " + covered + ")"
+        entry = make_entry(
+            doc, command=command, covered=covered, dataset=self.dataset, release=release
+        )
+        return charge(
+            self.path,
+            entry,
+            self.budget,
+            self.delta,
+            sign_key=self.sign_key,
+            verify_key=self.verify_key,
+        )
+
+    def head(self) -> str:
+        """The ledger's chain head: the digest of its last line (64 zeros when empty). Kept
+        elsewhere, it shows a later truncation: the chain must still pass through it."""
+        return _read(self.path, self.verify_key)[2]
 
     def limit(self) -> dict[str, float] | None:
         """The stored budget {epsilon, delta} (None before the first charge)."""
-        header, _ = read_ledger(self.path)
+        header, _ = read_ledger(self.path, verify_key=self.verify_key)
         return None if header is None else dict(header["budget"])
 
     def summary(self) -> dict[str, Any]:
-        """`fedeval.ledger-summary/2`: the budget, each dataset's composed ε (with its unit,
-        relation and composition) and every entry — what ``fedeval ledger --format json``
-        prints."""
-        header, entries = read_ledger(self.path)
+        """`fedeval.ledger-summary/3`: the budget, the chain's head and signer, each dataset's
+        composed ε (with its unit, relation and composition) and every entry — what
+        ``fedeval ledger --format json`` prints."""
+        header, entries, head, key = _read(self.path, self.verify_key)
         limit = header["budget"] if header else None
         delta = limit["delta"] if limit else 0.0
         datasets = {}
@@ -525,11 +580,16 @@ class Ledger:
                 "epsilon_spent": spent,
                 "epsilon_left": None if limit is None else max(limit["epsilon"] - spent, 0.0),
                 "composition": composition(group, delta),
+                # The samplers' floating-point δ of each release (`fedeval.privacy.generator`),
+                # added up: basic composition; the budget bounds ε.
+                "sampler_delta": math.fsum(float(e.get("sampler_delta") or 0.0) for e in group),
             }
         return {
-            "schema": "fedeval.ledger-summary/2",
+            "schema": "fedeval.ledger-summary/3",
             "budget": limit,
             "created": header.get("created") if header else None,
+            "head": head,
+            "signed_by": key,
             "datasets": datasets,
             "entries": entries,
         }

@@ -34,6 +34,7 @@ import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
 from fedeval.core.release import Probe
+from fedeval.privacy import generator
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
 
 if TYPE_CHECKING:
@@ -177,9 +178,40 @@ class Mechanism:
 
     @property
     def noise_variance(self) -> float | None:
-        """Variance of the noise on one released count of one secure sum (distdp)."""
+        """Variance of the discrete Laplace on one released count of one secure sum (distdp):
+        what the shares of a cohort's honest clients carry by themselves. With t colluders
+        tolerated a cohort's whole sum carries m/(m − t) times it (`cohort_noise_variance`)."""
         a = self.alpha
         return None if a is None else discrete_laplace_variance(a)
+
+    @property
+    def cohort_noise_variance(self) -> float | None:
+        """The most variance one count of a cohort's sum carries (distdp): the discrete
+        Laplace's, times cohort_floor/(cohort_floor − t) with t colluders tolerated."""
+        v = self.noise_variance
+        return None if v is None else v * self.config.share_factor
+
+    @property
+    def released_counts(self) -> int:
+        """C, the noisy counts a release holds: 2·2^k per released level (and the probe's
+        two class totals)."""
+        return sum(2 << k for k in self.config.levels) + (2 if self.config.probed else 0)
+
+    @property
+    def sampler_delta(self) -> float | None:
+        """δ the samplers' 53-bit floating point costs a distdp release
+        (`fedeval.privacy.generator.sampler_delta`); None for the other models."""
+        if self.config.model is not PrivacyModel.DISTDP:
+            return None
+        return generator.sampler_delta(
+            self._total_epsilon(), self.released_counts, self.config.share_factor
+        )
+
+    def randomness(self) -> str | None:
+        """The generator the noise comes from, in words (None without noise)."""
+        if self.config.model is PrivacyModel.FEDERATED:
+            return None
+        return generator.SEEDED_NAME if self.seeded else generator.NAME
 
     @property
     def exact_counts_public(self) -> bool:
@@ -230,14 +262,26 @@ class Mechanism:
                     "other client's data can recover the remaining one",
                 }
             case PrivacyModel.DISTDP:
+                t = cfg.colluders
+                shares = (
+                    "each of the m clients of a cohort adds Pólya(1/m, α) − Pólya(1/m, α) to "
+                    "every count, so every cohort's secure sum carries discrete Laplace "
+                    "P(k) ∝ α^|k| by itself"
+                    if t == 0
+                    else f"each of the m clients of a cohort adds Pólya(1/(m − {t}), α) − "
+                    f"Pólya(1/(m − {t}), α) to every count, so the shares of any m − {t} of "
+                    "them sum to discrete Laplace P(k) ∝ α^|k|: a cohort's sum carries "
+                    f"m/(m − {t}) ≤ {cfg.share_factor:.6g} times that noise (m ≥ "
+                    f"{cfg.cohort_floor})"
+                )
                 return {
                     "name": "discrete Laplace from per-client Pólya shares",
                     "alpha": self.alpha,
                     "sensitivity": self.sensitivity,
                     "noise_variance_per_count": self.noise_variance,
-                    "shares": "each of the m clients of a cohort adds Pólya(1/m, α) − "
-                    "Pólya(1/m, α) to every count, so every cohort's secure sum carries "
-                    "discrete Laplace P(k) ∝ α^|k| by itself",
+                    "colluders": t,
+                    "shares": shares,
+                    "largest_fast_draw": generator.fast_sampler_bound(self.alpha or 0.5),
                 }
             case PrivacyModel.LOCALDP:
                 p, q = oue_probabilities(self._report_epsilon())
@@ -263,11 +307,13 @@ class Mechanism:
         vocabulary)."""
         match self.config.model:
             case PrivacyModel.DISTDP:
-                tree = {
+                tree: dict[str, Any] = {
                     "type": "discrete_laplace",
                     "parameter": self._epsilon() / self._sensitivity(),
                     "sensitivity": self.sensitivity,
                 }
+                if self.config.colluders:
+                    tree["colluders"] = self.config.colluders
                 sens = self.probe_sensitivity
                 if sens is None:
                     return tree
@@ -292,9 +338,11 @@ class Mechanism:
                 )
             case PrivacyModel.DISTDP:
                 text = (
-                    f"pure {eps:g}-DP (δ = 0) for the whole release; neighbouring datasets "
-                    f"{self.neighbouring()}; discrete Laplace α = {self.alpha:.6g} on every "
-                    f"count (Δ = {self.sensitivity})"
+                    f"{eps:g}-DP with δ = {self.sampler_delta:.1e} for the whole release (pure "
+                    f"{eps:g}-DP for exact discrete Laplace noise; δ is the noise the samplers' "
+                    "53-bit floating point cannot draw, the draws within reach taken as exact); "
+                    f"neighbouring datasets {self.neighbouring()}; discrete Laplace "
+                    f"α = {self.alpha:.6g} on every count (Δ = {self.sensitivity})"
                 )
                 if cfg.probed:
                     text += (
@@ -315,7 +363,17 @@ class Mechanism:
                         "; the number of clients is public (each client's number of examples "
                         "is part of its data and is not released)"
                     )
-                return text + "; holds if every client of each cohort adds its noise share"
+                t = cfg.colluders
+                collusion = (
+                    "holds if every client of each cohort adds its noise share and none "
+                    "colludes with the server (a server that colludes with c of a cohort's m "
+                    "clients removes their shares, c/m of the noise: encode with --colluders)"
+                    if t == 0
+                    else f"holds if every client of each cohort adds its noise share, against a "
+                    f"server that colludes with up to {t} clients of each cohort (the shares of "
+                    f"the other m − {t} carry the whole noise)"
+                )
+                return f"{text}{self._what_decides()}; {collusion}"
             case PrivacyModel.LOCALDP:
                 probe = (
                     f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
@@ -324,19 +382,39 @@ class Mechanism:
                     if cfg.probed
                     else ""
                 )
+                bits = (
+                    "; the bits are drawn in 53-bit floating point (a uniform against p for "
+                    "the report's own bit, numpy's binomial sampler for how many others turn "
+                    "on) and taken as exact: p and q hold only to within floating-point "
+                    "rounding, which this ε does not account for"
+                )
                 if cfg.unit is Unit.CLIENT:
                     return (
                         f"pure {eps:g}-local DP (δ = 0) for each client: exactly "
                         f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to "
                         f"{eps:g}; the release is {eps:g}-DP under replacing one client's data "
-                        f"(the number of clients is public){probe}"
+                        f"(the number of clients is public){probe}{bits}{self._what_decides()}"
                     )
                 return (
                     f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
                     f"{eps:g}-DP under replacing one example's data (the number of examples "
-                    f"and each client's number of examples are public){probe}"
+                    f"and each client's number of examples are public){probe}{bits}"
+                    f"{self._what_decides()}"
                 )
         raise AssertionError(cfg.model)
+
+    @staticmethod
+    def _what_decides() -> str:
+        """What decides whether a release exists, declared: a refusal is a document too."""
+        return (
+            "; the claim covers valid tables (scores in the score range, labels of the declared "
+            "classes, no missing value): the data holder validates every row before anything "
+            "is released, and a table with an invalid row is refused whole, with nothing "
+            "released; a release is made only from a non-empty table and, in the staged "
+            "protocol, only when every cohort holds at least its minimum number of clients, so "
+            "that a release exists is public (it says the input was valid and non-empty and "
+            "each cohort reached its minimum size)"
+        )
 
     def guarantee(self) -> str:
         """The privacy claim in words: exactly what the added noise supports."""
@@ -365,10 +443,17 @@ class Mechanism:
                     "with the server"
                 )
             case PrivacyModel.DISTDP:
+                t = self.config.colluders
                 return (
                     "which clients take part (public), and each cohort's noisy sum, which is "
-                    f"{self.config.epsilon:g}-DP on its own (shares are sized to the cohort); "
-                    "a single report stays hidden unless all its masking neighbours collude "
+                    f"{self.config.epsilon:g}-DP on its own (shares are sized to the cohort) "
+                    + (
+                        "as long as no client of the cohort colludes with it (c colluding "
+                        "clients of m hand it c/m of the noise)"
+                        if t == 0
+                        else f"even with up to {t} colluding clients of the cohort"
+                    )
+                    + "; a single report stays hidden unless all its masking neighbours collude "
                     "with the server"
                 )
             case PrivacyModel.LOCALDP:
@@ -395,7 +480,11 @@ class Mechanism:
         if self.config.probed:
             what += ", the probe's noisy class totals and the height chosen from them"
         eps = self.config.epsilon
-        return f"{what}: everything derived is post-processing of the {eps:g}-DP release"
+        return (
+            f"{what}, and that a release was made at all (the input was valid and non-empty, "
+            "and each cohort reached its minimum number of clients): everything derived is "
+            f"post-processing of the {eps:g}-DP release"
+        )
 
     def section(self) -> dict[str, Any]:
         """The privacy section every document carries (the ledger reads it). A two-phase
@@ -419,7 +508,12 @@ class Mechanism:
             "server_learns": self.server_learns(),
             "analyst_learns": self.analyst_learns(),
             "reproducible_simulation": self.seeded,
+            "randomness": self.randomness(),
+            "sampler_delta": self.sampler_delta,
         }
+        if cfg.colluders:
+            out["colluders"] = cfg.colluders
+            out["cohort_floor"] = cfg.cohort_floor
         probe = self.probe_parameters()
         if probe is not None:
             if self.probe is not None:

@@ -57,9 +57,11 @@ def client_sum_distdp(
     labels: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> Probe:
     """The per-client round: each of the `n_clients` clients adds its class counts and a Pólya
-    share sized to all of them on both totals (drawn as sparse events, summed per total)."""
+    share sized to all of them on both totals (drawn as sparse events, summed per total); to
+    all but the t colluders tolerated (`config.colluders`), as the tree's shares are."""
     counts = np.bincount(labels.astype(np.int64), minlength=2)[:2]
-    at, value = polya_share_events(n_clients, _alpha(config), n_clients * 2, rng)
+    size = n_clients - config.colluders
+    at, value = polya_share_events(size, _alpha(config), n_clients * 2, rng)
     return Probe(counts + dense(at % 2, value, (2,)))
 
 

@@ -110,10 +110,17 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
         raise _bad(directory, f"manifest field {e} is missing") from None
     except (FedevalError, TypeError, ValueError) as e:
         raise _bad(directory, f"manifest: {e}") from None
-    if clients < min_cohort:
+    floor = max(min_cohort, config.cohort_floor)
+    if clients < floor:
+        why = (
+            "its sum would say too much about each client"
+            if clients < min_cohort
+            else f"its shares were sized for cohorts of at least {floor} clients with "
+            f"{config.colluders} colluders tolerated"
+        )
         raise InputError(
-            f"'{directory}': a cohort of {clients} clients is below the minimum of {min_cohort}; "
-            "its sum would say too much about each client. Nothing was aggregated."
+            f"'{directory}': a cohort of {clients} clients is below the minimum of {floor}; "
+            f"{why}. Nothing was aggregated."
         )
     return _Cohort(directory, doc, config, population, axis, clients, seeded, probe)
 

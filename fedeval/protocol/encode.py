@@ -30,7 +30,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,6 +238,7 @@ def encode_file(
     dropout: float = 0.0,
     relation: str | None = None,
     min_cohort: int = MIN_COHORT,
+    colluders: int = 0,
     sign_key: Any = None,
     max_cells: int = MAX_CELLS,
     progress: Callable[[int, int], None] | None = None,
@@ -252,7 +253,9 @@ def encode_file(
     not written and the survivors reveal the seeds they shared with them (federated only; under
     distdp a dropout would leave the noise short of the claim and is refused). `thresholds`
     declared here become cell edges of the release (`fedeval.core.axis`): precision, recall and
-    accuracy there need no interpolation; the manifest states the edges.
+    accuracy there need no interpolation; the manifest states the edges. `colluders` t (distdp,
+    below `min_cohort`) sizes every noise share Pólya(1/(m − t), α): the claim then holds
+    against a server that colludes with up to t clients of the cohort.
     """
     lo, hi = (float(x) for x in score_range)
     if thresholds is not None:
@@ -289,6 +292,10 @@ def encode_file(
     )
     n = data.n_clients
     min_cohort = check_min_cohort(min_cohort)
+    if isinstance(colluders, bool) or not isinstance(colluders, int) or colluders < 0:
+        raise UsageError(f"`colluders` must be an integer ≥ 0. Found {colluders!r}.")
+    if colluders:
+        config = replace(config, colluders=colluders, cohort_floor=min_cohort)
     if n < min_cohort:
         raise UsageError(
             f"'{source}' holds {n} clients: a cohort needs at least {min_cohort} (the server "

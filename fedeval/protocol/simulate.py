@@ -23,6 +23,7 @@ from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.privacy import localdp, model_module, probe
 from fedeval.privacy.decode import decode, noise_draws
+from fedeval.privacy.generator import private_generator
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
 from fedeval.tables.scored import ScoredData, cap_examples
 
@@ -231,14 +232,15 @@ def simulate_release(
 def rng_and_seed(seed: int | np.random.Generator | None) -> tuple[np.random.Generator, int | None]:
     """One generator for the whole run, and the seed to report.
 
-    Without a seed the generator is seeded from the OS CSPRNG (128 bits of `secrets` entropy
-    through `numpy.random.SeedSequence`) and nothing is returned to report: a private run
-    publishes no seed. A given seed (or Generator) is a reproducible simulation; its documents
-    say they are not private (`seeded`)."""
+    Without a seed the generator is AES-128-CTR keyed from the OS CSPRNG
+    (`fedeval.privacy.generator.private_generator`: a cryptographic generator, at PCG64's
+    speed) and nothing is returned to report: a private run publishes no seed. A given seed (or
+    Generator) is a reproducible simulation (PCG64); its documents say they are not private
+    (`seeded`)."""
     if isinstance(seed, np.random.Generator):
         return seed, None
     if seed is None:
-        return np.random.default_rng(np.random.SeedSequence()), None
+        return private_generator(), None
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise UsageError(f"`seed` must be a non-negative integer. Found {seed!r}.")
     return np.random.default_rng(int(seed)), int(seed)

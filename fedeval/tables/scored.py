@@ -223,9 +223,12 @@ class _Accumulator:
 
 
 def _factorize(ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(code of each id, the distinct ids) numbered in order of first appearance, as
-    `pandas.factorize`. Integer ids in non-decreasing order (rows grouped by client, sorted)
-    are numbered by counting where the id changes: the same codes without a hash table."""
+    """(code of each id, the distinct ids) numbered in the order of the sorted ids, as
+    `pandas.factorize(sort=True)`: a canonical order, so that the roster, the report parts and
+    which client each report belongs to do not depend on where a client's first row sits in
+    the file (order is data: moving one row must not change what the server receives).
+    Integer ids in non-decreasing order (rows grouped by client, sorted) are numbered by
+    counting where the id changes: the same codes without a hash table."""
     if pa.types.is_integer(ids.type) and ids.null_count == 0:
         values = ids.to_numpy()
         change = values[1:] != values[:-1]
@@ -235,7 +238,7 @@ def _factorize(ids: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
             return codes, values[np.r_[True, change]]
     import pandas as pd  # only the per-client path needs dense client codes
 
-    return pd.factorize(ids.to_pandas())
+    return pd.factorize(ids.to_pandas(), sort=True)
 
 
 class _Growing:
