@@ -52,3 +52,31 @@ def paired_scores(
 def scenario(kind: str, n: int, rng: np.random.Generator, **options):
     """`paired_scores` for one of KINDS."""
     return paired_scores(n, rng, shift=SHIFTS[kind], ties=kind == "ties", **options)
+
+
+def _logit(s: np.ndarray) -> np.ndarray:
+    s = np.clip(s, 1e-12, 1 - 1e-12)
+    return np.log(s) - np.log1p(-s)
+
+
+def same_auc(baseline: np.ndarray) -> np.ndarray:
+    """A candidate whose AUC equals the baseline's exactly: a strictly increasing transform of
+    its scores (the same order, ties kept), read on other cells of the release."""
+    return 1.0 / (1.0 + np.exp(-0.8 * _logit(baseline)))
+
+
+def auc_drop(y: np.ndarray, baseline: np.ndarray, drop: float) -> np.ndarray:
+    """A candidate whose exact AUC is the baseline's less `drop` (to within 1/(P·N), the AUC's
+    step): the positives' logits lowered by the shift s that bisection finds."""
+    from sklearn.metrics import roc_auc_score
+
+    z = _logit(baseline)
+    target = roc_auc_score(y, baseline) - drop
+    lo, hi = 0.0, 10.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if roc_auc_score(y, 1.0 / (1.0 + np.exp(-(z - mid * y)))) > target:
+            lo = mid
+        else:
+            hi = mid
+    return 1.0 / (1.0 + np.exp(-(z - hi * y)))
