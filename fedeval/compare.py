@@ -26,29 +26,36 @@ Each example holds a label and two scores. Two shapes can carry them under one �
 
 We measured both on paired scores of correlated models (`tests/paired.py`: 100,000 examples,
 2% positives, the candidate's logit shares 80% of the baseline's noise and is worse by 0.25;
-30 releases each; the joint at its best resolution L×L, L ∈ {2, 8, 16, 32, 64}, chosen with
-hindsight; `benchmarks/compare.py --shapes` prints it). RMSE of candidate − baseline:
+30 releases of fresh data each; the joint at each resolution L×L, L ∈ {2, 8, 16, 32, 64}, the
+best chosen with hindsight; `benchmarks/compare.py --shapes` prints it). RMSE of
+candidate − baseline:
 
-=================  =====================  =====================
-model              AUC difference         recall@0.5 difference
-=================  =====================  =====================
-federated          1-D 0.00000            1-D 0 · joint 0
-                   joint 0.00025 (L=64)
-distdp ε = 1       1-D 0.0016             1-D 0.00054
-                   joint 0.0035 (L=16)    joint 0.00065 (L=2)
-localdp ε = 5      1-D 0.079              1-D 0.119
-                   joint 0.025 (L=2)      joint 0.035 (L=2)
-=================  =====================  =====================
+=================  ======================  ======================
+model              AUC difference          recall@0.5 difference
+=================  ======================  ======================
+federated          1-D 0.00000             1-D 0 · joint 0
+                   joint 0.00029 (L=64)
+distdp ε = 1       1-D 0.0046              1-D 0.0043
+                   joint 0.0046 (L=16)     joint 0.00076 (L=2)
+localdp ε = 5      1-D 0.077               1-D 0.138
+                   joint 0.021 (L=2)       joint 0.040 (L=2)
+=================  ======================  ======================
 
-A difference is estimated from the two marginals whatever the shape (the pairing cancels
-nothing in a population difference: AUC_c − AUC_b is a function of the marginals alone), and a
-marginal of the joint sums L cells of noise, while its resolution is L against the 2^h leaves of
-a 1-D release. Under distdp the 1-D pair is twice as accurate for AUC and as accurate at a
-declared threshold; without noise its leaves are finer. Under localdp the ε split costs most
-(OUE's variance grows like e^ε/(e^ε − 1)²: 14× per count from ε = 5 to 2.5), and a coarse joint
-at the full ε was better, but both miss any useful margin by an order of magnitude at this n.
-So `compare` makes two 1-D releases. This also gives `compare --from base --from cand` (two
-releases saved separately) the same estimators and intervals.
+For AUC (and AP, and the curves, which need every cell) the two shapes tie under distdp: a
+marginal of the joint sums L cells of noise, so the joint only matches the 1-D pair at the one
+resolution that balances that noise against its coarse cells, and without noise the 1-D leaves
+are finer. At a declared threshold the joint is 6× more accurate under distdp: the difference of
+the two models' true positives is the difference of the two discordant cells (McNemar's), each
+noised once at the full ε, where the 1-D pair noises both prefix sums at ε/2. Under localdp the
+split of ε costs most (OUE's variance grows like e^ε/(e^ε − 1)²: 14× per count from ε = 5 to
+2.5), and a coarse joint was better for both, though both miss any useful margin by an order of
+magnitude at this n.
+
+`compare` makes the two 1-D releases: the release `evaluate` makes and the audit checks, the
+same estimators and intervals for every metric, and `compare --from base --from cand` (two
+releases saved separately) in the same terms. The measured gain of a joint table at the
+declared thresholds (a third release for P/R/A, or all of the budget for threshold-only gates)
+is not taken yet: P/R/A differences here carry both releases' noise.
 
 What the pair of 1-D releases cannot give is the pairing: which examples both models get right.
 The population interval does not need it (each release's noise is independent of the other's,
