@@ -98,16 +98,14 @@ from typing import Any
 
 import numpy as np
 
+from fedeval.compare_report import METRICS
 from fedeval.config import PrivacyModel, Shape, Unit
 from fedeval.errors import UsageError
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, ROUNDING, Z95
 from fedeval.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
+from fedeval.gates import Gate, GateOn, Kind, Verdict, judge
 from fedeval.io import DEFAULT_COLUMNS, Columns
 from fedeval.results import Estimate
-
-SCHEMA = "fedeval.compare/1"
-"""Compatibility contract: within version 1, fields are never removed, renamed or given a new
-meaning; new fields may appear."""
 
 DEFAULT_SPLIT = 0.5
 """The baseline's share of ε: equal shares minimise the variance of a difference of two
@@ -506,3 +504,83 @@ def compare_releases(
         release, score_range = load_release(path, verify_key=verify_key)
         runs.append(Simulated.from_release(release, score_range, seed=s, ci_draws=ci_draws))
     return compare_runs(runs[0], runs[1], thresholds=thresholds, interval=interval, **options)
+
+
+# --- non-inferiority gates ---------------------------------------------------------------
+
+
+def parse_margins(specs: list[str] | None) -> list[Gate]:
+    """'auc=0.005,recall@0.5=0.01' (repeatable) → floors at −margin on candidate − baseline."""
+    gates = []
+    for spec in specs or []:
+        for part in filter(None, (p.strip() for p in spec.split(","))):
+            name, sep, value = part.partition("=")
+            try:
+                margin = float(value)
+            except ValueError:
+                margin = math.nan
+            if not sep or not name.strip() or not math.isfinite(margin) or margin < 0:
+                raise UsageError(
+                    "`fail_if_worse` takes METRIC=MARGIN with a margin ≥ 0, e.g. auc=0.005 or "
+                    f"recall@0.5=0.01. Found {part!r}."
+                )
+            gates.append(Gate(name.strip().lower(), -margin, Kind.FLOOR))
+    return gates
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One non-inferiority gate's verdict, in words."""
+
+    verdict: Verdict
+    on: GateOn
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
+    def sentence(self) -> str:
+        g, v = self.verdict.gate, self.verdict
+        margin = -g.limit
+        if self.on is GateOn.BOUND:
+            if v.passed:
+                return (
+                    f"{g.metric}: candidate not worse than baseline by more than {margin:g} "
+                    f"(95%): the lower 95% bound of candidate − baseline is {v.value:+.4g}"
+                )
+            return (
+                f"{g.metric}: cannot rule out that the candidate is worse than the baseline by "
+                f"more than {margin:g} (95%): the lower 95% bound of candidate − baseline is "
+                f"{v.value:+.4g}, below −{margin:g}"
+            )
+        state = "not worse" if v.passed else "worse"
+        return (
+            f"{g.metric}: candidate {state} than baseline by more than {margin:g} on the "
+            f"estimate: candidate − baseline is {v.value:+.4g} (no interval judged)"
+        )
+
+
+def judge_differences(
+    gates: list[Gate], doc: dict[str, Any], on: GateOn = GateOn.BOUND
+) -> list[Judgement]:
+    """Each margin's verdict on a compare document (`fedeval.gates.judge`: floor at −margin on
+    the lower 95% bound, or on the estimate)."""
+    if not gates:
+        return []
+    return [Judgement(v, on) for v in judge(gates, gateable(doc), on)]
+
+
+def gateable(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every difference a gate may name → {estimate, ci95}: 'auc', 'ap', 'recall@0.5', …; the
+    interval is the generalisation one where the document holds it."""
+    m = doc["metrics"]
+    out: dict[str, dict[str, Any]] = {}
+
+    def entry(d: dict[str, Any]) -> dict[str, Any]:
+        return {"estimate": d["estimate"], "ci95": d.get("generalisation_ci95") or d["ci95"]}
+
+    out["auc"], out["ap"] = entry(m["auc"]), entry(m["ap"])
+    for row in m["thresholds"]:
+        for name in METRICS:
+            out[f"{name}@{float(row['threshold'])!r}"] = entry(row[name])
+    return out

@@ -11,21 +11,27 @@ and a composed DP event the ledger charges as one entry.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 import fedeval
-from fedeval.compare import SCHEMA, Comparison, Difference
-from fedeval.errors import UsageError
-from fedeval.evaluate import Evaluation
-from fedeval.gates import Gate, GateOn, Kind, Verdict, judge
 from fedeval.report import NOTE_MARK, _estimate, _notes, _pm
 from fedeval.report import to_dict as report_dict
 from fedeval.results import Estimate
+
+if TYPE_CHECKING:  # the result types only annotate: the API module imports this view
+    from fedeval.compare import Comparison, Difference
+    from fedeval.evaluate import Evaluation
+
+METRICS = ("precision", "recall", "accuracy")
+"""The threshold metrics, in the order documents list them."""
+
+SCHEMA = "fedeval.compare/1"
+"""Compatibility contract: within version 1, fields are never removed, renamed or given a new
+meaning; new fields may appear."""
 
 PAIRING_NOTE = {
     True: "both releases were made in one run from the same examples; each carries its own "
@@ -143,89 +149,6 @@ def compare_dict(c: Comparison, *, source: str | None = None) -> dict[str, Any]:
         "baseline": base,
         "candidate": cand,
     }
-
-
-METRICS = ("precision", "recall", "accuracy")
-
-
-def gateable(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every difference a gate may name → {estimate, ci95}: 'auc', 'ap', 'recall@0.5', …; the
-    interval is the generalisation one where the document holds it."""
-    m = doc["metrics"]
-    out: dict[str, dict[str, Any]] = {}
-
-    def entry(d: dict[str, Any]) -> dict[str, Any]:
-        return {"estimate": d["estimate"], "ci95": d.get("generalisation_ci95") or d["ci95"]}
-
-    out["auc"], out["ap"] = entry(m["auc"]), entry(m["ap"])
-    for row in m["thresholds"]:
-        for name in METRICS:
-            out[f"{name}@{float(row['threshold'])!r}"] = entry(row[name])
-    return out
-
-
-# --- gates ---------------------------------------------------------------------------------
-
-
-def parse_margins(specs: list[str] | None) -> list[Gate]:
-    """'auc=0.005,recall@0.5=0.01' (repeatable) → floors at −margin on candidate − baseline."""
-    gates = []
-    for spec in specs or []:
-        for part in filter(None, (p.strip() for p in spec.split(","))):
-            name, sep, value = part.partition("=")
-            try:
-                margin = float(value)
-            except ValueError:
-                margin = math.nan
-            if not sep or not name.strip() or not math.isfinite(margin) or margin < 0:
-                raise UsageError(
-                    "`fail_if_worse` takes METRIC=MARGIN with a margin ≥ 0, e.g. auc=0.005 or "
-                    f"recall@0.5=0.01. Found {part!r}."
-                )
-            gates.append(Gate(name.strip().lower(), -margin, Kind.FLOOR))
-    return gates
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """One non-inferiority gate's verdict, in words."""
-
-    verdict: Verdict
-    on: GateOn
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict.passed
-
-    def sentence(self) -> str:
-        g, v = self.verdict.gate, self.verdict
-        margin = -g.limit
-        if self.on is GateOn.BOUND:
-            if v.passed:
-                return (
-                    f"{g.metric}: candidate not worse than baseline by more than {margin:g} "
-                    f"(95%): the lower 95% bound of candidate − baseline is {v.value:+.4g}"
-                )
-            return (
-                f"{g.metric}: cannot rule out that the candidate is worse than the baseline by "
-                f"more than {margin:g} (95%): the lower 95% bound of candidate − baseline is "
-                f"{v.value:+.4g}, below −{margin:g}"
-            )
-        state = "not worse" if v.passed else "worse"
-        return (
-            f"{g.metric}: candidate {state} than baseline by more than {margin:g} on the "
-            f"estimate: candidate − baseline is {v.value:+.4g} (no interval judged)"
-        )
-
-
-def judge_differences(
-    gates: list[Gate], doc: dict[str, Any], on: GateOn = GateOn.BOUND
-) -> list[Judgement]:
-    """Each margin's verdict on a compare document (`fedeval.gates.judge`: floor at −margin on
-    the lower 95% bound, or on the estimate)."""
-    if not gates:
-        return []
-    return [Judgement(v, on) for v in judge(gates, gateable(doc), on)]
 
 
 # --- the table -----------------------------------------------------------------------------

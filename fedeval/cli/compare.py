@@ -166,13 +166,14 @@ def compare(
     Exit codes: 0 ok · 1 a gate failed (the candidate may be worse by more than its margin) ·
     2 bad input or usage, or a release refused by the ledger (nothing is written).
     """
-    from fedeval.compare import IntervalKind, compare_file, compare_releases
-    from fedeval.compare_report import (
-        compare_dict,
+    from fedeval.compare import (
+        IntervalKind,
+        compare_file,
+        compare_releases,
         judge_differences,
         parse_margins,
-        render_compare_table,
     )
+    from fedeval.compare_report import compare_dict, render_compare_table
     from fedeval.documents import document_text
     from fedeval.gates import GateOn
     from fedeval.outputs import Outputs
