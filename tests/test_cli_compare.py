@@ -139,3 +139,26 @@ def test_plan_detect():
     assert 1_000 < doc["rows_80_power"] <= doc["rows_5_percent_false_failures"] < 200_000
     bad = run("plan", "--detect", "auc=2", "--model", "distdp")
     assert bad.exit_code == 2 and "METRIC=δ" in bad.stderr
+
+
+def test_generalisation_interval_on_the_command_line(table):
+    r = run("compare", table, *COLS, "--seed", 1, "-f", "json", "--interval", "generalisation")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["interval"] == "generalisation"
+    auc = doc["metrics"]["auc"]
+    lo, hi = auc["generalisation_ci95"]
+    assert lo <= auc["ci95"][0] and hi >= auc["ci95"][1]
+    assert "generalisation_ci95" not in doc["metrics"]["ap"]  # no sampling variance for AP
+    table_out = run("compare", table, *COLS, "--seed", 1, "--interval", "generalisation")
+    assert "generalisation" in table_out.stdout
+
+
+def test_stdin_and_mismatched_scores_are_refused(table):
+    r = runner.invoke(app, ["compare", "-", *COLS], input="label,score,score_new\n1,0.5,0.4\n")
+    assert r.exit_code == 2 and "reads its table twice" in r.stderr
+    from fedeval.compare import compare
+    from fedeval.errors import UsageError
+
+    with pytest.raises(UsageError, match="same examples"):
+        compare([0, 1, 1], [0.1, 0.5, 0.7], [0.2, 0.6])
