@@ -214,7 +214,15 @@ def render_compare_table(c: Comparison, console: Console, *, source: str | None 
     console.print(t)
     for line in _notes(notes):
         console.print(escape(line), soft_wrap=True)
-    console.print(f"[dim]Δ = candidate − baseline · {escape(PAIRING_NOTE[c.paired])}[/dim]")
+    covers = (
+        "the 95% intervals of Δ also cover the sampling of the examples (generalisation; "
+        "conservative: the pairing is not released)"
+        if c.interval.value == "generalisation"
+        else "the 95% intervals of Δ cover the difference on these examples"
+    )
+    console.print(
+        f"[dim]Δ = candidate − baseline; {covers} · {escape(PAIRING_NOTE[c.paired])}[/dim]"
+    )
     if c.seed is not None and c.simulation:
         console.print(f"[dim]seed {c.seed} (not private)[/dim]")
 
