@@ -53,9 +53,13 @@ magnitude at this n.
 
 `compare` makes the two 1-D releases: the release `evaluate` makes and the audit checks, the
 same estimators and intervals for every metric, and `compare --from base --from cand` (two
-releases saved separately) in the same terms. The measured gain of a joint table at the
-declared thresholds (a third release for P/R/A, or all of the budget for threshold-only gates)
-is not taken yet: P/R/A differences here carry both releases' noise.
+releases saved separately) in the same terms. The joint's gain at a threshold does not survive
+sharing the budget: AUC, AP and the curves need the 1-D pair (or a fine joint that ties it), so
+a joint threshold table would be a third release on a share s of ε, and its noise's spread grows
+as 1/s: at s = 0.2 its recall error is ≈ 0.00076/0.2 = 0.0038 against the pair's 0.0043 (now on
+0.4·ε each: its AUC error 1.25× larger), and with the ten default thresholds each discordant
+region sums up to 30 cells of noise, not one. It would pay only for a comparison of one or two
+thresholds and nothing else (not offered yet).
 
 What the pair of 1-D releases cannot give is the pairing: which examples both models get right.
 The population interval does not need it (each release's noise is independent of the other's,
