@@ -14,7 +14,7 @@ conservatism where that is above 95%). Federated releases have no noise: their c
 fresh data per release, and P/R/A at declared thresholds are exact (interval of width 0).
 
 Power: distdp ε = 1, the gate ``--fail-if-worse auc=m`` at the population
-`fedeval.compare_plan.detect` calls sufficient for ≤ 5% false failures (its binormal reference
+`fedeval.api.compare_plan.detect` calls sufficient for ≤ 5% false failures (its binormal reference
 population at the data's positive share and AUC): how often it fails a candidate of exactly the
 same AUC (false failures), and one exactly 2m worse (caught).
 """
@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from paired import KINDS, auc_drop, paired_scores, same_auc, scenario
 
-from fedeval.compare import compare
-from fedeval.compare_plan import detect
+from fedeval.api.compare import compare
+from fedeval.api.compare_plan import detect
 
 METRICS = ("auc", "ap", "precision@0.5", "recall@0.5", "accuracy@0.5")
 SETTINGS = {

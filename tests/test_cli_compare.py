@@ -157,8 +157,8 @@ def test_generalisation_interval_on_the_command_line(table):
 def test_stdin_and_mismatched_scores_are_refused(table):
     r = runner.invoke(app, ["compare", "-", *COLS], input="label,score,score_new\n1,0.5,0.4\n")
     assert r.exit_code == 2 and "reads its table twice" in r.stderr
-    from fedeval.compare import compare
-    from fedeval.errors import UsageError
+    from fedeval.api.compare import compare
+    from fedeval.core.errors import UsageError
 
     with pytest.raises(UsageError, match="same examples"):
         compare([0, 1, 1], [0.1, 0.5, 0.7], [0.2, 0.6])

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 from paired import KINDS, auc_drop, paired_scores, same_auc, scenario
 
-from fedeval.compare import Comparison, compare, mover
-from fedeval.compare_plan import Z90, difference_half_width
+from fedeval.api.compare import Comparison, compare, mover
+from fedeval.api.compare_plan import Z90, difference_half_width
+from fedeval.core.results import Estimate
 from fedeval.estimate.uncertainty import Z95
-from fedeval.results import Estimate
 
 METRICS = ("auc", "ap", "precision@0.5", "recall@0.5", "accuracy@0.5")
 
@@ -132,7 +132,7 @@ def test_privacy_section_states_the_split_and_composes_to_epsilon():
     assert p["relation"] == "add-remove" and p["unit"] == "example"
     assert p["releases"]["baseline"]["epsilon"] == pytest.approx(0.6)
     # The composed event is what the ledger sums: pure 2-DP.
-    from fedeval.ledger import _leaves
+    from fedeval.privacy.accounting import event_leaves as _leaves
 
     assert math.fsum(leaf[1] for leaf in _leaves(p["dp_event"])) == pytest.approx(2.0)
     assert doc["run"] == {"reproducible_simulation": False}
@@ -175,7 +175,7 @@ def test_mover_against_hand_computation():
 def test_delong_from_fine_histogram_matches_raw_delong():
     """With every score in a cell of its own, the cells' placements are the examples': the
     variance is DeLong's on the raw scores (ties ½)."""
-    from fedeval.compare import auc_sampling_sd
+    from fedeval.api.compare import auc_sampling_sd
 
     rng = np.random.default_rng(2)
     y = rng.random(3_000) < 0.3

@@ -42,8 +42,8 @@ from fedeval.cli.options import (
     UnitOpt,
     VerifyKeyOpt,
 )
-from fedeval.config import PrivacyModel, Unit
-from fedeval.errors import UsageError
+from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.errors import UsageError
 
 
 @app.command()
@@ -166,18 +166,18 @@ def compare(
     Exit codes: 0 ok · 1 a gate failed (the candidate may be worse by more than its margin) ·
     2 bad input or usage, or a release refused by the ledger (nothing is written).
     """
-    from fedeval.compare import (
+    from fedeval.api.compare import (
         IntervalKind,
         compare_file,
         compare_releases,
         judge_differences,
         parse_margins,
     )
-    from fedeval.compare_report import compare_dict, render_compare_table
-    from fedeval.documents import document_text
-    from fedeval.gates import GateOn
-    from fedeval.outputs import Outputs
-    from fedeval.simulate import check_ci_draws
+    from fedeval.api.gates import GateOn
+    from fedeval.documents.files import document_text
+    from fedeval.protocol.simulate import check_ci_draws
+    from fedeval.tables.outputs import Outputs
+    from fedeval.views.compare import compare_dict, render_compare_table
 
     with errors_to_exit():
         check_ledger_options(ledger, budget)
@@ -212,7 +212,7 @@ def compare(
             name = f"{sources[0]} vs {sources[1]}"
         else:
             assert file is not None and baseline_col is not None and candidate_col is not None
-            from fedeval.io import source_name
+            from fedeval.tables.read import source_name
 
             c = compare_file(
                 file,
@@ -244,7 +244,7 @@ def compare(
         with Outputs() as out:
             to_stdout = emit(text, output, out)
             if plot_path is not None:
-                from fedeval.compare_plot import plot_comparison
+                from fedeval.views.compare_plots import plot_comparison
 
                 plot_comparison(c, out.staged_path(plot_path))
             charge_ledger(ledger, budget, doc)
@@ -310,7 +310,7 @@ def _apply(judgements: list[Any]) -> None:
     """Each margin's verdict in words on stderr; exit 1 if any failed."""
     if not judgements:
         return
-    from fedeval.gates import enforce
+    from fedeval.api.gates import enforce
 
     for j in judgements:
         err.print(Text(j.sentence(), style="green" if j.passed else "bold red"), soft_wrap=True)

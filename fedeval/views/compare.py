@@ -17,14 +17,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-import fedeval
-from fedeval.report import NOTE_MARK, _estimate, _notes, _pm
-from fedeval.report import to_dict as report_dict
-from fedeval.results import Estimate
+from fedeval.core.results import Estimate
+from fedeval.core.version import __version__
+from fedeval.views.dicts import _estimate
+from fedeval.views.dicts import evaluation_dict as report_dict
+from fedeval.views.terminal import NOTE_MARK, _notes, _pm
 
 if TYPE_CHECKING:  # the result types only annotate: the API module imports this view
-    from fedeval.compare import Comparison, Difference
-    from fedeval.evaluate import Evaluation
+    from fedeval.api.compare import Comparison, Difference
+    from fedeval.api.evaluate import Evaluation
 
 METRICS = ("precision", "recall", "accuracy")
 """The threshold metrics, in the order documents list them."""
@@ -126,7 +127,7 @@ def compare_dict(c: Comparison, *, source: str | None = None) -> dict[str, Any]:
         run["seed"] = c.seed
     return {
         "schema": SCHEMA,
-        "fedeval_version": fedeval.__version__,
+        "fedeval_version": __version__,
         "simulation": c.simulation,
         "exact_values": base["exact_values"],
         "paired": c.paired,

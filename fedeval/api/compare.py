@@ -102,14 +102,14 @@ from typing import Any
 
 import numpy as np
 
-from fedeval.compare_report import METRICS
-from fedeval.config import PrivacyModel, Shape, Unit
-from fedeval.errors import UsageError
+from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
+from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge
+from fedeval.core.config import PrivacyModel, Shape, Unit
+from fedeval.core.errors import UsageError
+from fedeval.core.results import Estimate
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, ROUNDING, Z95
-from fedeval.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
-from fedeval.gates import Gate, GateOn, Kind, Verdict, judge
-from fedeval.io import DEFAULT_COLUMNS, Columns
-from fedeval.results import Estimate
+from fedeval.tables.read import DEFAULT_COLUMNS, Columns
+from fedeval.views.compare import METRICS
 
 DEFAULT_SPLIT = 0.5
 """The baseline's share of ε: equal shares minimise the variance of a difference of two
@@ -300,13 +300,13 @@ class Comparison:
 
     def to_dict(self, *, source: str | None = None) -> dict[str, Any]:
         """The `fedeval.compare/1` document ``fedeval compare --format json`` writes."""
-        from fedeval.compare_report import compare_dict
+        from fedeval.views.compare import compare_dict
 
         return compare_dict(self, source=source)
 
     def to_json(self, *, source: str | None = None) -> str:
         """`to_dict` as the sealed JSON text the command line writes."""
-        from fedeval.documents import document_text
+        from fedeval.documents.files import document_text
 
         return document_text(self.to_dict(source=source))
 
@@ -326,7 +326,7 @@ def _shares(
 ) -> tuple[float | None, float | None]:
     """ε of the baseline's and the candidate's release (None under federated, or to let each
     take its model's default and halve it)."""
-    from fedeval.config import DEFAULT_EPSILON, check_epsilon
+    from fedeval.core.config import DEFAULT_EPSILON, check_epsilon
 
     model = PrivacyModel(model)
     if model is PrivacyModel.FEDERATED:
@@ -499,8 +499,8 @@ def compare_releases(
 ) -> Comparison:
     """`compare_runs` on two saved release files (``--save-release``): post-processing of
     both, nothing new is released. `seed` makes the intervals' draws reproducible."""
-    from fedeval.releasefile import load_release
-    from fedeval.simulate import Simulated
+    from fedeval.documents.release_file import load_release
+    from fedeval.protocol.simulate import Simulated
 
     seed_b, seed_c = _seeds(seed)
     runs = []

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fedeval.plot import (
+from fedeval.views.plots import (
     ESTIMATE,
     GUIDE,
     RAW,
@@ -29,8 +29,8 @@ from fedeval.plot import (
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from fedeval.compare import Comparison
-    from fedeval.evaluate import Evaluation
+    from fedeval.api.compare import Comparison
+    from fedeval.api.evaluate import Evaluation
 
 
 def noise_bands(ev: Evaluation) -> dict[str, np.ndarray] | None:

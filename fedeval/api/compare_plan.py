@@ -25,15 +25,16 @@ interval's width varies little between releases of one population.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from fedeval.config import PrivacyModel
-from fedeval.data import ScoredData
-from fedeval.errors import UsageError
+from fedeval.core.config import PrivacyModel
+from fedeval.core.errors import UsageError
 from fedeval.estimate.uncertainty import Z95
+from fedeval.tables.scored import ScoredData
 
 Z80 = 0.8416212335729143
 """z₀.₈: the one-sided normal quantile of 80% power."""
@@ -56,6 +57,7 @@ class Detection:
     half_width: float | None  # the interval's half-width at rows_5_percent_false_failures
 
     def to_dict(self) -> dict[str, Any]:
+        """The `fedeval.plan-detect/1` document's `detect` section."""
         return {
             "metric": self.metric,
             "delta": self.delta,
@@ -108,9 +110,9 @@ def difference_half_width(
     """Mean lower half-width of `compare`'s 95% interval on candidate − baseline of `metric`
     ('auc' or e.g. 'recall@0.5') for two equally good models on a reference population of
     `rows` examples."""
-    from fedeval.compare import _shares, check_split, differences
-    from fedeval.evaluate import evaluate_data
-    from fedeval.plan import reference_population
+    from fedeval.api.compare import _shares, check_split, differences
+    from fedeval.api.evaluate import evaluate_data
+    from fedeval.api.plan import reference_population
 
     split = check_split(split)
     eps_b, eps_c = _shares(model, epsilon, split)
@@ -149,7 +151,7 @@ def _on_axis(population: ScoredData, thresholds: list[float]) -> ScoredData:
     `compare` reads its table (a declared threshold carries no interpolation)."""
     from dataclasses import replace
 
-    from fedeval.evaluate import threshold_axis
+    from fedeval.api.evaluate import threshold_axis
 
     axis = threshold_axis(population.score_range, thresholds)
     if axis == population.axis:
@@ -217,7 +219,50 @@ def detect(
     n80 = needed(Z80)
     n95 = needed(Z90)
     w = None if n95 is None else cache.get(n95) or half(n95)
-    from fedeval.config import DEFAULT_EPSILON
+    from fedeval.core.config import DEFAULT_EPSILON
 
     eps = None if model is PrivacyModel.FEDERATED else (epsilon or DEFAULT_EPSILON[model])
     return Detection(metric, delta, model, eps, n80, n95, w)
+
+
+DETECT_SCHEMA = "fedeval.plan-detect/1"
+
+
+def detect_report(
+    spec: str,
+    *,
+    model: PrivacyModel | str = PrivacyModel.DISTDP,
+    epsilon: float | None = None,
+    positives_fraction: float | None = None,
+    auc: float = 0.85,
+    like: str | os.PathLike | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """`fedeval plan --detect` as a library call: `detect` with the reference population the
+    planner uses (a pilot table `like`, or the binormal model at `positives_fraction`, default
+    the pilot's share, else 0.5), as the `fedeval.plan-detect/1` document."""
+    from fedeval.api.plan import _check
+    from fedeval.tables.scored import read_scored
+
+    like_data = None if like is None else read_scored(like, keep_scores=False)
+    if positives_fraction is None:
+        positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
+    _check(1000, positives_fraction, auc, seed)
+    found = detect(
+        spec,
+        model=model,
+        epsilon=epsilon,
+        positives_fraction=positives_fraction,
+        auc=auc,
+        like=like_data,
+        seed=seed,
+    )
+    return {
+        "schema": DETECT_SCHEMA,
+        "reference": {
+            "positives_fraction": positives_fraction,
+            "auc": None if like else auc,
+            "like": None if like is None else str(like),
+        },
+        "detect": found.to_dict(),
+    }
