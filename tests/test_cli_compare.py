@@ -162,3 +162,17 @@ def test_stdin_and_mismatched_scores_are_refused(table):
 
     with pytest.raises(UsageError, match="same examples"):
         compare([0, 1, 1], [0.1, 0.5, 0.7], [0.2, 0.6])
+
+
+def test_library_call_is_the_command(table):
+    """`fedeval.compare_file` with the command's defaults writes the command's document."""
+    import inspect
+
+    import fedeval
+    from fedeval.api.compare import compare_file
+
+    r = run("compare", table, *COLS, "--seed", 9, "--ci-draws", 20, "-f", "json")
+    assert r.exit_code == 0, r.output
+    c = compare_file(table, baseline_col="score", candidate_col="score_new", seed=9, ci_draws=20)
+    assert json.loads(c.to_json(source=str(table))) == json.loads(r.stdout)
+    assert inspect.signature(fedeval.compare).parameters["model"].default == "distdp"

@@ -3,6 +3,7 @@ the difference and non-inferiority gates for CI."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,11 +51,7 @@ from fedeval.core.errors import UsageError
 def compare(
     file: Annotated[
         str | None,
-        typer.Argument(
-            help="Scored, labelled table holding both models' scores on the same rows "
-            "(Parquet or CSV), or use --from twice.",
-            show_default=False,
-        ),
+        typer.Argument(help="Table with both models' scores on the same rows.", show_default=False),
     ] = None,
     from_: Annotated[
         list[Path] | None,
@@ -75,11 +72,7 @@ def compare(
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     split: Annotated[
-        float,
-        typer.Option(
-            help="The baseline's share of ε (the candidate's release gets the rest); the two "
-            "releases together are ε-DP."
-        ),
+        float, typer.Option(help="The baseline's share of ε (the candidate's gets the rest).")
     ] = 0.5,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",
@@ -111,10 +104,7 @@ def compare(
         ),
     ] = None,
     gate_on: Annotated[
-        str,
-        typer.Option(
-            help="Judge --fail-if-worse on the 95% 'bound' of the difference or on its 'estimate'."
-        ),
+        str, typer.Option(help="Judge --fail-if-worse on the 95% 'bound' or the 'estimate'.")
     ] = "bound",
     seed: SeedOpt = None,
     output_format: Annotated[
@@ -250,13 +240,8 @@ def compare(
             charge_ledger(ledger, budget, doc)
             out.commit()
         as_json = text if output_format is OutputFormat.json else None
-        show(
-            text,
-            to_stdout,
-            output,
-            as_json,
-            lambda: render_compare_table(c, Console(), source=name),
-        )
+        table = partial(render_compare_table, c, Console(), source=name)
+        show(text, to_stdout, output, as_json, table)
         _apply(judgements)
 
 
@@ -286,19 +271,10 @@ def _check_sources(params: dict[str, Any]) -> tuple[Path, Path] | None:
             f"--from takes two saved releases, the baseline's then the candidate's. Found "
             f"{len(sources)}."
         )
-    fixed = {
-        "--baseline-col": params["baseline_col"] is not None,
-        "--candidate-col": params["candidate_col"] is not None,
-        "--epsilon": params["epsilon"] is not None,
-        "--split": params["split"] != 0.5,
-        "--height": params["height"] != "auto",
-        "--shape": params["shape"] != "auto",
-        "--relation": params["relation"] is not None,
-        "--unit": params["unit"] is not Unit.EXAMPLE,
-        "--max-examples": params["max_examples"] is not None,
-        "--model": params["model"] is not PrivacyModel.DISTDP,
-    }
-    given = [k for k, v in fixed.items() if v]
+    defaults = {"split": 0.5, "height": "auto", "shape": "auto", "unit": Unit.EXAMPLE}
+    defaults |= {"model": PrivacyModel.DISTDP}
+    names = ("baseline_col", "candidate_col", "epsilon", "relation", "max_examples", *defaults)
+    given = [f"--{n.replace('_', '-')}" for n in names if params[n] != defaults.get(n)]
     if given:
         raise UsageError(
             f"{', '.join(given)} cannot be used with --from: the saved releases fix them."
