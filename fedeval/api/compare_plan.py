@@ -3,7 +3,7 @@
 `fedeval plan --detect auc=0.005 --model distdp -e 1`. The comparison of `fedeval.compare`
 makes two releases (ε split between them); the half-width w(n) of its 95% interval on
 candidate − baseline at population n is measured the planner's way: both releases drawn from a
-reference population of n examples (`fedeval.plan.reference_population`, the binormal model or a
+reference population of n examples (`fedeval.api.plan.reference_population`, the binormal model or a
 pilot file's scores, both models equally good) and the interval computed as `compare` computes
 it. With σ(n) = w(n)/1.96 the noise's spread, a non-inferiority gate
 ``--fail-if-worse METRIC=δ`` (fail unless the lower bound of candidate − baseline ≥ −δ):
@@ -18,7 +18,7 @@ it. With σ(n) = w(n)/1.96 the noise's spread, a non-inferiority gate
   its lower bound is then below −2δ + w + z₀.₉₇₅·σ ... ≤ −δ unless the noise is 1.96σ high.
 
 Both populations are found by bisection on the log scale, to two significant digits, as
-`fedeval.plan.population_needed` does. w(n) is the mean over `runs` pairs of releases: the
+`fedeval.api.plan.population_needed` does. w(n) is the mean over `runs` pairs of releases: the
 interval's width varies little between releases of one population.
 """
 

@@ -1,5 +1,5 @@
-"""The comparison's documents: the `fedeval.compare/1` JSON, the rich table, the pair's privacy
-claim, and its non-inferiority gates (judged by `fedeval.gates`).
+"""The comparison's documents: the `fedeval.compare/1` JSON, the rich table and the pair's
+privacy claim (the gates that read the document live in `fedeval.api.compare`).
 
 Each model's own report is the `fedeval.report/2` document `evaluate` writes for its release
 (`baseline`, `candidate`), so everything said there about exact values, sizes and seeds holds
