@@ -139,6 +139,8 @@ def test_plan_detect():
     assert 1_000 < doc["rows_80_power"] <= doc["rows_5_percent_false_failures"] < 200_000
     bad = run("plan", "--detect", "auc=2", "--model", "distdp")
     assert bad.exit_code == 2 and "METRIC=δ" in bad.stderr
+    both = run("plan", "--detect", "auc=0.05", "--rows", 1000)
+    assert both.exit_code == 2 and "drop --rows" in both.stderr
 
 
 def test_generalisation_interval_on_the_command_line(table):

@@ -57,6 +57,7 @@ def compare(
         list[Path] | None,
         typer.Option(
             "--from",
+            metavar="RELEASE",
             help="A saved release (--save-release): give two, the baseline's then the "
             "candidate's, made on the same population. Nothing new is released.",
             show_default=False,

@@ -13,6 +13,7 @@ from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
 from fedeval.cli.options import EpsilonOpt, ModelOpt
 from fedeval.core.config import PrivacyModel
+from fedeval.core.errors import UsageError
 
 
 @app.command()
@@ -86,7 +87,11 @@ def plan(
     from fedeval.api import plan as planning
 
     if detect is not None:
-        _detect(detect, model, epsilon, positives_fraction, auc, like, seed, output_format, rows)
+        if rows is not None or target_error is not None or heights:
+            raise UsageError(
+                "--detect finds the population itself: drop --rows, --target-error and --heights."
+            )
+        _detect(detect, model, epsilon, positives_fraction, auc, like, seed, output_format)
         return
     with (
         errors_to_exit(),
@@ -164,17 +169,13 @@ def _detect(
     like: str | None,
     seed: int,
     output_format: OutputFormat,
-    rows: int | None,
 ) -> None:
     """`plan --detect`: the populations a difference needs (`fedeval.api.compare_plan`)."""
     import json
 
     from fedeval.api.compare_plan import detect_report
-    from fedeval.core.errors import UsageError
 
     with errors_to_exit():
-        if rows is not None:
-            raise UsageError("--detect finds the population itself: drop --rows.")
         with Console(stderr=True).status("bisecting the population", spinner="dots"):
             doc = detect_report(
                 spec,
