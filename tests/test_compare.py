@@ -131,6 +131,15 @@ def test_privacy_section_states_the_split_and_composes_to_epsilon():
     assert "sequential composition" in p["guarantee"]
     assert p["relation"] == "add-remove" and p["unit"] == "example"
     assert p["releases"]["baseline"]["epsilon"] == pytest.approx(0.6)
+    # Each release's Δ is its own: one example touches one cell per released level.
+    for side in ("baseline", "candidate"):
+        section = p["releases"][side]
+        assert p["mechanism"][side]["sensitivity"] == len(section["levels"])
+    flat = compare(y, b, c, epsilon=2.0, height=6, shape="flat", exact=False).to_dict()
+    assert flat["privacy"]["mechanism"]["baseline"]["sensitivity"] == 1
+    assert flat["privacy"]["dp_event"]["events"][0] == {
+        "type": "discrete_laplace", "parameter": 1.0, "sensitivity": 1,
+    }  # fmt: skip
     # The composed event is what the ledger sums: pure 2-DP.
     from fedeval.privacy.accounting import event_leaves as _leaves
 
