@@ -107,12 +107,15 @@ import numpy as np
 
 from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
 from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge
-from fedeval.core.config import PrivacyModel, Shape, Unit
+from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel, Shape, Unit, check_epsilon
 from fedeval.core.errors import UsageError
 from fedeval.core.results import Estimate
+from fedeval.documents.files import document_text
+from fedeval.documents.release_file import load_release
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, ROUNDING, Z95
+from fedeval.protocol.simulate import Simulated
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
-from fedeval.views.compare import METRICS
+from fedeval.views.compare import METRICS, compare_dict
 
 DEFAULT_SPLIT = 0.5
 """The baseline's share of ε: equal shares minimise the variance of a difference of two
@@ -303,14 +306,10 @@ class Comparison:
 
     def to_dict(self, *, source: str | None = None) -> dict[str, Any]:
         """The `fedeval.compare/1` document ``fedeval compare --format json`` writes."""
-        from fedeval.views.compare import compare_dict
-
         return compare_dict(self, source=source)
 
     def to_json(self, *, source: str | None = None) -> str:
         """`to_dict` as the sealed JSON text the command line writes."""
-        from fedeval.documents.files import document_text
-
         return document_text(self.to_dict(source=source))
 
 
@@ -329,8 +328,6 @@ def _shares(
 ) -> tuple[float | None, float | None]:
     """ε of the baseline's and the candidate's release (None under federated, or to let each
     take its model's default and halve it)."""
-    from fedeval.core.config import DEFAULT_EPSILON, check_epsilon
-
     model = PrivacyModel(model)
     if model is PrivacyModel.FEDERATED:
         check_epsilon(model, epsilon)
@@ -502,9 +499,6 @@ def compare_releases(
 ) -> Comparison:
     """`compare_runs` on two saved release files (``--save-release``): post-processing of
     both, nothing new is released. `seed` makes the intervals' draws reproducible."""
-    from fedeval.documents.release_file import load_release
-    from fedeval.protocol.simulate import Simulated
-
     seed_b, seed_c = _seeds(seed)
     runs = []
     for path, s in ((baseline, seed_b), (candidate, seed_c)):

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from fedeval.core.config import PrivacyModel
+from fedeval.api.compare import _shares, check_split, differences
+from fedeval.api.evaluate import evaluate_data, threshold_axis
+from fedeval.api.plan import _check, reference_population
+from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.estimate.uncertainty import Z95
-from fedeval.tables.scored import ScoredData
+from fedeval.tables.scored import ScoredData, read_scored
 
 Z80 = 0.8416212335729143
 """z₀.₈: the one-sided normal quantile of 80% power."""
@@ -110,10 +113,6 @@ def difference_half_width(
     """Mean lower half-width of `compare`'s 95% interval on candidate − baseline of `metric`
     ('auc' or e.g. 'recall@0.5') for two equally good models on a reference population of
     `rows` examples."""
-    from fedeval.api.compare import _shares, check_split, differences
-    from fedeval.api.evaluate import evaluate_data
-    from fedeval.api.plan import reference_population
-
     split = check_split(split)
     eps_b, eps_c = _shares(model, epsilon, split)
     t = metric.partition("@")[2]
@@ -149,10 +148,6 @@ def difference_half_width(
 def _on_axis(population: ScoredData, thresholds: list[float]) -> ScoredData:
     """The reference population read on an axis where `thresholds` are cell edges, as
     `compare` reads its table (a declared threshold carries no interpolation)."""
-    from dataclasses import replace
-
-    from fedeval.api.evaluate import threshold_axis
-
     axis = threshold_axis(population.score_range, thresholds)
     if axis == population.axis:
         return population
@@ -219,8 +214,6 @@ def detect(
     n80 = needed(Z80)
     n95 = needed(Z90)
     w = None if n95 is None else cache.get(n95) or half(n95)
-    from fedeval.core.config import DEFAULT_EPSILON
-
     eps = None if model is PrivacyModel.FEDERATED else (epsilon or DEFAULT_EPSILON[model])
     return Detection(metric, delta, model, eps, n80, n95, w)
 
@@ -241,9 +234,6 @@ def detect_report(
     """`fedeval plan --detect` as a library call: `detect` with the reference population the
     planner uses (a pilot table `like`, or the binormal model at `positives_fraction`, default
     the pilot's share, else 0.5), as the `fedeval.plan-detect/1` document."""
-    from fedeval.api.plan import _check
-    from fedeval.tables.scored import read_scored
-
     like_data = None if like is None else read_scored(like, keep_scores=False)
     if positives_fraction is None:
         positives_fraction = 0.5 if like_data is None else like_data.positives / like_data.rows
