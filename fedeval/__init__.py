@@ -1,6 +1,7 @@
 """fedeval: evaluate and calibrate classifiers on labelled data that stays with its owners."""
 
 from fedeval.api.calibrate import CalibrationResult, apply_map_file, calibrate, calibrate_file
+from fedeval.api.compare import Comparison, compare  # noqa: F401  (public, as fedeval.compare)
 from fedeval.api.curves import CurveResult, roc_pr_curves, roc_pr_curves_file
 from fedeval.api.evaluate import Estimate, Evaluation, ThresholdMetrics, evaluate, evaluate_file
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape

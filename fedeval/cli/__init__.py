@@ -11,6 +11,7 @@ from __future__ import annotations
 # Each module registers its commands on `app` when imported, in this order (`--help` keeps it).
 # isort: off
 from fedeval.cli import evaluate  # noqa: F401
+from fedeval.cli import compare  # noqa: F401
 from fedeval.cli import curves  # noqa: F401
 from fedeval.cli import calibrate  # noqa: F401
 from fedeval.cli import apply  # noqa: F401

@@ -13,6 +13,7 @@ from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
 from fedeval.cli.options import EpsilonOpt, ModelOpt
 from fedeval.core.config import PrivacyModel
+from fedeval.core.errors import UsageError
 
 
 @app.command()
@@ -62,6 +63,15 @@ def plan(
         OutputFormat, typer.Option("--format", "-f", help="table, or json (one document).")
     ] = OutputFormat.table,
     seed: Annotated[int, typer.Option(help="Seed of the reference population.")] = 0,
+    detect: Annotated[
+        str | None,
+        typer.Option(
+            help="Instead: the population at which `compare` detects a difference of δ, e.g. "
+            "auc=0.005 or recall@0.5=0.01 (80% power; and ≤ 5% false failures of the gate "
+            "--fail-if-worse at that margin).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Predict the error to expect for a population, recommend h, B and Q, find the n needed.
 
@@ -76,6 +86,13 @@ def plan(
     """
     from fedeval.api import plan as planning
 
+    if detect is not None:
+        if rows is not None or target_error is not None or heights:
+            raise UsageError(
+                "--detect finds the population itself: drop --rows, --target-error and --heights."
+            )
+        _detect(detect, model, epsilon, positives_fraction, auc, like, seed, output_format)
+        return
     with (
         errors_to_exit(),
         progress_bar("predicting errors", heights and err.is_terminal and not err.quiet) as bar,
@@ -141,3 +158,54 @@ def plan(
                 out.print(f"no population up to 10⁹ reaches {target_error:g} on {what}.")
             else:
                 out.print(f"population needed for {what} error ≤ {target_error:g}: ~{needed:,}")
+
+
+def _detect(
+    spec: str,
+    model: PrivacyModel,
+    epsilon: float | None,
+    positives_fraction: float | None,
+    auc: float,
+    like: str | None,
+    seed: int,
+    output_format: OutputFormat,
+) -> None:
+    """`plan --detect`: the populations a difference needs (`fedeval.api.compare_plan`)."""
+    import json
+
+    from fedeval.api.compare_plan import detect_report
+
+    with errors_to_exit():
+        with Console(stderr=True).status("bisecting the population", spinner="dots"):
+            doc = detect_report(
+                spec,
+                model=model,
+                epsilon=epsilon,
+                positives_fraction=positives_fraction,
+                auc=auc,
+                like=like,
+                seed=seed,
+            )
+        if output_format is OutputFormat.json:
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            return
+        d, ref = doc["detect"], doc["reference"]
+        eps = "" if d["epsilon"] is None else f", ε = {d['epsilon']:g} (split between the two"
+        eps += "" if d["epsilon"] is None else " releases)"
+        what = f"scores like {ref['like']}" if ref["like"] else f"binormal scores, AUC {auc:g}"
+        out = Console()
+        out.print(
+            f"[bold]{d['model']}[/bold]{eps} · {ref['positives_fraction']:.1%} positive · {what}",
+            soft_wrap=True,
+        )
+
+        def n(x: int | None) -> str:
+            return "more than 10⁹" if x is None else f"~{x:,}"
+
+        out.print(
+            f"{d['metric']} difference of {d['delta']:g}: detected with 80% power from "
+            f"{n(d['rows_80_power'])} examples; --fail-if-worse {d['metric']}={d['delta']:g} "
+            f"fails an equal candidate at most 5% of the time from "
+            f"{n(d['rows_5_percent_false_failures'])}",
+            soft_wrap=True,
+        )
