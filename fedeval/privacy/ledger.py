@@ -466,10 +466,7 @@ def describe_release(doc: dict[str, Any]) -> tuple[str, str]:
         return "aggregate", "aggregate: the release (every estimate from it is post-processing)"
     if schema.startswith("fedeval.compare/"):
         n = len((doc.get("metrics") or {}).get("thresholds") or [])
-        return (
-            "compare",
-            f"compare: two releases (baseline, candidate), AUC, AP, P/R/A at {n} thresholds",
-        )
+        return "compare", f"compare: baseline and candidate, AUC, AP, P/R/A at {n} thresholds"
     raise UsageError(f"a ledger charges fedeval reports and maps. Found schema {schema!r}.")
 
 
