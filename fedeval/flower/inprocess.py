@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from flwr.app import DEFAULT_TTL, Context, Message, Metadata, RecordDict
@@ -21,45 +21,59 @@ from fedeval.flower.settings import MESSAGE_TYPE
 
 
 class InProcessFederation:
-    """`clients` nodes; node i reads ``{directory}/{i}.parquet``; `drop`: node index → the step
-    at which it vanishes."""
+    """`clients` nodes; the node of partition i reads ``{directory}/{i}.parquet`` (the
+    partitions 0..clients−1, or those given); `drop`: partition → the step at which its node
+    vanishes."""
 
     def __init__(
-        self, directory: str | Path, clients: int, *, drop: dict[int, str] | None = None
+        self,
+        directory: str | Path,
+        clients: int,
+        *,
+        drop: dict[int, str] | None = None,
+        partitions: Sequence[int] | None = None,
     ) -> None:
+        parts = list(range(clients)) if partitions is None else list(partitions)
         self.app = make_client_app(data_dir=str(directory), drop=drop)
-        self.node_ids = sorted({secrets.randbits(63) for _ in range(clients)})
-        while len(self.node_ids) < clients:  # pragma: no cover - a 63-bit collision
-            self.node_ids = sorted(set(self.node_ids) | {secrets.randbits(63)})
-        order = secrets.SystemRandom().sample(range(clients), clients)
+        ids: set[int] = set()
+        while len(ids) < len(parts):
+            ids.add(secrets.randbits(63))
+        self.node_ids = sorted(ids)
+        nodes = secrets.SystemRandom().sample(self.node_ids, len(parts))
+        self.partition = dict(zip(nodes, parts, strict=True))
         self.contexts = {
             node: Context(
                 run_id=1,
                 node_id=node,
-                node_config={"partition-id": i, "num-partitions": clients},
+                node_config={"partition-id": i, "num-partitions": len(parts)},
                 state=RecordDict(),
                 run_config={},
             )
-            for node, i in zip(self.node_ids, order, strict=True)
+            for node, i in self.partition.items()
         }
 
+    def ask(self, node: int, payload: Payload) -> Message:
+        """Node `node`'s ClientApp's reply to one message, as Flower would deliver it."""
+        # The metadata a SuperLink would give the message (Flower's public `Metadata`).
+        meta = Metadata(
+            run_id=1,
+            message_id=uuid.uuid4().hex,
+            src_node_id=0,
+            dst_node_id=node,
+            reply_to_message_id="",
+            group_id="",
+            created_at=time.time(),
+            ttl=DEFAULT_TTL,
+            message_type=MESSAGE_TYPE,
+        )
+        # Flower's typed constructors read the running task's identity, which only its
+        # runtimes set; they build a delivered message from its metadata, as here.
+        message = Message(content=to_record(payload), metadata=meta)  # type: ignore[call-overload]
+        return self.app(message, self.contexts[node])
+
     def send(self, payloads: dict[int, Payload]) -> Iterator[tuple[int, Payload]]:
+        """The protocol's transport: each node's reply in turn; an error reply is a dropout."""
         for node, payload in payloads.items():
-            # The metadata a SuperLink would give the message (Flower's public `Metadata`).
-            meta = Metadata(
-                run_id=1,
-                message_id=uuid.uuid4().hex,
-                src_node_id=0,
-                dst_node_id=node,
-                reply_to_message_id="",
-                group_id="",
-                created_at=time.time(),
-                ttl=DEFAULT_TTL,
-                message_type=MESSAGE_TYPE,
-            )
-            # Flower's typed constructors read the running task's identity, which only its
-            # runtimes set; they build a delivered message from its metadata, as here.
-            message = Message(content=to_record(payload), metadata=meta)  # type: ignore[call-overload]
-            reply = self.app(message, self.contexts[node])
+            reply = self.ask(node, payload)
             if not reply.has_error():
                 yield node, from_record(reply.content)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from flwr.app import Context, Message
@@ -87,27 +87,33 @@ def serve(
 
 
 def make_server_app(
-    settings: RunSettings | None = None,
+    settings: RunSettings | Sequence[RunSettings] | None = None,
     *,
     on_outcome: Callable[[Outcome], None] | None = None,
     min_nodes: int | None = None,
 ) -> ServerApp:
-    """A ServerApp that runs the protocol with `settings` (default: from the run config) and
-    hands the outcome to `on_outcome`; without one, it writes the release to the run config's
-    ``release-path``."""
+    """A ServerApp that runs the protocol with `settings` (default: from the run config; a
+    sequence: one independent run after another, each with fresh keys, over the same nodes)
+    and hands each outcome to `on_outcome`; without one, it writes the release to the run
+    config's ``release-path``."""
     server = ServerApp()
 
     @server.main()
     def main(grid: Grid, context: Context) -> None:
         cfg = context.run_config
-        s = settings if settings is not None else RunSettings.from_run_config(cfg)
+        if settings is None:
+            runs = [RunSettings.from_run_config(cfg)]
+        else:
+            runs = [settings] if isinstance(settings, RunSettings) else list(settings)
         need = min_nodes or int(cfg.get("min-nodes", 0) or 0) or None
         wait = float(cfg.get("wait-nodes", DEFAULT_WAIT_NODES) or DEFAULT_WAIT_NODES)
-        outcome = serve(grid, s, min_nodes=need, wait=wait)
-        if on_outcome is not None:
-            on_outcome(outcome)
-            return
-        write_release(outcome, str(cfg.get("release-path", "")), str(cfg.get("sign-key", "")))
+        for s in runs:
+            outcome = serve(grid, s, min_nodes=need, wait=wait)
+            if on_outcome is not None:
+                on_outcome(outcome)
+            else:
+                path, key = str(cfg.get("release-path", "")), str(cfg.get("sign-key", ""))
+                write_release(outcome, path, key)
 
     return server
 

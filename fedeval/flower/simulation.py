@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,15 +118,17 @@ def run_in_process(
 
 
 def run_flower(
-    settings: RunSettings,
+    settings: RunSettings | Sequence[RunSettings],
     split: Split,
     *,
     drop: dict[int, str] | None = None,
     backend_config: dict[str, Any] | None = None,
     verbose: bool = False,
-) -> Outcome:
+) -> list[Outcome]:
     """The protocol on Flower's simulation engine (Ray): `split.clients` simulated SuperNodes,
-    each running the ClientApp on its own file, and the ServerApp in this process."""
+    each running the ClientApp on its own file, and the ServerApp in this process; one
+    outcome per settings (several settings: independent runs one after another, sharing the
+    engine's start-up)."""
     from flwr.simulation import run_simulation
 
     from fedeval.flower.client_app import make_client_app
@@ -146,9 +148,10 @@ def run_flower(
         backend_config=backend_config or default_backend_config(),
         verbose_logging=verbose,
     )
-    if not result:
+    expected = 1 if isinstance(settings, RunSettings) else len(settings)
+    if len(result) != expected:
         raise UsageError("the Flower simulation ended without a release (see its log above).")
-    return result[0]
+    return result
 
 
 def default_backend_config(cpus: int | None = None) -> dict[str, Any]:
@@ -200,4 +203,4 @@ def simulate_file(
             drop = {int(i): "report" for i in lost}
         if engine == ENGINE_INPROCESS:
             return run_in_process(settings, split, drop=drop)
-        return run_flower(settings, split, drop=drop)
+        return run_flower(settings, split, drop=drop)[0]
