@@ -264,9 +264,13 @@ def client_step(
 ) -> Payload:
     """One client's reply to one message of the protocol. `state` is the client's own store
     across the messages of a run (its secret and its per-round private keys); it never leaves
-    the client."""
+    the client, and holds one protocol run at a time (a new run's first message clears it)."""
     step = str(request["step"])
     round_id = bytes(request["round"])
+    run = bytes(request.get("run", b""))
+    if state.get("run") != run:
+        state.clear()
+        state["run"] = run
     if step == KEYS:
         private, public = make_key_pair()
         state[f"key-{round_id.hex()}"] = private
@@ -437,6 +441,7 @@ class ServerProtocol:
     retries: int = 2
     traffic: Traffic = field(default_factory=Traffic)
     attempts: int = 0  # data rounds asked so far (each client draws fresh noise per round)
+    run_id: bytes = field(default_factory=lambda: os.urandom(ROUND_ID_BYTES))
 
     def _check_cohort(self, cohort: list[int], when: str) -> None:
         self._check_count(len(cohort), when)
@@ -451,9 +456,11 @@ class ServerProtocol:
     def _stream(self, step: str, payloads: dict[int, Payload]) -> Iterator[tuple[int, Payload]]:
         """The replies to `payloads` as they arrive, one per node asked (a repeat or a reply
         from a node not asked is ignored)."""
+        tag: Payload = {"run": self.run_id}
         if step in (PROBE, REPORT):
             self.attempts += 1
-            payloads = {node: p | {"attempt": self.attempts} for node, p in payloads.items()}
+            tag["attempt"] = self.attempts
+        payloads = {node: p | tag for node, p in payloads.items()}
         seen: set[int] = set()
         for node, reply in self.send(payloads):
             if node in payloads and node not in seen:
