@@ -409,8 +409,8 @@ def test_the_scan_catches_an_exact_count_in_a_client_reply(tmp_path, monkeypatch
     """Control: a client that tells the server its number of rows beside its masked report."""
     real = protocol.client_step
 
-    def leaky(request, state, data):
-        reply = real(request, state, data)
+    def leaky(request, state, data, **kw):
+        reply = real(request, state, data, **kw)
         if request["step"] == "report":
             reply["rows"] = int(pq.read_metadata(data.path).num_rows)
         return reply
@@ -513,3 +513,19 @@ def test_without_the_extra_the_commands_say_how_to_install_it(monkeypatch, tmp_p
     out = _cli("flower", "new", tmp_path / "x")
     assert out.exit_code == 2 and "fedeval[flower]" in out.output
     assert not (tmp_path / "x").exists()
+
+
+def test_a_client_refuses_to_send_its_report_without_masks(tmp_path):
+    """Bare reports (what benchmarks/flower.py measures the masks against) are answered only by
+    a client set up for that measurement; a server cannot ask a deployed client for them."""
+    state, data, _ = _client_state(tmp_path)
+    for masks, k in ((False, 0), (True, 0)):
+        job = RunSettings(model="federated", masks=masks).job()
+        cfg = json.dumps(protocol.config_dict(job.config))
+        req = {"step": "report", "round": b"r" * 16, "job": job.to_text(), "index": 0, "n": 5}
+        req |= {"k": k, "attempt": 1 + masks, "config": cfg}
+        req |= {"neighbours": np.zeros(0, np.int64), "publics": np.zeros((0, 32), np.uint8)}
+        with pytest.raises(protocol.UsageError, match="without secure-aggregation masks"):
+            protocol.client_step(req, state, data)
+    allowed = protocol.client_step(req | {"attempt": 7}, state, data, allow_unmasked=True)
+    assert int(allowed["masked"].view(np.int32).sum()) == 2 * len(job.config.levels)

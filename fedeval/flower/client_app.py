@@ -35,16 +35,22 @@ PARTITION_ID = "partition-id"  # the node config key Flower's simulation sets
 
 
 def make_client_app(
-    *, data_dir: str | None = None, drop: dict[int, str] | None = None
+    *,
+    data_dir: str | None = None,
+    drop: dict[int, str] | None = None,
+    allow_unmasked: bool = False,
 ) -> ClientApp:
     """The ClientApp. `data_dir` (simulation): partition i reads ``{data_dir}/{i}.parquet``
     when its node config names no ``data-path``; `drop` (simulation): partition → the step at
-    which that node vanishes."""
+    which that node vanishes; `allow_unmasked` (a benchmark of the masks' cost only): answer a
+    job that asks for bare reports, which a deployed client refuses."""
     client = ClientApp()
 
     @client.query("fedeval")
     def answer(message: Message, context: Context) -> Message:
-        return reply(message, context, data_dir=data_dir, drop=drop or {})
+        return answer_message(
+            message, context, data_dir=data_dir, drop=drop or {}, allow_unmasked=allow_unmasked
+        )
 
     return client
 
@@ -55,8 +61,13 @@ def _data(context: Context, data_dir: str | None) -> ClientData:
     return client_data_from(context.node_config)
 
 
-def reply(
-    message: Message, context: Context, *, data_dir: str | None, drop: dict[int, str]
+def answer_message(
+    message: Message,
+    context: Context,
+    *,
+    data_dir: str | None,
+    drop: dict[int, str],
+    allow_unmasked: bool = False,
 ) -> Message:
     """The reply to one protocol message: the client's payload, or a bare error."""
     try:
@@ -70,9 +81,9 @@ def reply(
         data = _data(context, data_dir)
         stored = context.state.config_records.get(STATE)
         state = {k: bytes(v) for k, v in (stored or {}).items()}  # type: ignore[arg-type]
-        reply = client_step(request, state, data)
+        payload = client_step(request, state, data, allow_unmasked=allow_unmasked)
         context.state[STATE] = ConfigRecord(dict(state))
-        return Message(to_record(reply), reply_to=message)
+        return Message(to_record(payload), reply_to=message)
     except Exception as e:  # reported in the node's log, never to the server
         log.warning("fedeval client: %s", e)
         return _refuse(message)

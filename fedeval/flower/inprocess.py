@@ -32,9 +32,12 @@ class InProcessFederation:
         *,
         drop: dict[int, str] | None = None,
         partitions: Sequence[int] | None = None,
+        allow_unmasked: bool = False,
     ) -> None:
         parts = list(range(clients)) if partitions is None else list(partitions)
-        self.app = make_client_app(data_dir=str(directory), drop=drop)
+        self.app = make_client_app(
+            data_dir=str(directory), drop=drop, allow_unmasked=allow_unmasked
+        )
         ids: set[int] = set()
         while len(ids) < len(parts):
             ids.add(secrets.randbits(63))

@@ -93,6 +93,7 @@ class Job:
     resolution: int
     pos_label: str | None = None
     seed: int | None = None
+    masked: bool = True  # False only to measure what the masks cost: reports travel bare
 
     def to_text(self) -> str:
         return json.dumps(
@@ -103,6 +104,7 @@ class Job:
                 "resolution": self.resolution,
                 "pos_label": self.pos_label,
                 "seed": self.seed,
+                "masked": self.masked,
             },
             sort_keys=True,
         )
@@ -117,6 +119,7 @@ class Job:
             int(d["resolution"]),
             d["pos_label"],
             None if d["seed"] is None else int(d["seed"]),
+            bool(d.get("masked", True)),
         )
 
 
@@ -261,6 +264,8 @@ def client_step(
     request: Payload,
     state: dict[str, bytes],
     data: ClientData,
+    *,
+    allow_unmasked: bool = False,
 ) -> Payload:
     """One client's reply to one message of the protocol. `state` is the client's own store
     across the messages of a run (its secret and its per-round private keys); it never leaves
@@ -277,6 +282,11 @@ def client_step(
         return {"public": np.frombuffer(public, np.uint8).copy()}
     job = Job.from_text(str(request["job"]))
     index, n, k = int(request["index"]), int(request["n"]), int(request["k"])
+    masked_model = job.config.model is not PrivacyModel.LOCALDP
+    if masked_model and step != REVEAL and (not job.masked or k < 1) and not allow_unmasked:
+        # A report without masks would show the server this client's data (federated) or its
+        # noise share (distdp): only a measurement set up on the client's side may ask for it.
+        raise UsageError("the server asked for a report without secure-aggregation masks")
     secret = state.get("secret")
     if secret is None:
         secret = state["secret"] = client_secret(job, index)
@@ -305,9 +315,10 @@ def client_step(
         assert alpha is not None
         at, value = polya_share_events(n, alpha, 2, noise)
         vector = (counts + dense(at, value, (2,))).astype(np.uint32)
-        if held is None:
-            raise UsageError("a masked step for a round this client holds no key of")
-        vector += client_masks(held, index, n, k, _publics(request), round_id, 2)
+        if k:
+            if held is None:
+                raise UsageError("a masked step for a round this client holds no key of")
+            vector += client_masks(held, index, n, k, _publics(request), round_id, 2)
         return {"masked": vector}
     if step != REPORT:
         raise UsageError(f"unknown protocol step {step!r}")
@@ -320,9 +331,10 @@ def client_step(
         cells, rows.positive, one, 1, config, n, noise
     )
     vector = reports[0].astype(np.uint32)  # two's complement = mod 2^32
-    if held is None:
-        raise UsageError("a masked step for a round this client holds no key of")
-    vector += client_masks(held, index, n, k, _publics(request), round_id, len(vector))
+    if k:
+        if held is None:
+            raise UsageError("a masked step for a round this client holds no key of")
+        vector += client_masks(held, index, n, k, _publics(request), round_id, len(vector))
     return {"masked": vector}
 
 
@@ -486,13 +498,15 @@ class ServerProtocol:
         self, step: str, roster: list[int], publics: dict[int, bytes], round_id: bytes, extra
     ) -> tuple[dict[int, Payload], int]:
         n = len(roster)
-        k = secagg.neighbours_per_side(n, self.neighbours)
+        k = secagg.neighbours_per_side(n, self.neighbours) if self.job.masked else 0
         text = self.job.to_text()
         out = {}
         for i, node in enumerate(roster):
             succ, pred = neighbour_indices(i, n, k)
             idx = np.concatenate([succ, pred])
-            keys = np.stack([np.frombuffer(publics[roster[j]], np.uint8) for j in idx])
+            keys = np.zeros((len(idx), secagg.KEY_BYTES), np.uint8)
+            for j, peer in enumerate(idx):
+                keys[j] = np.frombuffer(publics[roster[peer]], np.uint8)
             out[node] = {
                 "step": step,
                 "round": round_id,
@@ -511,7 +525,10 @@ class ServerProtocol:
         """One masked round over `cohort`: (the unmasked sum as int64, the roster whose
         reports it holds, clients recovered), or the nodes still answering when the round
         must be re-run."""
-        roster, publics, round_id = self._keys(cohort)
+        if self.job.masked:
+            roster, publics, round_id = self._keys(cohort)
+        else:  # a measurement of the masks' cost: no key round, bare reports
+            roster, publics, round_id = sorted(cohort), {}, os.urandom(ROUND_ID_BYTES)
         self._check_cohort(roster, "the key round")
         payloads, k = self._masked_payloads(step, roster, publics, round_id, extra)
         n = len(roster)

@@ -52,6 +52,9 @@ class RunSettings:
     neighbours: int | None = None
     retries: int = DEFAULT_RETRIES
     reply_timeout: float = DEFAULT_REPLY_TIMEOUT
+    masks: bool = True
+    """False only to measure what secure aggregation costs (benchmarks/flower.py): reports
+    travel bare and clients answer only if set up to (`allow_unmasked`). Never in a run config."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", _choice(PrivacyModel, self.model, "model"))
@@ -96,7 +99,7 @@ class RunSettings:
             relation=None if self.relation is None else self.relation.value,
             min_height=axis.auto_floor(resolution),
         )
-        return Job(config, axis, resolution, self.pos_label, self.seed)
+        return Job(config, axis, resolution, self.pos_label, self.seed, self.masks)
 
     def to_run_config(self) -> dict[str, str | int | float | bool]:
         """The settings as Flower run-config entries (`[tool.flwr.app.config]`)."""

@@ -106,7 +106,9 @@ def run_in_process(
     engine): for tests and for measuring the protocol apart from the engine."""
     from fedeval.flower.inprocess import InProcessFederation
 
-    fed = InProcessFederation(split.directory, split.clients, drop=drop)
+    fed = InProcessFederation(
+        split.directory, split.clients, drop=drop, allow_unmasked=not settings.masks
+    )
     protocol = ServerProtocol(
         settings.job(),
         fed.send,
@@ -136,7 +138,9 @@ def run_flower(
 
     result: list[Outcome] = []
     server = make_server_app(settings, on_outcome=result.append, min_nodes=split.clients)
-    client = make_client_app(data_dir=str(split.directory), drop=drop)
+    runs = [settings] if isinstance(settings, RunSettings) else list(settings)
+    unmasked = any(not s.masks for s in runs)
+    client = make_client_app(data_dir=str(split.directory), drop=drop, allow_unmasked=unmasked)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     if not verbose:
