@@ -161,7 +161,7 @@ def test_federated_dropout_is_recovered_to_the_survivors_release(tmp_path):
 def test_a_survivor_without_neighbours_is_never_exposed(tmp_path):
     """K = 1: the clients at roster positions 0 and 2 drop out, so client 1 loses both its
     neighbours; revealing their keys would expose its report, so the round is re-run over the
-    survivors (fresh keys) instead, and the release is still theirs exactly."""
+    survivors (fresh masks) instead, and the release is still theirs exactly."""
     from fedeval.flower.client_app import make_client_app
 
     table = _table(3)
@@ -529,3 +529,21 @@ def test_a_client_refuses_to_send_its_report_without_masks(tmp_path):
             protocol.client_step(req, state, data)
     allowed = protocol.client_step(req | {"attempt": 7}, state, data, allow_unmasked=True)
     assert int(allowed["masked"].view(np.int32).sum()) == 2 * len(job.config.levels)
+
+
+def test_simulate_signs_the_release_it_saves(tmp_path):
+    src = _write(_table(11), tmp_path / "s.parquet")  # its client column makes the 20 clients
+    assert _cli("keygen", "-o", tmp_path / "k").exit_code == 0
+    release = tmp_path / "r.fedeval"
+    sim = _cli(
+        "flower", "simulate", src, "--model", "distdp", "--engine", "in-process",
+        "--save-release", release, "--sign-key", tmp_path / "k.key", "-f", "json",
+    )  # fmt: skip
+    assert sim.exit_code == 0, sim.output
+    ok = _cli("evaluate", "--from", release, "--verify-key", tmp_path / "k.pub", "-f", "json")
+    assert ok.exit_code == 0, ok.output
+    assert _cli("keygen", "-o", tmp_path / "other").exit_code == 0
+    bad = _cli("evaluate", "--from", release, "--verify-key", tmp_path / "other.pub")
+    assert bad.exit_code == 2
+    wrong_k = _cli("flower", "simulate", src, "--clients", 7, "--engine", "in-process")
+    assert wrong_k.exit_code == 2 and "20 clients" in wrong_k.output

@@ -76,7 +76,7 @@ RetriesOpt = Annotated[
     typer.Option(
         min=0,
         help="Re-runs of a round that lost clients it cannot recover (distdp: their noise "
-        "shares; a survivor left without neighbours), each over the survivors with fresh keys.",
+        "shares; a survivor left without neighbours), each over the survivors with fresh masks.",
     ),
 ]
 

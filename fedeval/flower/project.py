@@ -137,7 +137,7 @@ What each party learns is stated in the release's privacy section: the server se
 part and each cohort's sum (masked reports cancel in it; a holder's report alone is uniform to
 the server), and under distdp or localdp that sum is ε-DP. A holder that vanishes mid-run is
 handled: under federated its neighbours reveal the masks they shared with it, under distdp the
-round is re-run without it (fresh keys and noise), under localdp its reports are just absent.
+round is re-run without it (fresh masks and noise), under localdp its reports are just absent.
 """
 
 

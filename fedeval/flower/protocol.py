@@ -7,9 +7,12 @@ run over Flower's simulation engine, over SuperLink/SuperNodes, or called in pro
 
 One protocol run (`ServerProtocol.run`), over the cohort of nodes that answer:
 
-1. ``keys``: every client makes a fresh X25519 key pair for the round (OS CSPRNG) and replies
+1. ``keys``: every client makes a fresh X25519 key pair for the run (OS CSPRNG) and replies
    with its public key. The private key stays in the client's own state; the server never sees
-   one. Roster indices are the nodes' ids in sorted order (Flower's ids are random, so the order
+   one. Every later round binds its pair keys to its own random round id (HKDF info), so the
+   masks of different rounds are independent and a pair key revealed for one round says
+   nothing of another; a new key round is needed only for a node that missed this one.
+   Roster indices are the nodes' ids in sorted order (Flower's ids are random, so the order
    says nothing about the data).
 2. ``probe`` (two-phase ``--height auto`` under distdp or localdp, `fedeval.privacy.probe`):
    distdp, each client's class totals plus a Pólya share sized to the cohort, masked; localdp,
@@ -29,7 +32,7 @@ One protocol run (`ServerProtocol.run`), over the cohort of nodes that answer:
    (`secagg.recovery_correction`), unless a survivor lost every neighbour (its report would be
    exposed: `secagg.exposed_survivors`), when the round is re-run. Distdp: a lost client takes
    its noise share with it, so the sum would carry less noise than the claim; nothing is
-   revealed and the round is re-run over the survivors with fresh keys and shares sized to
+   revealed and the round is re-run over the survivors with fresh masks and shares sized to
    them (the first round's sum is never unmasked). Localdp: reports need no masks; a lost
    client's reports are simply absent. At most `retries` re-runs, and never below
    `min_cohort` clients.
@@ -290,7 +293,9 @@ def client_step(
     secret = state.get("secret")
     if secret is None:
         secret = state["secret"] = client_secret(job, index)
-    held = state.get(f"key-{round_id.hex()}")
+    # The key pair of the run's key round (`keys`: the round that made it; the masks of each
+    # round are bound to that round's own id, so one key pair serves every round of a run).
+    held = state.get(f"key-{bytes(request.get('keyring', round_id)).hex()}")
     if step == REVEAL:
         if held is None:
             raise UsageError("a reveal for a round this client holds no key of")
@@ -454,6 +459,7 @@ class ServerProtocol:
     traffic: Traffic = field(default_factory=Traffic)
     attempts: int = 0  # data rounds asked so far (each client draws fresh noise per round)
     run_id: bytes = field(default_factory=lambda: os.urandom(ROUND_ID_BYTES))
+    _keyring: tuple[dict[int, bytes], bytes] | None = field(default=None, repr=False)
 
     def _check_cohort(self, cohort: list[int], when: str) -> None:
         self._check_count(len(cohort), when)
@@ -484,7 +490,14 @@ class ServerProtocol:
         return dict(self._stream(step, payloads))
 
     def _keys(self, cohort: list[int]) -> tuple[list[int], dict[int, bytes], bytes]:
-        """Round of fresh key pairs: the nodes that answered (sorted) and their public keys."""
+        """The cohort's public keys: those of the run's key round when every node of the cohort
+        took part in it (a round's masks are bound to its own round id by HKDF, so pair keys of
+        different rounds are independent, revealed ones included), else a round of fresh key
+        pairs. Returns the nodes with a key (sorted), their public keys and the key round."""
+        if self._keyring is not None:
+            publics, key_round = self._keyring
+            if all(node in publics for node in cohort):
+                return sorted(cohort), {node: publics[node] for node in cohort}, key_round
         round_id = os.urandom(ROUND_ID_BYTES)
         replies = self._exchange(KEYS, {node: {"step": KEYS, "round": round_id} for node in cohort})
         publics = {}
@@ -492,6 +505,7 @@ class ServerProtocol:
             key = np.asarray(r.get("public"), np.uint8)
             if key.shape == (secagg.KEY_BYTES,):
                 publics[node] = key.tobytes()
+        self._keyring = (publics, round_id)
         return sorted(publics), publics, round_id
 
     def _masked_payloads(
@@ -526,10 +540,12 @@ class ServerProtocol:
         reports it holds, clients recovered), or the nodes still answering when the round
         must be re-run."""
         if self.job.masked:
-            roster, publics, round_id = self._keys(cohort)
+            roster, publics, key_round = self._keys(cohort)
         else:  # a measurement of the masks' cost: no key round, bare reports
-            roster, publics, round_id = sorted(cohort), {}, os.urandom(ROUND_ID_BYTES)
+            roster, publics, key_round = sorted(cohort), {}, b""
         self._check_cohort(roster, "the key round")
+        round_id = os.urandom(ROUND_ID_BYTES)  # this round's masks are bound to it
+        extra = extra | {"keyring": key_round}
         payloads, k = self._masked_payloads(step, roster, publics, round_id, extra)
         n = len(roster)
         where = {node: i for i, node in enumerate(roster)}
@@ -558,6 +574,7 @@ class ServerProtocol:
             reveal[roster[i]] = {
                 "step": REVEAL,
                 "round": round_id,
+                "keyring": key_round,
                 "job": self.job.to_text(),
                 "index": i,
                 "n": n,

@@ -144,7 +144,10 @@ def run_flower(
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO", "0")
     if not verbose:
-        logging.getLogger("flwr").setLevel(logging.WARNING)
+        flwr_log = logging.getLogger("flwr")
+        flwr_log.setLevel(logging.WARNING)
+        if not any(isinstance(f, _Deprecation) for f in flwr_log.filters):
+            flwr_log.addFilter(_Deprecation())
     run_simulation(
         server_app=server,
         client_app=client,
@@ -156,6 +159,15 @@ def run_flower(
     if len(result) != expected:
         raise UsageError("the Flower simulation ended without a release (see its log above).")
     return result
+
+
+class _Deprecation(logging.Filter):
+    """Drops Flower's notice that `run_simulation` is deprecated in favour of `flwr run`: the
+    Python API is what runs a simulation inside another program, and the notice would only
+    puzzle whoever runs `fedeval flower simulate`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "DEPRECATED FEATURE" not in record.getMessage()
 
 
 def default_backend_config(cpus: int | None = None) -> dict[str, Any]:
