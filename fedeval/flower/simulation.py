@@ -8,9 +8,11 @@ validated scores (at the source's float width, so every leaf is the one-shot's) 
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,13 +150,18 @@ def run_flower(
         flwr_log.setLevel(logging.WARNING)
         if not any(isinstance(f, _Deprecation) for f in flwr_log.filters):
             flwr_log.addFilter(_Deprecation())
-    run_simulation(
-        server_app=server,
-        client_app=client,
-        num_supernodes=split.clients,
-        backend_config=backend_config or default_backend_config(),
-        verbose_logging=verbose,
-    )
+    with warnings.catch_warnings():
+        # Ray leaves its log files and helper processes to the garbage collector; what it says
+        # about them then is not the user's business.
+        warnings.simplefilter("ignore", ResourceWarning)
+        run_simulation(
+            server_app=server,
+            client_app=client,
+            num_supernodes=split.clients,
+            backend_config=backend_config or default_backend_config(),
+            verbose_logging=verbose,
+        )
+        gc.collect()
     expected = 1 if isinstance(settings, RunSettings) else len(settings)
     if len(result) != expected:
         raise UsageError("the Flower simulation ended without a release (see its log above).")
