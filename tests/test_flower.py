@@ -21,16 +21,20 @@ pytest.importorskip(
     "flwr", reason="the flower extra is not installed (pip install 'fedeval[flower]')"
 )
 
-from fedeval import audit, secagg
-from fedeval.evaluate import evaluate_file, evaluate_run
-from fedeval.flower import protocol
+from fedeval import audit
+from fedeval.api.evaluate import evaluate_file, evaluate_run
+from fedeval.core.config import config_dict
+from fedeval.core.errors import UsageError
+from fedeval.documents.release_file import load_release, release_dict, save_release
+from fedeval.flower import client as protocol
 from fedeval.flower.inprocess import InProcessFederation
-from fedeval.flower.protocol import ProtocolError, ServerProtocol
+from fedeval.flower.job import ClientData
+from fedeval.flower.server import ProtocolError, ServerProtocol
 from fedeval.flower.settings import RunSettings
 from fedeval.privacy.mechanism import mechanism_from_section
-from fedeval.releasefile import load_release, release_dict, save_release
-from fedeval.report import to_dict
-from fedeval.simulate import Simulated
+from fedeval.protocol import secagg
+from fedeval.protocol.simulate import Simulated
+from fedeval.views.dicts import evaluation_dict as to_dict
 
 runner = CliRunner()
 CLIENTS = 20
@@ -286,7 +290,7 @@ def test_masks_agreed_between_clients_cancel_in_the_sum():
 def _client_state(tmp_path: Path):
     path = _write({"score": np.array([0.2, 0.7]), "label": np.array([0, 1])}, tmp_path / "c.pq")
     state: dict[str, bytes] = {}
-    data = protocol.ClientData(str(path))
+    data = ClientData(str(path))
     reply = protocol.client_step({"step": "keys", "round": b"r" * 16}, state, data)
     return state, data, reply
 
@@ -298,10 +302,10 @@ def test_a_client_refuses_to_reveal_every_key_or_keys_it_does_not_hold(tmp_path)
     base = {"step": "reveal", "round": b"r" * 16, "job": job, "index": 0, "n": 5, "k": 1}
     keys = np.stack([np.frombuffer(p, np.uint8) for p in others[:2]])
     every = base | {"pairs": np.array([[0, 1], [4, 0]]), "publics": keys}
-    with pytest.raises(protocol.UsageError, match="every pair key"):
+    with pytest.raises(UsageError, match="every pair key"):
         protocol.client_step(every, state, data)
     not_mine = base | {"pairs": np.array([[1, 2]]), "publics": keys[:1]}
-    with pytest.raises(protocol.UsageError, match="does not hold"):
+    with pytest.raises(UsageError, match="does not hold"):
         protocol.client_step(not_mine, state, data)
     one = base | {"pairs": np.array([[0, 1]]), "publics": keys[:1]}
     assert protocol.client_step(one, state, data)["keys"].shape == (1, 32)
@@ -310,12 +314,12 @@ def test_a_client_refuses_to_reveal_every_key_or_keys_it_does_not_hold(tmp_path)
 def test_a_client_never_answers_one_round_twice(tmp_path):
     state, data, _ = _client_state(tmp_path)
     job = RunSettings(model="localdp", height="3").job()
-    cfg = json.dumps(protocol.config_dict(job.config) | {"probe_share": 0.0})
+    cfg = json.dumps(config_dict(job.config) | {"probe_share": 0.0})
     req = {"step": "report", "round": b"r" * 16, "job": job.to_text(), "index": 0, "n": 1}
     req |= {"k": 0, "attempt": 1, "config": cfg}
     first = protocol.client_step(req, state, data)
     assert int(first["levels"].sum()) == 2
-    with pytest.raises(protocol.UsageError, match="twice"):
+    with pytest.raises(UsageError, match="twice"):
         protocol.client_step(req, state, data)
 
 
@@ -333,7 +337,7 @@ def test_a_client_error_reaches_the_server_as_a_bare_refusal(tmp_path):
     assert outcome.reported == CLIENTS - 1 and outcome.recovered == 1
     node = next(n for n, p in fed.partition.items() if p == 4)
     job = RunSettings(model="federated").job()
-    cfg = json.dumps(protocol.config_dict(job.config))
+    cfg = json.dumps(config_dict(job.config))
     fed.ask(node, {"step": "keys", "round": b"z" * 16})
     request = {"step": "report", "round": b"z" * 16, "job": job.to_text(), "index": 0, "n": 2}
     request |= {"k": 1, "attempt": 99, "config": cfg, "neighbours": np.array([1, 1])}
@@ -521,11 +525,11 @@ def test_a_client_refuses_to_send_its_report_without_masks(tmp_path):
     state, data, _ = _client_state(tmp_path)
     for masks, k in ((False, 0), (True, 0)):
         job = RunSettings(model="federated", masks=masks).job()
-        cfg = json.dumps(protocol.config_dict(job.config))
+        cfg = json.dumps(config_dict(job.config))
         req = {"step": "report", "round": b"r" * 16, "job": job.to_text(), "index": 0, "n": 5}
         req |= {"k": k, "attempt": 1 + masks, "config": cfg}
         req |= {"neighbours": np.zeros(0, np.int64), "publics": np.zeros((0, 32), np.uint8)}
-        with pytest.raises(protocol.UsageError, match="without secure-aggregation masks"):
+        with pytest.raises(UsageError, match="without secure-aggregation masks"):
             protocol.client_step(req, state, data)
     allowed = protocol.client_step(req | {"attempt": 7}, state, data, allow_unmasked=True)
     assert int(allowed["masked"].view(np.int32).sum()) == 2 * len(job.config.levels)

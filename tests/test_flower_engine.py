@@ -27,11 +27,11 @@ pytest.importorskip(
 )
 
 from fedeval import audit
-from fedeval.evaluate import evaluate_file, evaluate_run
+from fedeval.api.evaluate import evaluate_file, evaluate_run
+from fedeval.documents.release_file import load_release, release_dict, save_release
 from fedeval.flower.settings import RunSettings
 from fedeval.privacy.mechanism import mechanism_from_section
-from fedeval.releasefile import load_release, release_dict, save_release
-from fedeval.simulate import Simulated
+from fedeval.protocol.simulate import Simulated
 
 CLIENTS = 20
 

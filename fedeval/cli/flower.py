@@ -41,8 +41,8 @@ from fedeval.cli.options import (
     SignKeyOpt,
     UnitOpt,
 )
-from fedeval.config import PrivacyModel, Relation, Unit
-from fedeval.errors import UsageError
+from fedeval.core.config import PrivacyModel, Relation, Unit
+from fedeval.core.errors import UsageError
 
 flower_app = typer.Typer(
     name="flower",
@@ -211,13 +211,14 @@ def simulate(
         require_flower()
         import numpy as np
 
-        from fedeval.documents import document_text
-        from fedeval.evaluate import evaluate_run
+        from fedeval.api.evaluate import evaluate_run
+        from fedeval.documents.files import document_text
         from fedeval.flower.simulation import simulate_file
-        from fedeval.io import Columns, source_name
-        from fedeval.outputs import Outputs, is_stdout
-        from fedeval.report import render_table, to_dict
-        from fedeval.simulate import Simulated, check_ci_draws
+        from fedeval.protocol.simulate import Simulated, check_ci_draws
+        from fedeval.tables.outputs import Outputs, is_stdout
+        from fedeval.tables.read import Columns, source_name
+        from fedeval.views.dicts import evaluation_dict
+        from fedeval.views.terminal import render_table
 
         check_ci_draws(ci_draws)
         if sign_key is not None and save_release is None:
@@ -255,12 +256,12 @@ def simulate(
         run = Simulated.from_release(outcome.release, outcome.axis, seed=seed, ci_draws=ci_draws)
         ev = evaluate_run(run, thresholds=settings.thresholds, quantiles=quantiles)
         name = str(save_release) if save_release is not None else source_name(file)
-        report = to_dict(ev, source=name)
+        report = evaluation_dict(ev, source=name)
         doc = document_text(report)
         with Outputs() as out:
             to_stdout = emit(doc, output, out)
             if save_release is not None:
-                from fedeval.releasefile import save_release as write_release
+                from fedeval.documents.release_file import save_release as write_release
 
                 write_release(
                     out.staged_path(save_release), outcome.release, outcome.axis, sign_key=key

@@ -13,7 +13,7 @@ imports Flower.
 
 from __future__ import annotations
 
-from fedeval.errors import UsageError
+from fedeval.core.errors import UsageError
 
 INSTALL_HINT = "pip install 'fedeval[flower]'"
 

@@ -22,7 +22,8 @@ import logging
 from flwr.app import ConfigRecord, Context, Error, Message
 from flwr.clientapp import ClientApp
 
-from fedeval.flower.protocol import ClientData, client_data_from, client_step
+from fedeval.flower.client import client_step
+from fedeval.flower.job import ClientData, client_data_from
 from fedeval.flower.records import from_record, to_record
 
 STATE = "fedeval"

@@ -15,7 +15,7 @@ from pathlib import Path
 from flwr.app import DEFAULT_TTL, Context, Message, Metadata, RecordDict
 
 from fedeval.flower.client_app import make_client_app
-from fedeval.flower.protocol import Payload
+from fedeval.flower.job import Payload
 from fedeval.flower.records import from_record, to_record
 from fedeval.flower.settings import MESSAGE_TYPE
 

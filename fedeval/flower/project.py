@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import fedeval
-from fedeval.errors import UsageError
+from fedeval.core.errors import UsageError
+from fedeval.core.version import __version__
 from fedeval.flower.settings import RunSettings
 
 SUPERLINK_PORT = 9092
@@ -47,7 +47,7 @@ build-backend = "hatchling.build"
 name = "{name}"
 version = "1.0.0"
 description = "Private evaluation of a classifier on data that stays with its holders"
-dependencies = ["fedeval[flower]=={fedeval.__version__}"]
+dependencies = ["fedeval[flower]=={__version__}"]
 
 [tool.hatch.build.targets.wheel]
 packages = ["."]
@@ -80,7 +80,7 @@ precision/recall/accuracy, curves and calibration from it:
 Install on every machine (the same version everywhere):
 
 ```sh
-pip install 'fedeval[flower]=={fedeval.__version__}'
+pip install 'fedeval[flower]=={__version__}'
 ```
 
 Machines without network access must not try to install the app's dependencies at run time:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
 
-from fedeval.flower.protocol import Payload
+from fedeval.flower.job import Payload
 
 ARRAYS, CONFIG = "arrays", "config"
 

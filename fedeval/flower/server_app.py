@@ -22,9 +22,12 @@ from pathlib import Path
 from flwr.app import Context, Message
 from flwr.serverapp import Grid, ServerApp
 
-from fedeval.errors import UsageError
-from fedeval.flower.protocol import Outcome, Payload, ServerProtocol
+from fedeval.core.errors import UsageError
+from fedeval.documents.release_file import save_release
+from fedeval.documents.seals import load_private_key
+from fedeval.flower.job import Payload
 from fedeval.flower.records import from_record, to_record
+from fedeval.flower.server import Outcome, ServerProtocol
 from fedeval.flower.settings import DEFAULT_WAIT_NODES, MESSAGE_TYPE, RunSettings
 
 log = logging.getLogger("fedeval.flower")
@@ -120,9 +123,6 @@ def make_server_app(
 
 def write_release(outcome: Outcome, path: str, sign_key: str = "") -> None:
     """Write the outcome's release, sealed (signed with the key file `sign_key`, if any)."""
-    from fedeval.integrity import load_private_key
-    from fedeval.releasefile import save_release
-
     if not path:
         raise UsageError("set `release-path` in the run config: where to write the release.")
     key = load_private_key(Path(sign_key)) if sign_key else None

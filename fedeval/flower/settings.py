@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from fedeval.config import PrivacyModel, Relation, Shape, Unit
-from fedeval.encode import MIN_COHORT, check_min_cohort
-from fedeval.errors import UsageError
-from fedeval.evaluate import threshold_axis
-from fedeval.flower.protocol import Job
-from fedeval.params import data_resolution, resolve_config
+from fedeval.core.axis import release_axis
+from fedeval.core.config import PrivacyModel, Relation, Shape, Unit
+from fedeval.core.errors import UsageError
+from fedeval.core.params import data_resolution, resolve_config
+from fedeval.flower.job import Job
+from fedeval.protocol.encode import MIN_COHORT, check_min_cohort
 
 MESSAGE_TYPE = "query.fedeval"
 """The Flower message type every protocol message carries (a `query` action named fedeval)."""
@@ -86,7 +86,7 @@ class RunSettings:
         two-phase `auto` at its placeholder height; the probe picks the height), the axis and
         the resolution data are read at, exactly as `fedeval encode` and the one-shot
         `evaluate` resolve them."""
-        axis = threshold_axis(self.score_range, self.thresholds, self.height)
+        axis = release_axis(self.score_range, self.thresholds, self.height)
         resolution = data_resolution(self.model, self.height)
         config = resolve_config(
             self.model,

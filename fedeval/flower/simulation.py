@@ -22,10 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fedeval.errors import UsageError
-from fedeval.flower.protocol import Outcome, ServerProtocol
+from fedeval.core.errors import UsageError
+from fedeval.flower.client_app import make_client_app
+from fedeval.flower.inprocess import InProcessFederation
+from fedeval.flower.server import Outcome, ServerProtocol
+from fedeval.flower.server_app import make_server_app
 from fedeval.flower.settings import RunSettings
-from fedeval.io import DEFAULT_COLUMNS, Columns, read_batches, source_name
+from fedeval.tables.read import DEFAULT_COLUMNS, Columns, read_batches, source_name
 
 ENGINE_RAY = "ray"
 ENGINE_INPROCESS = "in-process"
@@ -106,8 +109,6 @@ def run_in_process(
 ) -> Outcome:
     """The protocol with the real ClientApp and Flower messages, called in this process (no
     engine): for tests and for measuring the protocol apart from the engine."""
-    from fedeval.flower.inprocess import InProcessFederation
-
     fed = InProcessFederation(
         split.directory, split.clients, drop=drop, allow_unmasked=not settings.masks
     )
@@ -134,9 +135,6 @@ def run_flower(
     outcome per settings (several settings: independent runs one after another, sharing the
     engine's start-up)."""
     from flwr.simulation import run_simulation
-
-    from fedeval.flower.client_app import make_client_app
-    from fedeval.flower.server_app import make_server_app
 
     result: list[Outcome] = []
     server = make_server_app(settings, on_outcome=result.append, min_nodes=split.clients)
