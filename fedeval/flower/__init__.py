@@ -3,8 +3,8 @@
 `fedeval.flower.client_app` (a ClientApp) reads the node's own rows and answers the protocol's
 messages with the same encoder and masks as `fedeval encode`; `fedeval.flower.server_app` (a
 ServerApp) runs the rounds, recovers from dropouts and writes the release `fedeval aggregate`
-writes, which `fedeval evaluate --from` reads. The protocol itself (`fedeval.flower.protocol`)
-does not import Flower. Simulation with Flower's engine: `fedeval.flower.simulation` and
+writes, which `fedeval evaluate --from` reads. The protocol itself (`fedeval.flower.job`, `client`,
+`server`) does not import Flower. Simulation with Flower's engine: `fedeval.flower.simulation` and
 ``fedeval flower simulate``; a project for SuperLink/SuperNodes: ``fedeval flower new``.
 
 Needs the ``flower`` extra (``pip install 'fedeval[flower]'``); ``import fedeval`` never

@@ -2,7 +2,7 @@
 
 The node config says where the rows are: ``data-path`` (a Parquet or CSV file, or a
 directory of them), and optionally ``score-col`` and ``label-col``. Every message of the run
-(`fedeval.flower.settings.MESSAGE_TYPE`) is answered by `fedeval.flower.protocol.client_step`
+(`fedeval.flower.settings.MESSAGE_TYPE`) is answered by `fedeval.flower.client.client_step`
 with the encoder and masks of `fedeval encode`. The client's private key of each round and its
 private randomness stay in the node's own state (`context.state`), never in a reply.
 

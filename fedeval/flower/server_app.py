@@ -7,7 +7,7 @@ needs: ``release-path`` (where the sealed release is written, in the schema
 private key from ``fedeval keygen``, to sign it), ``min-nodes`` (how many SuperNodes to wait
 for, default the minimum cohort) and ``wait-nodes`` (for at most this many seconds).
 
-Replies are pulled as they arrive and summed one at a time (`fedeval.flower.protocol`), so the
+Replies are pulled as they arrive and summed one at a time (`fedeval.flower.server`), so the
 server holds one report, not all of them; a node silent for ``reply-timeout`` seconds, or that
 answers with an error, has dropped out.
 """

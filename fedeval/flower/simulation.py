@@ -2,7 +2,7 @@
 
 The table's rows are split into one file per client (by the client column, as everywhere in
 fedeval, or into K contiguous parts), each simulated node's ClientApp reads its own file, and
-the ServerApp runs the protocol over them (`fedeval.flower.protocol`). The files hold the
+the ServerApp runs the protocol over them (`fedeval.flower.server`). The files hold the
 validated scores (at the source's float width, so every leaf is the one-shot's) and 0/1 labels.
 """
 
