@@ -37,7 +37,9 @@ def _generator(secret: bytes, *purpose: int) -> np.random.Generator:
 
 def client_secret(job: Job, index: int) -> bytes:
     """The client's private randomness for the run: 16 bytes of the OS CSPRNG, or under a
-    reproducible simulation (`job.seed`) derived from the seed and the client's index."""
+    reproducible simulation (`job.seed`) derived from the seed and `index`, the client's
+    simulated identity (its partition), so the same seed gives every client the same noise
+    whatever node id the engine gave it."""
     if job.seed is None:
         return os.urandom(16)
     ss = np.random.SeedSequence(job.seed, spawn_key=(index,))
@@ -155,6 +157,7 @@ def client_step(
     data: ClientData,
     *,
     allow_unmasked: bool = False,
+    identity: int | None = None,
 ) -> Payload:
     """One client's reply to one message of the protocol. `state` is the client's own store
     across the messages of a run (its secret and its per-round private keys); it never leaves
@@ -178,7 +181,9 @@ def client_step(
         raise UsageError("the server asked for a report without secure-aggregation masks")
     secret = state.get("secret")
     if secret is None:
-        secret = state["secret"] = client_secret(job, index)
+        # A seeded simulation keys each client's noise by its identity (partition), else by
+        # its place in the roster; a private run ignores both (OS CSPRNG).
+        secret = state["secret"] = client_secret(job, index if identity is None else identity)
     # The key pair of the run's key round (`keys`: the round that made it; the masks of each
     # round are bound to that round's own id, so one key pair serves every round of a run).
     held = state.get(f"key-{bytes(request.get('keyring', round_id)).hex()}")

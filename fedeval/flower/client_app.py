@@ -82,7 +82,11 @@ def answer_message(
         data = _data(context, data_dir)
         stored = context.state.config_records.get(STATE)
         state = {k: bytes(v) for k, v in (stored or {}).items()}  # type: ignore[arg-type]
-        payload = client_step(request, state, data, allow_unmasked=allow_unmasked)
+        part = context.node_config.get(PARTITION_ID)
+        identity = None if part is None else int(part)
+        payload = client_step(
+            request, state, data, allow_unmasked=allow_unmasked, identity=identity
+        )
         context.state[STATE] = ConfigRecord(dict(state))
         return Message(to_record(payload), reply_to=message)
     except Exception as e:  # reported in the node's log, never to the server
