@@ -41,7 +41,7 @@ from fedeval.cli.options import (
     SignKeyOpt,
     UnitOpt,
 )
-from fedeval.core.config import PrivacyModel, Relation, Unit
+from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 
 flower_app = typer.Typer(
@@ -81,40 +81,21 @@ RetriesOpt = Annotated[
 ]
 
 
-def _settings(
-    *,
-    model: PrivacyModel,
-    epsilon: float | None,
-    height: str,
-    shape: str,
-    unit: Unit,
-    max_examples: int | None,
-    relation: Relation | None,
-    score_range: str,
-    thresholds: str | None,
-    pos_label: str | None,
-    seed: int | None,
-    min_cohort: int,
-    neighbours: int | None,
-    retries: int,
-):
+SETTINGS = "model epsilon height shape unit max_examples relation pos_label min_cohort neighbours"
+SETTINGS_NAMES = (*SETTINGS.split(), "retries")
+"""The options simulate and new share, by the name RunSettings gives them."""
+
+
+def _settings(options: dict, seed: int | None = None):
+    """The run's settings from a command's options (its `locals()`), checked once."""
     from fedeval.flower.settings import RunSettings
 
+    thresholds = options["thresholds"]
     return RunSettings(
-        model=model,
-        epsilon=epsilon,
-        height=height,
-        shape=shape,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
-        score_range=parse_score_range(score_range),
+        **{k: options[k] for k in SETTINGS_NAMES},
+        score_range=parse_score_range(options["score_range"]),
         thresholds=None if thresholds is None else tuple(floats(thresholds, "--thresholds")),
-        pos_label=pos_label,
         seed=seed,
-        min_cohort=min_cohort,
-        neighbours=neighbours,
-        retries=retries,
     )
 
 
@@ -228,22 +209,7 @@ def simulate(
         if is_stdout(save_release):
             raise UsageError("--save-release takes a file name (stdout carries the report).")
         key = private_key(sign_key)
-        settings = _settings(
-            model=model,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
-            score_range=score_range,
-            thresholds=thresholds,
-            pos_label=pos_label,
-            seed=seed,
-            min_cohort=min_cohort,
-            neighbours=neighbours,
-            retries=retries,
-        )
+        settings = _settings(locals(), seed)
         outcome = simulate_file(
             file,
             settings,
@@ -318,22 +284,7 @@ def new(
         require_flower()
         from fedeval.flower.project import write_project
 
-        settings = _settings(
-            model=model,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
-            score_range=score_range,
-            thresholds=thresholds,
-            pos_label=pos_label,
-            seed=None,
-            min_cohort=min_cohort,
-            neighbours=neighbours,
-            retries=retries,
-        )
+        settings = _settings(locals())
         target = write_project(directory, settings)
     err.print(
         f"Flower app written to '{target}': see {target / 'README.md'} for the commands.",
