@@ -21,6 +21,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/fedeval evaluate sample_data/scores.parquet --model distdp
 
+# The Flower extra too, so that its tests (tests/test_flower*.py) run rather than skip.
+$(VENV)/.installed-flower: $(VENV)/.installed-dev
+	$(BIN)/python -m pip install --quiet -e '.[dev,flower]'
+	touch $@
+
 # pytest exits 5 when it collects no tests: that is a failure here, not a pass.
 # `make test` runs every test and the library's doctests, over WORKERS processes (pytest-xdist;
 # WORKERS=0 runs in this process); `make test-fast` leaves out the tests marked slow.
@@ -28,10 +33,10 @@ WORKERS ?= 2
 PYTEST = $(BIN)/python -m pytest -q -n $(WORKERS)
 NONE_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-flower
 	$(PYTEST); $(NONE_COLLECTED)
 
-test-fast: $(VENV)/.installed-dev
+test-fast: $(VENV)/.installed-flower
 	$(PYTEST) -m "not slow"; $(NONE_COLLECTED)
 
 # The full privacy audit: T = 20,000 trials per side for every mechanism, then its table.

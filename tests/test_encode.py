@@ -15,6 +15,7 @@ import pytest
 from scipy import stats
 
 from fedeval.api.evaluate import evaluate_data, evaluate_run
+from fedeval.core.axis import release_axis
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.params import data_resolution
@@ -35,6 +36,11 @@ def table(n: int, seed: int, clients: int | None = None) -> pd.DataFrame:
     if clients is not None:
         df["client"] = rng.integers(0, clients, n)
     return df
+
+
+def default_axis(height):
+    """The axis encode and the one-shot both declare by default (`release_axis`)."""
+    return release_axis((0.0, 1.0), None, height)
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +64,16 @@ def test_federated_staged_equals_one_shot_for_every_partition(scored, tmp_path, 
     encode_file(
         clients, tmp_path / "reports", model="federated", height=10, seed=5, max_cells=20_000
     )  # several parts
-    staged = aggregate_reports([tmp_path / "reports"]).release
-    # The one-shot release of the unpartitioned table: exact counts.
-    data = read_scored(src, keep_examples=False, keep_scores=True, resolution=10)
+    agg = aggregate_reports([tmp_path / "reports"])
+    staged = agg.release
+    # The one-shot release of the unpartitioned table (on the axis both declare): exact counts.
+    data = read_scored(
+        src, keep_examples=False, keep_scores=True, resolution=10, axis=default_axis(10)
+    )
     one_shot = simulate(data, model="federated", height=10, seed=5)
     np.testing.assert_array_equal(staged.counts, one_shot.release.counts)
     np.testing.assert_array_equal(staged.reporters, one_shot.release.reporters)
-    a = evaluate_run(Simulated.from_release(staged, (0.0, 1.0), seed=1, ci_draws=0))
+    a = evaluate_run(Simulated.from_release(staged, agg.axis, seed=1, ci_draws=0))
     b = evaluate_data(data, model="federated", height=10, seed=1, ci_draws=0)
     assert a.auc.estimate == b.auc.estimate
     for x, y in zip(a.thresholds, b.thresholds, strict=True):
@@ -95,7 +104,9 @@ def test_staged_sum_is_the_per_client_release(tmp_path, model, eps, unit, cap):
         seed=9,
     )  # fmt: skip
     staged = aggregate_reports([tmp_path / "r"]).release
-    data = read_scored(src, keep_examples=True, keep_scores=False, resolution=4)
+    data = read_scored(
+        src, keep_examples=True, keep_scores=False, resolution=4, axis=default_axis(4)
+    )
     run = simulate(
         data, model=model, epsilon=eps, height=4, unit=unit, max_examples=cap, seed=9,
         path="per-client",
@@ -129,7 +140,11 @@ def test_two_phase_staged_is_the_per_client_release(tmp_path, model, eps, unit, 
     )
     staged = aggregate_reports([tmp_path / "r"]).release
     data = read_scored(
-        src, keep_examples=True, keep_scores=False, resolution=data_resolution(model, "auto")
+        src,
+        keep_examples=True,
+        keep_scores=False,
+        resolution=data_resolution(model, "auto"),
+        axis=default_axis("auto"),
     )
     run = simulate(
         data, model=model, epsilon=eps, unit=unit, max_examples=cap, seed=9, path="per-client"
@@ -156,7 +171,13 @@ def test_two_phase_auto_needs_the_whole_population_in_one_cohort(tmp_path):
 
 
 def _exact_counts(df: pd.DataFrame, cfg: PrivacyConfig) -> np.ndarray:
-    data = scored_from_arrays(df["label"], df["score"], keep_scores=False, resolution=cfg.height)
+    data = scored_from_arrays(
+        df["label"],
+        df["score"],
+        keep_scores=False,
+        resolution=cfg.height,
+        axis=default_axis(cfg.height),
+    )
     fed = PrivacyConfig(PrivacyModel.FEDERATED, cfg.height, cfg.shape)
     return fast_release(data, fed, np.random.default_rng(0)).counts
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result
-from fedeval.core.axis import ScoreAxis
-from fedeval.core.axis import threshold_axis as axis_for_thresholds
+from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis, release_axis
 from fedeval.core.config import PrivacyModel, Shape, Unit, check_buckets
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import bucket_counts, coarsen, equidepth_edges
@@ -52,9 +51,6 @@ from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
 from fedeval.views.dicts import evaluation_dict
-
-DEFAULT_THRESHOLDS = tuple(i / 11 for i in range(1, 11))
-"""1/11 … 10/11, the papers' experiment thresholds (Cormode & Markov, PVLDB 2023, section 7)."""
 
 
 @dataclass(frozen=True)
@@ -421,11 +417,9 @@ def threshold_axis(
     height: int | str = "auto",
 ) -> ScoreAxis:
     """The axis `evaluate` reads its data on: the declared thresholds, or by default
-    1/11 … 10/11 of the range, as cell edges (`fedeval.core.axis.threshold_axis`)."""
-    lo, hi = (float(x) for x in score_range)
-    if thresholds is None:
-        thresholds = [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
-    return axis_for_thresholds((lo, hi), thresholds, height)
+    1/11 … 10/11 of the range, as cell edges (`fedeval.core.axis.release_axis`, which `encode`
+    and the Flower apps share)."""
+    return release_axis(score_range, thresholds, height)
 
 
 def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:

@@ -21,6 +21,7 @@ from fedeval.cli import ledger  # noqa: F401
 from fedeval.cli import partition  # noqa: F401
 from fedeval.cli import encode  # noqa: F401
 from fedeval.cli import aggregate  # noqa: F401
+from fedeval.cli import flower  # noqa: F401
 
 # isort: on
 from fedeval.cli.app import app

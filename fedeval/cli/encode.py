@@ -123,7 +123,7 @@ def encode(
             help="Comma-separated thresholds the analyst will ask for, declared now: they become "
             "cell edges of the release, so precision/recall/accuracy there are exact sums of "
             "cells (no interpolation); the manifest states them. Every client must be encoded "
-            "with the same ones \\[default: none; cells evenly spaced over the score range].",
+            "with the same ones \\[default: 1/11 … 10/11 of the score range, as evaluate].",
             show_default=False,
         ),
     ] = None,

@@ -221,6 +221,26 @@ def threshold_axis(
     return ScoreAxis.aligned(lo, hi, inside, height=h)
 
 
+DEFAULT_THRESHOLDS = tuple(i / 11 for i in range(1, 11))
+"""1/11 … 10/11 of the score range, the papers' experiment thresholds (Cormode & Markov, PVLDB
+2023, section 7): what every release declares as cell edges when no thresholds are given."""
+
+
+def release_axis(
+    score_range: tuple[float, float],
+    thresholds: Sequence[float] | None,
+    height: int | str = "auto",
+) -> ScoreAxis:
+    """The axis a release is made on: the declared thresholds, or by default
+    `DEFAULT_THRESHOLDS` of the range, as cell edges (`threshold_axis`). The one definition the
+    one-shot `evaluate`, `encode` and the Flower apps share, so that the staged and the one-shot
+    paths make the same release from the same options."""
+    lo, hi = (float(x) for x in score_range)
+    if thresholds is None:
+        thresholds = [lo + (hi - lo) * t for t in DEFAULT_THRESHOLDS]
+    return threshold_axis((lo, hi), thresholds, height)
+
+
 CELLS_PER_LEAF = 64
 """Fine cells per leaf of `LeafLookup`'s table: a score in a cell that a leaf edge cuts (about
 one in this many) takes a binary search instead of the table."""

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from fedeval.core.axis import ScoreAxis, threshold_axis
+from fedeval.core.axis import release_axis
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import cell_index
@@ -253,9 +253,11 @@ def encode_file(
     not written and the survivors reveal the seeds they shared with them (federated only; under
     distdp a dropout would leave the noise short of the claim and is refused). `thresholds`
     declared here become cell edges of the release (`fedeval.core.axis`): precision, recall and
-    accuracy there need no interpolation; the manifest states the edges. `colluders` t (distdp,
-    below `min_cohort`) sizes every noise share Pólya(1/(m − t), α): the claim then holds
-    against a server that colludes with up to t clients of the cohort.
+    accuracy there need no interpolation; the manifest states the edges. Without them, the
+    thresholds the one-shot `evaluate` declares (1/11 … 10/11 of the range), so both paths make
+    the same release. `colluders` t (distdp, below `min_cohort`) sizes every noise share
+    Pólya(1/(m − t), α): the claim then holds against a server that colludes with up to t
+    clients of the cohort.
     """
     lo, hi = (float(x) for x in score_range)
     if thresholds is not None:
@@ -265,11 +267,8 @@ def encode_file(
                 f"thresholds must be numbers in the score range [{lo:g}, {hi:g}]. Found "
                 f"{list(thresholds)}."
             )
-    axis = (
-        ScoreAxis.linear(lo, hi)
-        if thresholds is None
-        else threshold_axis((lo, hi), thresholds, height)
-    )
+    # The one-shot `evaluate`'s defaults: without thresholds, 1/11 … 10/11 of the range.
+    axis = release_axis((lo, hi), thresholds, height)
     data = read_scored(
         source,
         columns,

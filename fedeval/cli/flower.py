@@ -1,0 +1,292 @@
+"""`fedeval flower`: the protocol on Flower (simulated with Flower's engine, or a project for
+SuperLink/SuperNodes). Needs the ``flower`` extra."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fedeval.cli.app import app
+from fedeval.cli.common import (
+    OutputFormat,
+    emit,
+    err,
+    errors_to_exit,
+    floats,
+    parse_score_range,
+    plural,
+    private_key,
+    show,
+)
+from fedeval.cli.options import (
+    CiDrawsOpt,
+    ClientColOpt,
+    EpsilonOpt,
+    HeightOpt,
+    LabelColOpt,
+    MaxExamplesOpt,
+    MinCohortOpt,
+    ModelOpt,
+    PosLabelOpt,
+    QuantilesOpt,
+    RelationOpt,
+    SaveReleaseOpt,
+    ScoreColOpt,
+    ScoreRangeOpt,
+    SeedOpt,
+    ShapeOpt,
+    SignKeyOpt,
+    UnitOpt,
+)
+from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.errors import UsageError
+
+flower_app = typer.Typer(
+    name="flower",
+    help="Run the protocol between real clients on Flower: simulate it with Flower's engine, "
+    "or write a Flower app project for SuperLink and SuperNodes. Needs the flower extra "
+    "(pip install 'fedeval\\[flower]').",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+app.add_typer(flower_app, name="flower")
+
+ThresholdsOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Comma-separated thresholds for precision/recall/accuracy, declared before the "
+        "run: they become cell edges of the release (exact sums of cells) \\[default: 1/11 … "
+        "10/11 of the score range, as for evaluate and encode].",
+        show_default=False,
+    ),
+]
+NeighboursOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
+        show_default=False,
+    ),
+]
+RetriesOpt = Annotated[
+    int,
+    typer.Option(
+        min=0,
+        help="Re-runs of a round that lost clients it cannot recover (distdp: their noise "
+        "shares; a survivor left without neighbours), each over the survivors with fresh masks.",
+    ),
+]
+
+
+SETTINGS = "model epsilon height shape unit max_examples relation pos_label min_cohort neighbours"
+SETTINGS_NAMES = (*SETTINGS.split(), "retries")
+"""The options simulate and new share, by the name RunSettings gives them."""
+
+
+def _settings(options: dict, seed: int | None = None):
+    """The run's settings from a command's options (its `locals()`), checked once."""
+    from fedeval.flower.settings import RunSettings
+
+    thresholds = options["thresholds"]
+    return RunSettings(
+        **{k: options[k] for k in SETTINGS_NAMES},
+        score_range=parse_score_range(options["score_range"]),
+        thresholds=None if thresholds is None else tuple(floats(thresholds, "--thresholds")),
+        seed=seed,
+    )
+
+
+@flower_app.command()
+def simulate(
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="Scored, labelled table (Parquet or CSV, or - for CSV on stdin). Each client "
+            "(a client column's id, or one of --clients parts) becomes one simulated "
+            "SuperNode holding its own rows.",
+            metavar="FILE",
+            show_default=False,
+        ),
+    ],
+    clients: Annotated[
+        int | None,
+        typer.Option(
+            "--clients",
+            "-k",
+            min=1,
+            help="K, the simulated clients when FILE has no client column: its rows are split "
+            "into K contiguous parts.",
+            show_default=False,
+        ),
+    ] = None,
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    height: HeightOpt = "auto",
+    shape: ShapeOpt = "auto",
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
+    thresholds: ThresholdsOpt = None,
+    min_cohort: MinCohortOpt = 10,
+    neighbours: NeighboursOpt = None,
+    retries: RetriesOpt = 2,
+    dropout: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="Make this fraction of the clients vanish at the report step, after their "
+            "keys were relayed, to see the server recover.",
+        ),
+    ] = 0.0,
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="ray: Flower's simulation engine. in-process: the same ClientApp and "
+            "messages called in this process, no engine (fast; for trying settings).",
+        ),
+    ] = "ray",
+    seed: SeedOpt = None,
+    save_release: SaveReleaseOpt = None,
+    sign_key: SignKeyOpt = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option("--format", "-f", help="table for people, json for programs (one document)."),
+    ] = OutputFormat.table,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the JSON report to this file instead of stdout (- for stdout).",
+            show_default=False,
+        ),
+    ] = None,
+    ci_draws: CiDrawsOpt = 200,
+    quantiles: QuantilesOpt = 100,
+    score_col: ScoreColOpt = "score",
+    label_col: LabelColOpt = "label",
+    client_col: ClientColOpt = None,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+) -> None:
+    """Run the protocol on Flower's simulation engine, one SuperNode per client, and print
+    what [bold]fedeval evaluate --from[/bold] prints for the release it made.
+
+    Each simulated client reads only its own rows and answers the server's messages with the
+    encoder of fedeval encode: masks from X25519 key agreement with its neighbours (public
+    keys relayed by the server), noise shares (distdp) or local-DP reports (localdp). The
+    server sums the replies into the release fedeval aggregate writes (--save-release).
+
+    Example: [bold]fedeval flower simulate scores.parquet --clients 50 --model federated
+    --save-release r.fedeval && fedeval evaluate --from r.fedeval[/bold]
+
+    Exit codes: 0 ok · 2 bad input or usage, or too few clients to finish (nothing is written).
+    """
+    with errors_to_exit():
+        from fedeval.flower import require_flower
+
+        require_flower()
+        import numpy as np
+
+        from fedeval.api.evaluate import evaluate_run
+        from fedeval.documents.files import document_text
+        from fedeval.flower.simulation import simulate_file
+        from fedeval.protocol.simulate import Simulated, check_ci_draws
+        from fedeval.tables.outputs import Outputs, is_stdout
+        from fedeval.tables.read import Columns, source_name
+        from fedeval.views.dicts import evaluation_dict
+        from fedeval.views.terminal import render_table
+
+        check_ci_draws(ci_draws)
+        if sign_key is not None and save_release is None:
+            raise UsageError(
+                "--sign-key signs the release --save-release writes; add --save-release."
+            )
+        if is_stdout(save_release):
+            raise UsageError("--save-release takes a file name (stdout carries the report).")
+        key = private_key(sign_key)
+        settings = _settings(locals(), seed)
+        outcome = simulate_file(
+            file,
+            settings,
+            columns=Columns(score_col, label_col, client_col),
+            clients=clients,
+            dropout=dropout,
+            engine=engine,
+            rng=None if seed is None else np.random.default_rng(seed),
+        )
+        run = Simulated.from_release(outcome.release, outcome.axis, seed=seed, ci_draws=ci_draws)
+        ev = evaluate_run(run, thresholds=settings.thresholds, quantiles=quantiles)
+        name = str(save_release) if save_release is not None else source_name(file)
+        report = evaluation_dict(ev, source=name)
+        doc = document_text(report)
+        with Outputs() as out:
+            to_stdout = emit(doc, output, out)
+            if save_release is not None:
+                from fedeval.documents.release_file import save_release as write_release
+
+                write_release(
+                    out.staged_path(save_release), outcome.release, outcome.axis, sign_key=key
+                )
+            out.commit()
+    t = outcome.traffic
+    recovered = f", {outcome.recovered:,} recovered" if outcome.recovered else ""
+    rounds = f" in {plural(outcome.rounds, 'report round')}" if outcome.rounds > 1 else ""
+    err.print(
+        f"flower ({engine}): {outcome.reported:,} of {plural(outcome.clients, 'client')} "
+        f"reported{recovered}{rounds}; {t.per_message('report'):,.0f} bytes per report",
+        highlight=False,
+    )
+    as_json = doc if output_format is OutputFormat.json else None
+    show(doc, to_stdout, output, as_json, lambda: render_table(ev, Console(), source=name))
+
+
+@flower_app.command()
+def new(
+    directory: Annotated[
+        Path,
+        typer.Argument(
+            help="New (or empty) directory for the Flower app project.",
+            metavar="DIR",
+            show_default=False,
+        ),
+    ],
+    model: ModelOpt = PrivacyModel.DISTDP,
+    epsilon: EpsilonOpt = None,
+    height: HeightOpt = "auto",
+    shape: ShapeOpt = "auto",
+    unit: UnitOpt = Unit.EXAMPLE,
+    max_examples: MaxExamplesOpt = None,
+    relation: RelationOpt = None,
+    thresholds: ThresholdsOpt = None,
+    min_cohort: MinCohortOpt = 10,
+    neighbours: NeighboursOpt = None,
+    retries: RetriesOpt = 2,
+    score_range: ScoreRangeOpt = "0,1",
+    pos_label: PosLabelOpt = None,
+) -> None:
+    """Write a ready Flower app project for a deployment across machines: pyproject.toml
+    ([tool.flwr.app] with fedeval's ClientApp and ServerApp, the settings as run config) and
+    a README with the exact flower-superlink, flower-supernode and flwr run commands.
+
+    Example: [bold]fedeval flower new eval-app --model distdp --epsilon 1 && cat
+    eval-app/README.md[/bold]
+
+    Exit codes: 0 ok · 2 bad usage, or DIR exists and is not empty (nothing is written).
+    """
+    with errors_to_exit():
+        from fedeval.flower import require_flower
+
+        require_flower()
+        from fedeval.flower.project import write_project
+
+        settings = _settings(locals())
+        target = write_project(directory, settings)
+    err.print(
+        f"Flower app written to '{target}': see {target / 'README.md'} for the commands.",
+        highlight=False,
+    )
