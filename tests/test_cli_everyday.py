@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
+from rich.text import Text
 from typer.testing import CliRunner
 
 from fedeval.cli import app
@@ -180,7 +181,7 @@ def test_apply_compresses_for_every_codec_suffix(work):
         (["evaluate", "t.parquet", "--seed", "1"], "r.parquet", "JSON"),
         (["evaluate", "t.parquet", "--seed", "1"], "r.csv", "JSON"),
         (["calibrate", "t.parquet", "--seed", "1"], "m.csv.gz", "JSON"),
-        (["partition", "t.parquet", "-k", "3", "--scheme", "iid"], "x.json", "CSV or Parquet"),
+        (["partition", "t.parquet", "-k", "3", "--scheme", "iid"], "x.json", "or Parquet"),
         (["partition", "t.parquet", "-k", "3", "--scheme", "iid"], "x.parquet.gz", "Parquet"),
         (["curves", "t.parquet", "--seed", "1", "-f", "json"], "c.csv", "--format json"),
         (["curves", "t.parquet", "--seed", "1"], "c.xlsx", ".xlsx"),
@@ -324,7 +325,8 @@ def test_every_command_has_help_with_examples_unbroken_at_80_columns():
         lines = r.stdout.splitlines()
         assert max(len(x) for x in lines) <= 80, name
         help_text = group.commands[name].help or ""  # type: ignore[attr-defined]
-        examples = [ln.strip() for ln in help_text.splitlines() if ln.strip().startswith("$ ")]
+        plain = [Text.from_markup(ln).plain.strip() for ln in help_text.splitlines()]
+        examples = [ln for ln in plain if ln.startswith("$ ")]
         assert examples, f"{name}: no example"
         for ex in examples:
             assert any(ex in ln for ln in lines), f"{name}: example broken at 80 columns: {ex}"

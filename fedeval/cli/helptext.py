@@ -23,6 +23,11 @@ EXAMPLE_PREFIX = "$ "
 EXAMPLE_WIDTH = 76
 """Longest example line, indent included: rich pads the help by one column each side."""
 
+# Command groups of `fedeval --help`.
+ESTIMATE = "Estimate"
+PLAN = "Plan and account"
+DEPLOY = "Deploy (staged protocol)"
+
 # Option groups, in the order help shows them (typer lists panels in order of first use, so
 # each command names its arguments' and options' panels through the shared option types).
 INPUT = "Input"

@@ -7,7 +7,7 @@ read, and `not_text` makes the one message that says what the bytes are and what
 
 from __future__ import annotations
 
-from fedeval.errors import InputError
+from fedeval.core.errors import InputError
 
 MAGIC: tuple[tuple[bytes, str], ...] = (
     (b"\x1f\x8b", "gzip"),
@@ -55,7 +55,7 @@ def not_text(name: str, kind: str, *, expected: str, stdin: bool) -> InputError:
         if stdin:
             fix = (
                 f"decompress it first ({_DECOMPRESS[kind]} FILE | fedeval …), or give the "
-                f"file name (fedeval reads CSV{_SUFFIX.get(kind, '')} files itself)."
+                f"file name (fedeval reads .csv{_SUFFIX.get(kind, '')} files itself)."
                 if expected == "CSV"
                 else f"decompress it first ({_DECOMPRESS[kind]} FILE | fedeval …)."
             )

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import PurePath
 
-from fedeval.errors import UsageError
+import pyarrow as pa
+
+from fedeval.core.errors import UsageError
 
 
 class DataFormat(StrEnum):
@@ -69,7 +71,7 @@ FOREIGN = frozenset(
 _KIND = {DataFormat.PARQUET: "Parquet", DataFormat.CSV: "CSV", DataFormat.JSON: "JSON"}
 _NAMES = {
     DataFormat.PARQUET: "Parquet (.parquet, .pq)",
-    DataFormat.CSV: "CSV (.csv, compressed as .csv.gz, .csv.bz2, .csv.zst)",
+    DataFormat.CSV: "CSV (.csv, .csv.gz, .csv.bz2, .csv.zst)",
     DataFormat.JSON: "JSON (.json)",
 }
 
@@ -99,7 +101,7 @@ def spec_from_name(path: str | os.PathLike | None) -> OutputSpec | None:
     last = base[-1] if base else None
     if last in FOREIGN:
         raise UsageError(
-            f"-o '{path}': fedeval does not write {last} files. Name the output .csv, "
+            f"`output` '{path}': fedeval does not write {last} files. Name the output .csv, "
             ".csv.gz, .parquet or .json (as the command writes).",
             file=str(path),
         )
@@ -114,7 +116,7 @@ def spec_from_name(path: str | os.PathLike | None) -> OutputSpec | None:
         else "JSON documents are written uncompressed, as their readers read them"
     )
     raise UsageError(
-        f"-o '{path}': {what}; drop the {suffixes[-1]} (e.g. -o '{_strip(path)}').",
+        f"`output` '{path}': {what}; drop the {suffixes[-1]} (e.g. '{_strip(path)}').",
         file=str(path),
     )
 
@@ -147,8 +149,19 @@ def output_spec(
     if asked.format not in writes:
         can = " or ".join(_NAMES[f] for f in writes)
         raise UsageError(
-            f"-o '{path}' names a {_KIND[asked.format]} file, but {what} writes {can}; "
+            f"`output` '{path}' names a {_KIND[asked.format]} file, but {what} writes {can}; "
             "name the output accordingly.",
             file=str(path),
         )
     return asked
+
+
+def encoded_text(text: str, compression: str | None) -> bytes:
+    """`text` as the bytes of the file: UTF-8, compressed with `compression` if given."""
+    data = text.encode("utf-8")
+    if compression is None:
+        return data
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, compression) as out:
+        out.write(data)
+    return bytes(sink.getvalue().to_pybytes())
