@@ -55,8 +55,8 @@ def read_json(path: str | os.PathLike, *, noun: str, kind: str, streams: bool = 
     `MAX_DOCUMENT_BYTES`, UTF-8, strict JSON (no NaN or Infinity), nested at most `MAX_DEPTH`
     deep. Every failure is one `InputError` naming the file.
 
-    With `streams`, `path` may also be '-' (stdin) or a pipe or character device (`<(…)`, a
-    FIFO): read once, to its end (at most `MAX_DOCUMENT_BYTES`), then checked as a file is.
+    With `streams`, `path` may also be '-' (stdin) or a pipe (`<(…)`, a FIFO): read once, to
+    its end (at most `MAX_DOCUMENT_BYTES`), then checked as a file is.
     Binary data (gzip, Parquet, … by its magic bytes) is named as such, with what to do."""
     stdin = str(path) == STDIN
     name = "<stdin>" if stdin and streams else str(path)
@@ -93,7 +93,7 @@ def read_json(path: str | os.PathLike, *, noun: str, kind: str, streams: bool = 
 
 def _read_file(path: str | os.PathLike, name: str, noun: str, kind: str, streams: bool) -> bytes:
     """The bytes of `path` (at most one more than `MAX_DOCUMENT_BYTES`): a regular file, or
-    with `streams` a pipe or character device, read to its end."""
+    with `streams` a pipe, read to its end."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -102,8 +102,8 @@ def _read_file(path: str | os.PathLike, name: str, noun: str, kind: str, streams
         raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
     if stat.S_ISDIR(info.st_mode):
         raise InputError(f"cannot read {noun} '{name}': it is a directory.", file=name)
-    stream = stat.S_ISFIFO(info.st_mode) or stat.S_ISCHR(info.st_mode)
-    if not stat.S_ISREG(info.st_mode) and not (streams and stream):
+    # A pipe ends when its writer closes it; a device such as /dev/zero never does.
+    if not stat.S_ISREG(info.st_mode) and not (streams and stat.S_ISFIFO(info.st_mode)):
         raise InputError(
             f"cannot read {noun} '{name}': not a regular file (a FIFO, device or socket).",
             file=name,
