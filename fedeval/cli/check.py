@@ -73,7 +73,7 @@ def check(
         if output_format is OutputFormat.json:
             import sys
 
-            from fedeval import __version__
+            from fedeval.core.version import __version__
             from fedeval.documents.files import document_text
 
             sys.stdout.write(
