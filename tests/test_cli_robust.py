@@ -403,7 +403,7 @@ def test_malformed_documents(workdir, case):
     write("t.csv", good_csv())
     runs = {
         "apply": ["apply", "doc.json", "t.csv", "-o", "out.csv"],
-        "from": ["evaluate", "--from", "doc.json", "--ci-draws", "0", "-o", "out.csv"],
+        "from": ["evaluate", "--from", "doc.json", "--ci-draws", "0", "-o", "out.json"],
         "check": ["check", "doc.json", "--fail-under", "auc=0.5"],
         "ledger": ["ledger", "doc.json"],
     }
@@ -412,7 +412,7 @@ def test_malformed_documents(workdir, case):
     for what, args in runs.items():
         result = invoke(*args)
         assert_clean_error(result, names=("doc.json",)), what
-        assert not Path("out.csv").exists(), what
+        assert not Path("out.csv").exists() and not Path("out.json").exists(), what
 
 
 def test_oversized_document_is_refused(workdir, monkeypatch):
@@ -485,8 +485,11 @@ def test_fifo_is_refused_not_read(workdir):
     write("good.csv", good_csv())
     assert invoke("calibrate", "good.csv", *FAST, "-o", "map.json").exit_code == 0
     assert_clean_error(invoke("apply", "map.json", "t.csv"), names=("t.csv",))
-    os.mkfifo("m.json")
-    assert_clean_error(invoke("apply", "m.json", "good.csv"), names=("m.json",))
+    # A map may come through a pipe (read once, to its end: test_cli_everyday); a device
+    # that never ends is still refused.
+    if Path("/dev/zero").exists():
+        os.symlink("/dev/zero", "m.json")
+        assert_clean_error(invoke("apply", "m.json", "good.csv"), names=("m.json",))
 
 
 def test_device_is_refused(workdir):

@@ -25,7 +25,7 @@ from fedeval.core.hierarchy import equidepth_edges
 from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate
 from fedeval.documents.files import document_text
-from fedeval.documents.map_file import load_map
+from fedeval.documents.map_file import MapFile, load_map
 from fedeval.estimate.calibration import (
     CalibrationMap,
     MapCheck,
@@ -350,7 +350,7 @@ def calibrate_file(
 
 
 def apply_map_file(
-    map_path: str | os.PathLike,
+    map_path: str | os.PathLike | MapFile,
     source: str | os.PathLike,
     output: str | os.PathLike | None = None,
     *,
@@ -364,7 +364,7 @@ def apply_map_file(
     """
     import pyarrow as pa
 
-    cmap = load_map(map_path)
+    cmap = map_path if isinstance(map_path, MapFile) else load_map(map_path)
     parquet = writes_parquet(output)
     # CSV out keeps every cell's text; Parquet out needs the columns typed.
     _, batches = read_with_scores(

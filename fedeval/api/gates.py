@@ -41,16 +41,30 @@ class Verdict:
     value: float  # the number the gate was judged on
     passed: bool
 
+    def judged_on(self, on: GateOn) -> str:
+        """What the value is: 'lower 95% bound', 'upper 95% bound' or 'estimate'."""
+        if on is GateOn.ESTIMATE:
+            return "estimate"
+        return "lower 95% bound" if self.gate.kind is Kind.FLOOR else "upper 95% bound"
+
     def describe(self, on: GateOn) -> str:
-        what = (
-            "lower 95% bound"
-            if on is GateOn.BOUND and self.gate.kind is Kind.FLOOR
-            else ("upper 95% bound" if on is GateOn.BOUND else "estimate")
-        )
         sign = "≥" if self.gate.kind is Kind.FLOOR else "≤"
         state = "ok" if self.passed else "FAILED"
         g = self.gate
+        what = self.judged_on(on)
         return f"{state}: {g.metric} {what} {self.value:.4g}, required {sign} {g.limit:g}"
+
+    def to_dict(self, on: GateOn) -> dict[str, Any]:
+        """The verdict as a report's ``gates.verdicts`` entry states it."""
+        g = self.gate
+        return {
+            "metric": g.metric,
+            "kind": g.kind.value,
+            "limit": g.limit,
+            "judged_on": self.judged_on(on),
+            "value": self.value,
+            "passed": self.passed,
+        }
 
 
 def parse_gates(specs: list[str] | None, kind: Kind) -> list[Gate]:
@@ -199,6 +213,21 @@ def judge_report(gates: list[Gate], report: Any, on: GateOn = GateOn.BOUND) -> l
     calibration result) or such a document."""
     doc = report.to_dict() if hasattr(report, "to_dict") else report
     return judge(gates, report_metrics(doc), on)
+
+
+def verdicts_section(verdicts: list[Verdict], on: GateOn) -> dict[str, Any]:
+    """The ``gates`` field of a report judged by quality gates (an additive field of schema 2,
+    present only when gates were given): what they were judged on, whether all passed, and
+    each verdict, so one JSON document says both what was measured and whether it passed.
+
+    The verdicts are post-processing of the report's own estimates and intervals: they carry
+    nothing the report does not.
+    """
+    return {
+        "on": on.value,
+        "passed": all(v.passed for v in verdicts),
+        "verdicts": [v.to_dict(on) for v in verdicts],
+    }
 
 
 def enforce(verdicts: list[Verdict]) -> None:

@@ -10,13 +10,15 @@ import typer
 
 from fedeval.cli.app import app
 from fedeval.cli.common import err, errors_to_exit, plural, private_key, progress_bar, public_key
+from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import BudgetOpt, LedgerOpt, MinCohortOpt, SignKeyOpt
 from fedeval.core.errors import UsageError
 from fedeval.documents.files import document_text
 from fedeval.tables.outputs import is_stdout
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
+@command_help
 def aggregate(
     reports: Annotated[
         list[Path],
@@ -56,7 +58,7 @@ def aggregate(
     ledger: LedgerOpt = None,
     budget: BudgetOpt = None,
 ) -> None:
-    """Verify, sum and unmask client reports into the aggregate release: the server's step.
+    """Sum and unmask client reports into a release (the server).
 
     Each manifest's seal (and signature, with --verify-key) and every file's SHA-256 are
     checked first; stray files, duplicate clients, mixed parameters, cohorts below
@@ -67,8 +69,9 @@ def aggregate(
     charged before it is written (refused: nothing is written); the ledger records its digest,
     so estimates from it with --from and the same ledger are not charged again.
 
-    Example: [bold]fedeval aggregate reports/ -o run.fedeval && fedeval curves --from
-    run.fedeval[/bold]
+    Examples:
+    $ fedeval aggregate reports/ -o run.fedeval
+    $ fedeval curves --from run.fedeval
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
@@ -107,7 +110,8 @@ def aggregate(
     )
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
+@command_help
 def keygen(
     output: Annotated[
         Path,
@@ -120,7 +124,7 @@ def keygen(
         ),
     ],
 ) -> None:
-    """Make an Ed25519 key pair to sign releases and report manifests, and to check who made them.
+    """Make an Ed25519 key pair that signs and verifies documents.
 
     Every document fedeval writes carries a SHA-256 digest of its content, which catches edits
     but proves nothing about its author: anyone can recompute it. A signature does. Keep
@@ -131,8 +135,10 @@ def keygen(
     on [bold]fedeval aggregate[/bold] (the report manifests) and wherever [bold]--from[/bold]
     reads a release. The key's fingerprint is printed on stderr.
 
-    Example: [bold]fedeval keygen -o ci && fedeval aggregate reports/ -o run.fedeval --sign-key
-    ci.key && fedeval evaluate --from run.fedeval --verify-key ci.pub[/bold]
+    Examples:
+    $ fedeval keygen -o ci
+    $ fedeval aggregate reports/ -o run.fedeval --sign-key ci.key
+    $ fedeval evaluate --from run.fedeval --verify-key ci.pub
 
     Exit codes: 0 ok · 2 NAME.key or NAME.pub already exists (never overwritten), or cannot be
     written.

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from fedeval.cli.common import err
+from fedeval.cli.helptext import format_help
 from fedeval.cli.support import FedevalGroup, set_debug
 from fedeval.core.version import __version__
 
@@ -16,13 +17,15 @@ EXIT_CODES = (
 
 app = typer.Typer(
     name="fedeval",
-    help=(
+    help=format_help(
         "Evaluate and calibrate classifiers on labelled data that stays with its owners: ROC "
         "AUC, precision/recall/accuracy at any threshold, ROC and PR curves, and calibration "
         "maps, each with a 95% interval, from one private release under secure aggregation "
         "(federated), distributed DP (distdp) or local DP (localdp). Plan the population a "
         "deployment needs, gate CI on quality, and keep a privacy budget.\n\n"
-        "Start with: [bold]fedeval evaluate scores.parquet --model distdp[/bold]\n\n" + EXIT_CODES
+        "Start with:\n"
+        "$ fedeval plan --rows 200000 -m distdp -e 1\n"
+        "$ fedeval evaluate scores.parquet -m distdp -e 1\n\n" + EXIT_CODES
     ),
     no_args_is_help=True,
     cls=FedevalGroup,

@@ -9,16 +9,21 @@ import typer
 
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit, public_key
+from fedeval.cli.helptext import ESTIMATE, command_help
 from fedeval.cli.options import TableOutputOpt, VerifyKeyOpt
 from fedeval.cli.support import option_given
+from fedeval.core.errors import InputError, UsageError
 
 
-@app.command()
+@app.command(rich_help_panel=ESTIMATE)
+@command_help
 def apply(
     map_file: Annotated[
         Path,
         typer.Argument(
-            help="A calibration map made by fedeval calibrate.", metavar="MAP", show_default=False
+            help="A calibration map made by fedeval calibrate (- for stdin).",
+            metavar="MAP",
+            show_default=False,
         ),
     ],
     input_file: Annotated[
@@ -41,35 +46,45 @@ def apply(
     output_col: Annotated[str, typer.Option(help="Name of the new column.")] = "calibrated",
     verify_key: VerifyKeyOpt = None,
 ) -> None:
-    """Add a column of calibrated probabilities to every row of INPUT (all columns kept).
+    """Add calibrated probabilities to every row of a table.
 
-    With [bold]--verify-key NAME.pub[/bold] only a map signed by that key (calibrate -o FILE
-    --sign-key NAME.key) is applied: its seal alone catches edits, not a re-sealed map.
+    MAP may be - (stdin) or a pipe when INPUT is a file; -o's name picks the format. With
+    --verify-key NAME.pub only a map signed by that key (calibrate -o FILE --sign-key NAME.key)
+    is applied: its seal alone catches edits, not a re-sealed map.
 
-    Example: [bold]cat scores.csv | fedeval apply map.json - > calibrated.csv[/bold]
+    Examples:
+    $ fedeval apply map.json new.parquet -o calibrated.parquet
+    $ cat new.csv | fedeval apply map.json - > calibrated.csv
+    $ fedeval calibrate scores.parquet -o - | fedeval apply - new.csv
 
     Exit codes: 0 ok · 2 bad input or usage (a file output is never left half-written).
     """
     from fedeval.api.calibrate import apply_map_file
+    from fedeval.documents.files import read_json
+    from fedeval.documents.map_file import load_map
+    from fedeval.documents.seals import verify
     from fedeval.multiclass import apply_multiclass_map_file, map_kind
+    from fedeval.multiclass.maps import load_multiclass_map
+    from fedeval.tables.write import table_output
 
     with errors_to_exit():
+        table_output(output)  # a name asking for another format: refused before any work
+        if str(map_file) == "-" and input_file == "-":
+            raise UsageError(
+                "MAP and INPUT cannot both be - (stdin): pipe one of them, name the other."
+            )
+        # Read once (a pipe cannot be read again), to its end, then checked as a file is.
+        value = read_json(map_file, noun="map", kind="a calibration map", streams=True)
         if verify_key is not None:
-            from fedeval.documents.files import read_json
-            from fedeval.documents.seals import verify
-
-            doc = read_json(map_file, noun="calibration map", kind="a calibration map")
-            if not isinstance(doc, dict):
-                from fedeval.core.errors import InputError
-
+            if not isinstance(value, dict):
                 raise InputError(f"'{map_file}' is not a calibration map.")
-            verify(doc, str(map_file), verify_key=public_key(verify_key), required=True)
-        if map_kind(map_file) == "multiclass":
-            apply_multiclass_map_file(map_file, input_file, output)
+            verify(value, str(map_file), verify_key=public_key(verify_key), required=True)
+        if map_kind(map_file, value=value) == "multiclass":
+            mmap = load_multiclass_map(map_file, value=value)
+            apply_multiclass_map_file(mmap, input_file, output)
         else:
+            cmap = load_map(map_file, value=value)
             if not option_given("score_col"):  # the column the map was fitted on
-                from fedeval.documents.map_file import load_map
-
-                stored = load_map(map_file).document.get("score_column")
+                stored = cmap.document.get("score_column")
                 score_col = stored if isinstance(stored, str) and stored else score_col
-            apply_map_file(map_file, input_file, output, score_col=score_col, output_col=output_col)
+            apply_map_file(cmap, input_file, output, score_col=score_col, output_col=output_col)

@@ -39,6 +39,13 @@ def judge_gates(gates: list[Any], on: Any, doc: dict[str, Any]) -> list[Any]:
     return judge_report(gates, doc, on)
 
 
+def gates_section(verdicts: list[Any], on: Any) -> dict[str, Any]:
+    """The report's ``gates`` field (`fedeval.api.gates.verdicts_section`)."""
+    from fedeval.api.gates import verdicts_section
+
+    return verdicts_section(verdicts, on)
+
+
 def apply_gates(verdicts: list[Any], on: Any) -> None:
     """Print each verdict on stderr; exit 1 if any gate failed."""
     if not verdicts:

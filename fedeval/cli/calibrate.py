@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,9 +14,13 @@ from fedeval.cli.common import (
     OutputFormat,
     check_buckets,
     errors_to_exit,
+    estimate_words,
+    json_output,
     plot_file,
     show,
+    wrote,
 )
+from fedeval.cli.helptext import ESTIMATE, OUTPUT, PRIVACY, RELEASE, command_help
 from fedeval.cli.multiclass import (
     BetaOpt,
     ClientsOpt,
@@ -63,7 +68,8 @@ if TYPE_CHECKING:
     from fedeval.api.calibrate import CalibrationResult
 
 
-@app.command()
+@app.command(rich_help_panel=ESTIMATE)
+@command_help
 def calibrate(
     file: FileArg = None,
     model: Annotated[
@@ -71,10 +77,11 @@ def calibrate(
         typer.Option(
             "--model",
             "-m",
-            help="Binary scores: federated, distdp or localdp (as for evaluate) \\[default: "
-            "distdp]. Not used with --multiclass (its DP is user-level Gaussian on the sum).",
+            help="federated, distdp or localdp \\[default: distdp; not with --multiclass].",
+            metavar="MODEL",
             case_sensitive=False,
             show_default=False,
+            rich_help_panel=PRIVACY,
         ),
     ] = None,
     epsilon: Annotated[
@@ -82,19 +89,20 @@ def calibrate(
         typer.Option(
             "--epsilon",
             "-e",
-            help="ε of the release \\[default: 1 for distdp, 5 for localdp]. With --multiclass: "
-            "user-level (ε, δ)-DP over all rounds; no DP if absent.",
+            help="ε of the release \\[default: 1 for distdp, 5 for localdp; --multiclass: no DP].",
+            metavar="ε",
             show_default=False,
+            rich_help_panel=PRIVACY,
         ),
     ] = None,
     method: Annotated[
         str | None,
         typer.Option(
-            help="Binary: binning (histogram binning on B equi-depth buckets) or bbq (Bayesian "
-            "binning into quantiles) \\[default: binning]. Multiclass: fedbin, fedbbq (one-vs-all, "
-            "with the heterogeneity weighting) or fedtemp (temperature scaling by FedAvg) "
-            "\\[default: fedbbq].",
+            help="binning or bbq; --multiclass: fedbin, fedbbq or fedtemp \\[default: binning; "
+            "fedbbq].",
+            metavar="METHOD",
             show_default=False,
+            rich_help_panel=RELEASE,
         ),
     ] = None,
     multiclass: MulticlassOpt = False,
@@ -111,11 +119,21 @@ def calibrate(
     buckets: Annotated[
         str,
         typer.Option(
-            help="B for binning; 'auto' balances sampling and privacy noise (--multiclass: the 2^M "
-            "fixed-width bins per class, default 128, or 32 under --epsilon)."
+            help="B buckets of the map; auto balances sampling and privacy noise.",
+            metavar="auto|B",
+            rich_help_panel=RELEASE,
         ),
     ] = "auto",
-    bins: Annotated[int, typer.Option("--bins", min=1, help="M equal-width bins of the ECE.")] = 15,
+    bins: Annotated[
+        int,
+        typer.Option(
+            "--bins",
+            min=1,
+            help="M equal-width bins of the ECE.",
+            metavar="M",
+            rich_help_panel=RELEASE,
+        ),
+    ] = 15,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",
     seed: SeedOpt = None,
@@ -124,21 +142,29 @@ def calibrate(
         typer.Option(
             "--output",
             "-o",
-            help="Write the calibration map (JSON, shareable) to this file; stdout stays empty "
-            "(- for the map on stdout).",
+            help="Write the map here (.json, shareable; - for stdout).",
+            metavar="PATH",
             show_default=False,
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
     output_format: Annotated[
         OutputFormat,
-        typer.Option("--format", "-f", help="table, or json (the map document) on stdout."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="table, or json (the map document).",
+            metavar="table|json",
+            rich_help_panel=OUTPUT,
+        ),
     ] = OutputFormat.table,
     plot: Annotated[
         str | None,
         typer.Option(
-            help="Draw a reliability diagram: a .png or .svg file, or a directory ending in / "
-            "(reliability.png in it).",
+            help="Draw a reliability diagram (.png, .svg, or DIR/).",
+            metavar="PATH",
             show_default=False,
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
     score_col: ScoreColOpt = "score",
@@ -160,17 +186,19 @@ def calibrate(
     relation: RelationOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
-    """Fit a calibration map from one private release, and report ECE before and after.
+    """A calibration map from one private release; ECE before/after.
 
-    The map is monotone and in [0, 1]; apply it to new scores with [bold]fedeval apply[/bold].
+    The map is monotone, in [0, 1], and states the privacy claim it was made under; apply it to
+    new scores with fedeval apply. With --multiclass, FILE holds integer labels and logit_* or
+    prob_* columns, calibrated over T federated rounds.
 
-    Example: [bold]fedeval calibrate scores.parquet -m distdp -o map.json && cat new.csv | fedeval
-    apply map.json - > calibrated.csv[/bold]
+    Examples:
+    $ fedeval calibrate scores.parquet -m distdp -o map.json
+    $ fedeval calibrate scores.parquet -o - | fedeval apply - new.csv
+    $ fedeval calibrate probs.parquet --multiclass --method fedtemp -e 1
 
-    Multiclass: [bold]fedeval calibrate probs.parquet --multiclass --method fedtemp --rounds
-    30 --participation 0.1 -e 1 -o map.json[/bold]
-
-    Exit codes: 0 ok · 2 bad input or usage (nothing is written).
+    Exit codes: 0 ok · 1 --fail-if-worse found no gain · 2 bad input or usage (nothing is
+    written).
     """
     if multiclass:
         with errors_to_exit():
@@ -186,6 +214,7 @@ def calibrate(
         release = ReleaseOptions.of(locals())
         refuse_multiclass_options(locals())
         check_buckets(buckets)
+        json_output(output)
         plot_path = plot_file(plot, "reliability.png")
         release.check()
         cal = release.estimate(
@@ -212,6 +241,13 @@ def calibrate(
             output,
             as_json,
             lambda: render_calibration_table(cal, Console(), source=name),
+        )
+        written = json.loads(map_text)  # the summary states what the file holds, no more
+        ece = written["ece"]
+        wrote(
+            output,
+            f"{written['method']} map written · ECE {estimate_words(ece['raw'])} before, "
+            f"{estimate_words(ece['calibrated'])} after (in-sample, {ece['bins']} bins)",
         )
 
 

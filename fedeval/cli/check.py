@@ -8,13 +8,18 @@ from typing import Annotated
 import typer
 
 from fedeval.cli.app import app
-from fedeval.cli.budget import apply_gates, gate_options, judge_gates
-from fedeval.cli.common import errors_to_exit, public_key
+from fedeval.cli.budget import apply_gates, gate_options, gates_section, judge_gates
+from fedeval.cli.common import OutputFormat, errors_to_exit, public_key
+from fedeval.cli.helptext import ESTIMATE, command_help
 from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt, VerifyKeyOpt
 from fedeval.core.errors import UsageError
 
+CHECK_SCHEMA = "fedeval.check/1"
+"""`check --format json`: the report judged, and the gates' verdicts (`fedeval.api.gates`)."""
 
-@app.command()
+
+@app.command(rich_help_panel=ESTIMATE)
+@command_help
 def check(
     report: Annotated[
         Path,
@@ -28,18 +33,29 @@ def check(
     fail_over: FailOverOpt = None,
     gate_on: GateOnOpt = "bound",
     verify_key: VerifyKeyOpt = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table: verdicts on stderr; json: one document of verdicts on stdout.",
+            metavar="table|json",
+        ),
+    ] = OutputFormat.table,
 ) -> None:
-    """Judge quality gates on a saved report: exit 1 if a floor or ceiling is broken.
+    """Judge quality gates on a saved report or calibration map.
 
     A report's seal catches a number edited by hand, but anyone can re-seal an edited report:
-    with [bold]--verify-key NAME.pub[/bold] only a report signed by that key (evaluate -o FILE
-    --sign-key NAME.key) is judged.
+    with --verify-key NAME.pub only a report signed by that key (evaluate -o FILE --sign-key
+    NAME.key) is judged.
 
-    Example: [bold]fedeval check report.json --fail-under auc=0.85,recall@0.5=0.7[/bold]
+    Examples:
+    $ fedeval check report.json --fail-under auc=0.85,recall@0.5=0.7
+    $ fedeval check map.json --fail-over ece_calibrated=0.02 -f json
 
     Exit codes: 0 every gate passed · 1 a gate failed · 2 bad input or usage.
     """
-    from fedeval.core.errors import FedevalError, GateFailed, InputError
+    from fedeval.core.errors import FedevalError, InputError
 
     with errors_to_exit():
         gates, on = gate_options(fail_under, fail_over, gate_on)
@@ -61,8 +77,24 @@ def check(
             required=doc["schema"] == "fedeval.report/2",
         )
         try:
-            apply_gates(judge_gates(gates, on, doc), on)
-        except GateFailed:
-            raise
+            verdicts = judge_gates(gates, on, doc)
         except FedevalError as e:  # the report lacks what a gate needs
             raise InputError(f"'{report}': {e}", file=str(report)) from None
+        if output_format is OutputFormat.json:
+            import sys
+
+            from fedeval.core.version import __version__
+            from fedeval.documents.files import document_text
+
+            sys.stdout.write(
+                document_text(
+                    {
+                        "schema": CHECK_SCHEMA,
+                        "fedeval_version": __version__,
+                        "report": str(report),
+                        "report_schema": doc["schema"],
+                        "gates": gates_section(verdicts, on),
+                    }
+                )
+            )
+        apply_gates(verdicts, on)

@@ -126,12 +126,15 @@ def plot_file(plot: str | None, default_name: str) -> Path | None:
     return path
 
 
-def emit(text: str | None, output: Path | None, out: Outputs) -> bool:
-    """The -o convention of every command: -o PATH stages `text` for PATH (stdout stays empty);
-    -o - means stdout. Returns whether `text` goes to stdout once the run commits."""
+def emit(text: str | bytes | None, output: Path | None, out: Outputs) -> bool:
+    """The -o convention of every command: -o PATH stages `text` (or the file's bytes) for PATH
+    (stdout stays empty); -o - means stdout. Returns whether the data goes to stdout once the
+    run commits."""
     if output is None or is_stdout(output):
         return is_stdout(output)
-    if text is not None:
+    if isinstance(text, bytes):
+        out.stage_bytes(output, text)
+    elif text is not None:
         out.stage_text(output, text)
     return False
 
@@ -150,12 +153,44 @@ def show(
             render()
 
 
+def json_output(output: Path | None) -> None:
+    """Before any work: -o of a command that writes one JSON document (a report, a map) names
+    no other format (`fedeval.tables.output_format`: .parquet, .csv.gz, .xlsx are refused)."""
+    from fedeval.tables.output_format import DataFormat, output_spec
+
+    output_spec(output, writes=(DataFormat.JSON,))
+
+
+def wrote(output: Path | None, summary: str) -> None:
+    """-o FILE: one line on stderr naming the file and what it holds, as every command says
+    what it did with its data (stdout stays empty; -Q silences it). Nothing for -o - or without
+    -o: the data itself is on stdout then. `summary` is made from the document as written, so
+    the line says nothing the file does not."""
+    if output is None or is_stdout(output):
+        return
+    err.print(Text(f"{output}: {summary}"), soft_wrap=True)
+
+
+def estimate_words(est: dict[str, Any] | None, digits: int = 4) -> str:
+    """'0.8658 [0.8657, 0.8660]' from a document's {estimate, ci95} ('—' when undefined)."""
+    if not est or est.get("estimate") is None:
+        return "—"
+    text = f"{est['estimate']:.{digits}f}"
+    ci = est.get("ci95")
+    if ci and ci[0] is not None and ci[1] is not None:
+        text += f" [{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    return text
+
+
 class ReadBar:
     """`read_progress` for the library: a bar of rows read on stderr, shown only once a read
-    has taken READ_BAR_AFTER seconds (a short read draws nothing), gone when the read ends."""
+    has taken READ_BAR_AFTER seconds (a short read draws nothing), gone when the read ends.
+    With `total` (the rows a Parquet footer states) it shows how far the read is and the time
+    left; without (CSV, stdin) the rows read and the time taken."""
 
-    def __init__(self) -> None:
+    def __init__(self, total: int | None = None) -> None:
         self.start = time.monotonic()
+        self.total = total
         self.bar: Progress | None = None
         self.task: TaskID | None = None
 
@@ -168,22 +203,40 @@ class ReadBar:
         if self.bar is None:
             if time.monotonic() - self.start < READ_BAR_AFTER:
                 return
+            columns = (
+                (TextColumn("{task.completed:,} rows"), TimeElapsedColumn())
+                if self.total is None
+                else (
+                    TextColumn("{task.completed:,} of {task.total:,.0f} rows"),
+                    TimeRemainingColumn(),
+                )
+            )
             self.bar = Progress(
-                TextColumn("reading"),
-                BarColumn(),
-                TextColumn("{task.completed:,} rows"),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
+                TextColumn("reading"), BarColumn(), *columns, console=err, transient=True
             )
             self.bar.start()
-            self.task = self.bar.add_task("reading", total=None)
+            self.task = self.bar.add_task("reading", total=self.total)
         if self.task is not None:
             self.bar.update(self.task, completed=rows)
 
 
 READ_BAR_AFTER = 2.0
 """Seconds a read runs before its progress bar appears."""
+
+
+def read_bar(source: str | None) -> ReadBar | None:
+    """The progress bar for reading `source`, or None off a terminal or under -Q. Its total is
+    the row count the Parquet footers state (a file, directory or glob; None for CSV or stdin).
+    The count is exact: it is drawn on the data holder's own terminal only, never written to
+    stdout or into a document (under DP the number of rows may not reach the analyst)."""
+    if not err.is_terminal or err.quiet:
+        return None
+    total = None
+    if source is not None and source != "-":
+        from fedeval.tables.sources import parquet_rows
+
+        total = parquet_rows(source)
+    return ReadBar(total)
 
 
 def check_plot_suffix(path: Path) -> None:

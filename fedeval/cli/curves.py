@@ -5,14 +5,15 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
-from fedeval.cli.common import errors_to_exit, plot_file
+from fedeval.cli.common import errors_to_exit, estimate_words, plot_file, wrote
 from fedeval.cli.evaluate import draw_curves
+from fedeval.cli.helptext import ESTIMATE, OUTPUT, RELEASE, command_help
 from fedeval.cli.options import (
     BudgetOpt,
     CiDrawsOpt,
@@ -41,7 +42,11 @@ from fedeval.cli.options import (
 )
 from fedeval.cli.run import ReleaseOptions
 from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.errors import UsageError
 from fedeval.documents.files import document_text
+
+if TYPE_CHECKING:
+    from fedeval.tables.output_format import OutputSpec
 
 
 class CurvesFormat(StrEnum):
@@ -50,7 +55,29 @@ class CurvesFormat(StrEnum):
     csv = "csv"
 
 
-@app.command()
+def curves_output(output: Path | None, fmt: CurvesFormat) -> OutputSpec | None:
+    """What curves writes (None: the table on stdout). -o's name picks the format and the
+    compression by the one rule of `fedeval.tables.output_format` (.json, .csv[.gz|.bz2|.zst],
+    .parquet); a name that asks for none takes --format (json for --format table). A --format
+    other than table that disagrees with the name is refused, not silently overridden."""
+    from fedeval.tables.output_format import DataFormat, OutputSpec, output_spec, spec_from_name
+
+    output_spec(output, writes=(DataFormat.JSON, DataFormat.CSV, DataFormat.PARQUET))
+    named = spec_from_name(output)
+    if named is None:
+        if fmt is CurvesFormat.table:
+            return None if output is None else OutputSpec(DataFormat.JSON)
+        return OutputSpec(DataFormat(fmt.value))
+    if fmt is not CurvesFormat.table and fmt.value != named.format.value:
+        raise UsageError(
+            f"--format {fmt.value} and -o '{output}' disagree: the name asks for "
+            f"{named.format.value}. Drop --format, or name the file .{fmt.value}."
+        )
+    return named
+
+
+@app.command(rich_help_panel=ESTIMATE)
+@command_help
 def curves(
     file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -60,14 +87,17 @@ def curves(
         str,
         typer.Option(
             "--curve-method",
-            help="leaves (every released leaf edge; more accurate, the default) or pchip "
-            "(the papers' Q-quantile PCHIP estimator).",
+            help="leaves (every leaf edge) or pchip (the papers' Q quantiles).",
+            metavar="leaves|pchip",
+            rich_help_panel=RELEASE,
         ),
     ] = "leaves",
     height: Annotated[
         str,
         typer.Option(
-            help="Leaf height h; 'auto' is ⌈log₂ Q⌉ + 2 (the papers' choice, branching 2)."
+            help="h: 2^h cells; auto: ⌈log₂ Q⌉ + 2 (the papers' choice).",
+            metavar="auto|H",
+            rich_help_panel=RELEASE,
         ),
     ] = "auto",
     shape: ShapeOpt = "auto",
@@ -77,7 +107,9 @@ def curves(
         typer.Option(
             "--format",
             "-f",
-            help="table (areas and a dozen points), json (areas and every point), csv (points).",
+            help="table (areas, a dozen points), json or csv (every point).",
+            metavar="table|json|csv",
+            rich_help_panel=OUTPUT,
         ),
     ] = CurvesFormat.table,
     output: Annotated[
@@ -85,17 +117,19 @@ def curves(
         typer.Option(
             "--output",
             "-o",
-            help="Write the json/csv output to this file instead of stdout (- for stdout; with "
-            "--format table, csv for a .csv name, else json).",
+            help="Write the points here: .json, .csv[.gz], .parquet (- for stdout).",
+            metavar="PATH",
             show_default=False,
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
     plot: Annotated[
         str | None,
         typer.Option(
-            help="Draw ROC and PR curves, estimated over exact: a .png or .svg file, or a "
-            "directory ending in / (curves.png in it).",
+            help="Draw the ROC and PR curves (.png, .svg, or DIR/).",
+            metavar="PATH",
             show_default=False,
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
     score_col: ScoreColOpt = "score",
@@ -117,27 +151,29 @@ def curves(
     relation: RelationOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
-    """ROC and PR curves from one private release, through every leaf edge (or Q quantiles per
-    class, PCHIP-interpolated: --curve-method pchip).
+    """ROC and PR curves from one private release.
 
-    Prints the area under each estimated curve beside the exact one, and the area between the
-    estimated and the exact curve.
+    Shows the area under each estimated curve beside the exact one, and the area between the
+    estimated and the exact curve. --curve-method pchip rebuilds each class's scores from Q
+    quantiles instead (the papers' estimator).
 
-    Example: [bold]fedeval curves scores.parquet --model distdp -q 128 --plot curves.png[/bold]
+    Examples:
+    $ fedeval curves scores.parquet -m distdp --plot curves.png
+    $ fedeval curves scores.parquet -o roc_pr.csv.gz
+    $ fedeval curves --from aggregate.fedeval -f json
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
     from fedeval.api.curves import curve_result, roc_pr_curves_file
-    from fedeval.views.dicts import curves_csv, curves_dict
+    from fedeval.tables.output_format import DataFormat, encoded_text
+    from fedeval.views.dicts import curves_csv, curves_dict, curves_parquet
     from fedeval.views.terminal import render_curves_table
 
     with errors_to_exit():
         release = ReleaseOptions.of(locals())
         plot_path = plot_file(plot, "curves.png")
         release.check()
-        fmt = output_format
-        if fmt is CurvesFormat.table and output is not None:  # a file, or - : data, not a table
-            fmt = CurvesFormat.csv if output.suffix.lower() == ".csv" else CurvesFormat.json
+        spec = curves_output(output, output_format)  # before any work
         c = release.estimate(
             lambda run: curve_result(run, quantiles, curve_method),
             lambda file, **options: roc_pr_curves_file(
@@ -146,19 +182,29 @@ def curves(
         )
         name = release.source
         cdoc = curves_dict(c, source=name)
-        text = None  # --format table on a terminal
-        if fmt is CurvesFormat.json:
+        text = data = None  # --format table on a terminal
+        if spec is not None and spec.format is DataFormat.JSON:
             text = document_text(cdoc, sign_key=release.signer)
-        elif fmt is CurvesFormat.csv:
+        elif spec is not None and spec.format is DataFormat.CSV:
             text = curves_csv(c)
+        if text is not None:
+            data = encoded_text(text, None if spec is None else spec.compression)
+        elif spec is not None:  # Parquet, to a file
+            data = curves_parquet(c)
         to_stdout = release.commit(
             c.run,
             doc=cdoc,
-            text=text,
+            text=data,
             output=output,
             plot=None if plot_path is None else (plot_path, lambda p: draw_curves(c, p)),
         )
-        if text is None:
+        if spec is None:
             render_curves_table(c, Console(), source=name)
-        elif to_stdout or output is None:
+        elif text is not None and (to_stdout or output is None):
             sys.stdout.write(text)
+        areas = cdoc["curves"]
+        wrote(
+            output,
+            f"curves written · ROC AUC {estimate_words(areas.get('roc_auc'))} · AP "
+            f"{estimate_words(areas.get('average_precision'))}",
+        )

@@ -18,6 +18,7 @@ from fedeval.cli.common import (
     private_key,
     progress_bar,
 )
+from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import (
     ClientColOpt,
     EpsilonOpt,
@@ -39,13 +40,13 @@ from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import is_stdout
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
+@command_help
 def encode(
     file: Annotated[
         str,
         typer.Argument(
-            help="Scored, labelled table with a client column (Parquet or CSV, or - for CSV on "
-            "stdin); without one, every row is its own client.",
+            help="Scored, labelled table with a client column (Parquet or CSV; - for stdin).",
             metavar="FILE",
             show_default=False,
         ),
@@ -56,6 +57,7 @@ def encode(
             "--output",
             "-o",
             help="New directory for the reports (parts, roster, manifest.json).",
+            metavar="DIR",
             show_default=False,
         ),
     ],
@@ -67,9 +69,8 @@ def encode(
         int | None,
         typer.Option(
             min=1,
-            help="N, the clients of the whole run over all its cohorts; the server checks the "
-            "cohorts do not exceed it (noise shares are sized to this cohort, not to N) "
-            "\\[default: the clients in FILE].",
+            help="N, the clients of the run over all its cohorts \\[default: those in FILE].",
+            metavar="N",
             show_default=False,
         ),
     ] = None,
@@ -80,7 +81,8 @@ def encode(
         int | None,
         typer.Option(
             min=1,
-            help="K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
+            help="K, masking neighbours per side \\[default: ⌈log2 n⌉].",
+            metavar="K",
             show_default=False,
         ),
     ] = None,
@@ -89,8 +91,8 @@ def encode(
         typer.Option(
             min=0.0,
             max=0.99,
-            help="Simulate this fraction of clients dropping out after masking; survivors "
-            "reveal the mask keys shared with them (federated; localdp needs no masks).",
+            help="Share of clients that drop out after masking (simulated).",
+            metavar="SHARE",
         ),
     ] = 0.0,
     min_cohort: MinCohortOpt = 10,
@@ -107,7 +109,8 @@ def encode(
         Path | None,
         typer.Option(
             "--sign-key",
-            help="Ed25519 private key (fedeval keygen) to sign the manifest with.",
+            help="Sign the manifest with this key (fedeval keygen).",
+            metavar="KEY",
             show_default=False,
         ),
     ] = None,
@@ -120,15 +123,14 @@ def encode(
     thresholds: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated thresholds the analyst will ask for, declared now: they become "
-            "cell edges of the release, so precision/recall/accuracy there are exact sums of "
-            "cells (no interpolation); the manifest states them. Every client must be encoded "
-            "with the same ones \\[default: 1/11 … 10/11 of the score range, as evaluate].",
+            help="Thresholds the analyst will ask for: cell edges of the release (the same for "
+            "every client) \\[default: 1/11 … 10/11 of the score range, as evaluate].",
+            metavar="T,T,…",
             show_default=False,
         ),
     ] = None,
 ) -> None:
-    """Encode every client's report as the deployed client would: the staged protocol's step 1.
+    """Every client's report, as deployed: the protocol's step 1.
 
     Each client makes its report with the per-client encoder (one-hot level counts; a Pólya
     noise share sized to this cohort under distdp, so the cohort's sum is private on its own;
@@ -137,10 +139,12 @@ def encode(
     drawn from the OS CSPRNG and expanded with AES-CTR; they cancel in the sum, so no single
     report reveals anything). Cohorts below --min-cohort clients are refused. The directory
     appears only when complete, with a sealed manifest (--sign-key also signs it). Then run
-    [bold]fedeval aggregate[/bold].
+    fedeval aggregate.
 
-    Example: [bold]fedeval encode clients.parquet -m distdp -o reports/ && fedeval aggregate
-    reports/ -o run.fedeval && fedeval evaluate --from run.fedeval[/bold]
+    Examples:
+    $ fedeval encode clients.parquet -m distdp -o reports/
+    $ fedeval aggregate reports/ -o run.fedeval
+    $ fedeval evaluate --from run.fedeval
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """

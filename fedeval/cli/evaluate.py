@@ -9,14 +9,24 @@ import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
-from fedeval.cli.budget import apply_gates, gate_options, judge_gates, with_gate_thresholds
+from fedeval.cli.budget import (
+    apply_gates,
+    gate_options,
+    gates_section,
+    judge_gates,
+    with_gate_thresholds,
+)
 from fedeval.cli.common import (
     OutputFormat,
     check_buckets,
     errors_to_exit,
+    estimate_words,
+    json_output,
     plot_file,
     show,
+    wrote,
 )
+from fedeval.cli.helptext import ESTIMATE, OUTPUT, RELEASE, command_help
 from fedeval.cli.options import (
     BudgetOpt,
     CiDrawsOpt,
@@ -55,7 +65,8 @@ if TYPE_CHECKING:
     from fedeval.api.curves import CurveResult
 
 
-@app.command()
+@app.command(rich_help_panel=ESTIMATE)
+@command_help
 def evaluate(
     file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -65,41 +76,51 @@ def evaluate(
     buckets: Annotated[
         str,
         typer.Option(
-            help="AUC buckets: 'auto' uses the leaves; B uses B equi-depth buckets at the "
-            "estimated quantiles (the papers' estimator).",
+            help="AUC from the leaves (auto), or from B equi-depth buckets.",
+            metavar="auto|B",
+            rich_help_panel=RELEASE,
         ),
     ] = "auto",
     thresholds: Annotated[
         str | None,
         typer.Option(
-            help="Comma-separated thresholds for precision/recall/accuracy (positive means score "
-            "≥ t). Declared here, they become cell edges of the release: exact sums of cells, no "
-            "interpolation (asked later from a saved release, a threshold inside a cell gets the "
-            "worst case of where its examples sit) \\[default: 1/11 … 10/11 of the score range].",
+            help="Precision/recall/accuracy at these (cell edges of the release) "
+            "\\[default: 1/11 … 10/11].",
+            metavar="T,T,…",
             show_default=False,
+            rich_help_panel=RELEASE,
         ),
     ] = None,
     quantiles: QuantilesOpt = 100,
     seed: SeedOpt = None,
     output_format: Annotated[
         OutputFormat,
-        typer.Option("--format", "-f", help="table for people, json for programs (one document)."),
+        typer.Option(
+            "--format",
+            "-f",
+            help="table for people, json for programs.",
+            metavar="table|json",
+            rich_help_panel=OUTPUT,
+        ),
     ] = OutputFormat.table,
     output: Annotated[
         Path | None,
         typer.Option(
             "--output",
             "-o",
-            help="Write the JSON report to this file instead of stdout (- for stdout).",
+            help="Write the JSON report here (.json; - for stdout).",
+            metavar="PATH",
             show_default=False,
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
     plot: Annotated[
         str | None,
         typer.Option(
-            help="Draw the ROC and PR curves: a .png or .svg file, or a directory ending in / "
-            "(curves.png in it).",
+            help="Draw the ROC and PR curves (.png, .svg, or DIR/).",
+            metavar="PATH",
             show_default=False,
+            rich_help_panel=OUTPUT,
         ),
     ] = None,
     score_col: ScoreColOpt = "score",
@@ -124,17 +145,20 @@ def evaluate(
     relation: RelationOpt = None,
     threads: ThreadsOpt = None,
 ) -> None:
-    """Estimate ROC AUC, curve areas and precision/recall/accuracy from one private release.
+    """AUC, AP, precision/recall/accuracy from one private release.
 
-    Simulates the protocol on FILE (one example per client unless a client column is given) and
-    prints each estimate beside its exact value.
+    Simulates the protocol on FILE (one example per client unless it has a client column) and
+    shows each estimate with its 95% interval beside the exact value. Every report states its
+    privacy claim.
 
-    Example: [bold]fedeval evaluate scores.parquet --model distdp --epsilon 1 --format json[/bold]
+    Examples:
+    $ fedeval evaluate scores.parquet -m distdp -e 1
+    $ fedeval evaluate scores.parquet -f json -o report.json
+    $ fedeval evaluate scores.parquet --fail-under auc=0.85,recall@0.5=0.7
+    $ fedeval evaluate --from aggregate.fedeval
 
-    CI gate: [bold]fedeval evaluate s.parquet --fail-under auc=0.85 --fail-over ece=0.03[/bold]
-
-    Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage, or a release refused by
-    the ledger (nothing is written).
+    Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage, or a release the ledger
+    refused (nothing is written).
     """
     from fedeval.api.evaluate import evaluate_file, evaluate_run
     from fedeval.views.dicts import evaluation_dict
@@ -143,6 +167,7 @@ def evaluate(
     with errors_to_exit():
         release = ReleaseOptions.of(locals())
         check_buckets(buckets)
+        json_output(output)
         plot_path = plot_file(plot, "curves.png")
         gates, on = gate_options(fail_under, fail_over, gate_on)
         release.check()
@@ -163,8 +188,10 @@ def evaluate(
         )
         name = release.source
         report = evaluation_dict(ev, source=name)
-        doc = document_text(report, sign_key=release.signer)
         verdicts = judge_gates(gates, on, report)
+        if gates:  # the verdicts join the one document (stdout holds one JSON value)
+            report["gates"] = gates_section(verdicts, on)
+        doc = document_text(report, sign_key=release.signer)
         to_stdout = release.commit(
             ev.run,
             doc=report,
@@ -174,6 +201,12 @@ def evaluate(
         )
         as_json = doc if output_format is OutputFormat.json else None
         show(doc, to_stdout, output, as_json, lambda: render_table(ev, Console(), source=name))
+        metrics = report["metrics"]
+        wrote(
+            output,
+            f"report written · AUC {estimate_words(metrics.get('auc'))}"
+            + (f" · ECE {estimate_words(metrics['ece'])}" if metrics.get("ece") else ""),
+        )
         apply_gates(verdicts, on)
 
 

@@ -13,10 +13,12 @@ from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, errors_to_exit, public_key
+from fedeval.cli.helptext import PLAN, command_help
 from fedeval.cli.options import VerifyKeyOpt
 
 
-@app.command("ledger")
+@app.command("ledger", rich_help_panel=PLAN)
+@command_help
 def ledger_show(
     path: Annotated[
         Path, typer.Argument(help="A privacy ledger.", metavar="LEDGER", show_default=False)
@@ -36,8 +38,9 @@ def ledger_show(
     ] = OutputFormat.table,
     verify_key: VerifyKeyOpt = None,
 ) -> None:
-    """Print a privacy ledger: its stored budget, each dataset's composed ε (with its unit and
-    neighbouring relation) and every release charged to it.
+    """A privacy ledger: its budget, ε spent per dataset, releases.
+
+    Each dataset's composed ε is shown with its unit and neighbouring relation.
 
     Every line is sealed into a hash chain that starts with the budget: an edited, removed or
     reordered line is refused. With [bold]--verify-key NAME.pub[/bold] every line must be
@@ -46,6 +49,10 @@ def ledger_show(
 
     Pure ε-DP releases compose by adding up (exact, δ = 0); a dataset with Gaussian releases is
     composed by dp_accounting's RDP accountant at the ledger's δ.
+
+    Examples:
+    $ fedeval ledger budget.jsonl
+    $ fedeval ledger budget.jsonl -f json
 
     Exit codes: 0 ok · 2 bad input or usage.
     """

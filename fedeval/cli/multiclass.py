@@ -8,7 +8,8 @@ import typer
 from rich.console import Console
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
-from fedeval.cli.common import OutputFormat, emit, floats, show
+from fedeval.cli.common import OutputFormat, emit, floats, json_output, show, wrote
+from fedeval.cli.helptext import MULTICLASS
 from fedeval.cli.support import option_given
 from fedeval.core.config import Unit
 from fedeval.core.errors import UsageError
@@ -19,22 +20,25 @@ MulticlassOpt = Annotated[
     bool,
     typer.Option(
         "--multiclass",
-        help="FILE holds integer labels 0..c−1 and logit_*/prob_* columns: fit a multiclass "
-        "map over T federated rounds (seed paper on federated multiclass calibration).",
+        help="Labels 0..c−1 and logit_*/prob_* columns: a multiclass map.",
+        metavar="",
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
-RoundsOpt = Annotated[int, typer.Option(min=1, help="--multiclass: T calibration rounds.")]
+RoundsOpt = Annotated[
+    int, typer.Option(min=1, help="T calibration rounds.", metavar="T", rich_help_panel=MULTICLASS)
+]
 
 ParticipationOpt = Annotated[
     float | None,
     typer.Option(
         min=0.0,
         max=1.0,
-        help="--multiclass: share p of clients in each round, drawn without replacement "
-        "across rounds (a client is charged only for the rounds it is in) \\[default: 0.1; "
-        "1 for fedtemp with --epsilon].",
+        help="Share p of clients per round \\[default: 0.1; 1 for fedtemp under DP].",
+        metavar="P",
         show_default=False,
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
@@ -42,31 +46,40 @@ ClientsOpt = Annotated[
     int | None,
     typer.Option(
         min=1,
-        help="--multiclass: K simulated clients when FILE has no client column \\[default: 100].",
+        help="K clients when FILE has no client column \\[default: 100].",
+        metavar="K",
         show_default=False,
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
 BetaOpt = Annotated[
     float | None,
     typer.Option(
-        help="--multiclass: Dirichlet(β) label skew over the K clients \\[default: iid].",
+        help="Dirichlet(β) label skew over the K clients \\[default: iid].",
+        metavar="β",
         show_default=False,
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
 DeltaOpt = Annotated[
     float | None,
-    typer.Option(help="--multiclass with --epsilon: δ \\[default: 1e-5].", show_default=False),
+    typer.Option(
+        help="δ under --epsilon \\[default: 1e-5].",
+        metavar="δ",
+        show_default=False,
+        rich_help_panel=MULTICLASS,
+    ),
 ]
 
 ClipOpt = Annotated[
     str | None,
     typer.Option(
-        help="--multiclass: clip norm C of each client's log T update (fedtemp) or C+,C- of "
-        "its histograms (binning); noise scales with it under --epsilon \\[default: 0.5; "
-        "10,50, or 10,1 for the class-pooled histograms under DP].",
+        help="Clip C of a client's update (fedtemp) or C+,C- (binning).",
+        metavar="C",
         show_default=False,
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
@@ -74,18 +87,19 @@ UnweightedOpt = Annotated[
     bool,
     typer.Option(
         "--unweighted",
-        help="--multiclass binning: no heterogeneity weighting (can cost accuracy under "
-        "label skew).",
+        help="Binning without the heterogeneity weighting.",
+        metavar="",
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
 HoldoutOpt = Annotated[
     float | None,
     typer.Option(
-        help="--multiclass: share of each client's rows held out of the fit; fedtemp's "
-        "held-out check (DP under --epsilon) and the simulation's before/after metrics use "
-        "them; 0: no check, metrics in-sample \\[default: 0.2].",
+        help="Share of rows held out for fedtemp's check \\[default: 0.2].",
+        metavar="SHARE",
         show_default=False,
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
@@ -93,10 +107,10 @@ ServerLrOpt = Annotated[
     float | None,
     typer.Option(
         "--server-lr",
-        help="--multiclass fedtemp: server step η on log T, last round released "
-        "\\[default: a schedule — without DP the running mean of the rounds, with DP η = 1 "
-        "for the first half of the rounds, then their mean].",
+        help="fedtemp's server step η on log T \\[default: a schedule].",
+        metavar="η",
         show_default=False,
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
@@ -104,8 +118,9 @@ FailIfWorseOpt = Annotated[
     bool,
     typer.Option(
         "--fail-if-worse",
-        help="--multiclass fedtemp: exit 1 when the held-out check finds no gain over the "
-        "identity (the map written then holds T = 1, the safe fallback).",
+        help="Exit 1 when fedtemp's held-out check finds no gain.",
+        metavar="",
+        rich_help_panel=MULTICLASS,
     ),
 ]
 
@@ -191,6 +206,16 @@ def refuse_multiclass_options(p: dict[str, Any]) -> None:
         raise UsageError(f"{', '.join(given)} {verb} to --multiclass only.")
 
 
+def heldout_gate(g: Any) -> dict[str, Any]:
+    """--fail-if-worse as a gate in the ``gates`` field: a floor of 0 on the held-out NLL
+    gain, judged on its one-sided 95% lower bound (the safeguard's own rule: kept when
+    gain − 1.645·sd > 0). It restates the safeguard section, so it adds nothing to the map."""
+    from fedeval.api.gates import Gate, GateOn, Kind, Verdict, verdicts_section
+
+    verdict = Verdict(Gate("heldout_nll_gain", 0.0, Kind.FLOOR), float(g.lower), bool(g.kept))
+    return verdicts_section([verdict], GateOn.BOUND)
+
+
 def calibrate_multiclass(
     file: str,
     *,
@@ -213,6 +238,7 @@ def calibrate_multiclass(
     from fedeval.tables.read import source_name
 
     check_ledger_options(ledger, budget)
+    json_output(output)
     clip_value = None
     if clip is not None:
         values = floats(clip, "--clip")
@@ -239,6 +265,8 @@ def calibrate_multiclass(
     # The JSON report holds the simulation's exact metrics ("exact_values": true); the map file
     # is made to be shared: under DP it holds the calibrator and the privacy section only.
     doc = multiclass_map_dict(result, source=name)
+    if fail_if_worse and result.safeguard is not None:
+        doc["gates"] = heldout_gate(result.safeguard)
     map_text = document_text(shareable_map(doc))
     with Outputs() as out:  # the map is written only once the ledger took the charge
         to_stdout = emit(map_text, output, out)
@@ -251,6 +279,13 @@ def calibrate_multiclass(
         output,
         as_json,
         lambda: render_multiclass_table(result, Console(), source=name),
+    )
+    written = shareable_map(doc)  # the summary states what the file holds, no more
+    temperature = (written.get("calibrator") or {}).get("temperature")
+    wrote(
+        output,
+        f"{written.get('method')} map written"
+        + ("" if temperature is None else f" · T = {temperature:.4g}"),
     )
     if fail_if_worse and result.fell_back:
         from fedeval.core.errors import GateFailed

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
+from fedeval.cli.helptext import GATES, INPUT, OUTPUT, PRIVACY, PROVENANCE, RELEASE
 from fedeval.core.config import MAX_QUANTILES, PrivacyModel, Relation, Unit
 
 FileArg = Annotated[
     str | None,
     typer.Argument(
-        help="Scored, labelled table: Parquet or CSV, or - for CSV on stdin (or use --from).",
+        help="Scored, labelled table: Parquet or CSV; - reads CSV from stdin.",
         metavar="FILE",
         show_default=False,
     ),
@@ -22,8 +23,9 @@ TableOutputOpt = Annotated[
     typer.Option(
         "--output",
         "-o",
-        help="Output file (.parquet/.pq for Parquet, else CSV) \\[default: CSV on stdout].",
+        help="Write here: .parquet, .csv, .csv.gz/.bz2/.zst \\[default: CSV on stdout].",
         show_default=False,
+        rich_help_panel=OUTPUT,
     ),
 ]
 """-o of the commands that write a table (apply, partition)."""
@@ -32,17 +34,19 @@ FromOpt = Annotated[
     Path | None,
     typer.Option(
         "--from",
-        help="Estimate from a saved aggregate instead of simulating on FILE: no raw data, so "
-        "estimates and 95% intervals only. Its privacy settings are the aggregate's.",
+        help="Estimate from a saved release instead of FILE (no raw data, no new ε).",
+        metavar="RELEASE",
         show_default=False,
+        rich_help_panel=PROVENANCE,
     ),
 ]
 SaveReleaseOpt = Annotated[
     Path | None,
     typer.Option(
-        help="Also save the release this run produced (a versioned aggregate, reusable with "
-        "--from).",
+        help="Also save the release, to estimate from later with --from.",
+        metavar="PATH",
         show_default=False,
+        rich_help_panel=PROVENANCE,
     ),
 ]
 ModelOpt = Annotated[
@@ -50,10 +54,10 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="federated: secure aggregation, exact sums, no DP. distdp: clients add Pólya "
-        "shares that sum to discrete Laplace (central ε-DP). localdp: each example sends an "
-        "OUE report (ε-local DP).",
+        help="federated (secure sum, no DP), distdp (distributed ε-DP) or localdp (local ε-DP).",
+        metavar="MODEL",
         case_sensitive=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 EpsilonOpt = Annotated[
@@ -61,66 +65,80 @@ EpsilonOpt = Annotated[
     typer.Option(
         "--epsilon",
         "-e",
-        help="Privacy budget ε of the whole release \\[default: 1 for distdp, 5 for localdp; "
-        "not used by federated].",
+        help="ε of the whole release \\[default: 1 for distdp, 5 for localdp].",
+        metavar="ε",
         show_default=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 HeightOpt = Annotated[
     str,
     typer.Option(
-        help="Leaf height h: the release has 2^h cells over the score range. 'auto' balances "
-        "noise against resolution; under distdp/localdp it is chosen from noisy class totals "
-        "released first (5% of ε, or of the reports), part of the release and its claim.",
+        help="h: 2^h cells over the score range; auto: chosen from noisy class totals.",
+        metavar="auto|H",
+        rich_help_panel=RELEASE,
     ),
 ]
 ShapeOpt = Annotated[
     str,
     typer.Option(
-        help="'flat' releases the leaves only (sensitivity 1); 'hierarchy' releases levels "
-        "1..h (the papers' dyadic tree, sensitivity h, consistent range queries; 2..h under "
-        "localdp from ε = 5 per report); 'auto' picks hierarchy under DP.",
+        help="flat (leaves only) or hierarchy (every level, the papers' tree); auto: "
+        "hierarchy under DP.",
+        metavar="SHAPE",
+        rich_help_panel=RELEASE,
     ),
 ]
 SeedOpt = Annotated[
     int | None,
     typer.Option(
-        help="Seed for a reproducible simulation: its noise is NOT private (documents say so "
-        "and the ledger refuses them). Without it, noise comes from the OS CSPRNG and no seed "
-        "is published.",
+        help="Reproducible simulation: its noise is NOT private.",
         show_default=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
-ScoreColOpt = Annotated[str, typer.Option(help="Column holding the scores.")]
-LabelColOpt = Annotated[str, typer.Option(help="Column holding the labels.")]
+ScoreColOpt = Annotated[
+    str, typer.Option(help="Column of the scores.", metavar="COL", rich_help_panel=INPUT)
+]
+LabelColOpt = Annotated[
+    str, typer.Option(help="Column of the labels.", metavar="COL", rich_help_panel=INPUT)
+]
 ClientColOpt = Annotated[
     str | None,
     typer.Option(
-        help="Column holding client ids \\[default: 'client' if present, else one example "
-        "per client].",
+        help="Column of client ids \\[default: client, if present].",
+        metavar="COL",
         show_default=False,
+        rich_help_panel=INPUT,
     ),
 ]
 ScoreRangeOpt = Annotated[
-    str, typer.Option(help="lo,hi: the range scores lie in; mapped onto [0, 1].")
+    str,
+    typer.Option(help="The range scores lie in.", metavar="LO,HI", rich_help_panel=INPUT),
 ]
 PosLabelOpt = Annotated[
     str | None,
-    typer.Option(help="Label value of the positive class \\[default: labels are 0/1 or bool]."),
+    typer.Option(
+        help="Label of the positive class \\[default: 0/1 or bool].",
+        metavar="VALUE",
+        rich_help_panel=INPUT,
+    ),
 ]
 PerClientOpt = Annotated[
     bool,
     typer.Option(
         "--per-client",
-        help="Materialise every client's report (the deployed encoder) instead of drawing "
-        "the aggregate directly; same distribution, much slower.",
+        help="Make every client's report, as deployed (slower).",
+        metavar="",
+        rich_help_panel=RELEASE,
     ),
 ]
 ExactOpt = Annotated[
     bool,
     typer.Option(
         "--exact/--no-exact",
-        help="Also compute the exact values from the input (a simulation knows the truth).",
+        help="Show exact values beside the estimates.",
+        metavar="",
+        rich_help_panel=OUTPUT,
     ),
 ]
 QuantilesOpt = Annotated[
@@ -130,7 +148,9 @@ QuantilesOpt = Annotated[
         "-q",
         min=2,
         max=MAX_QUANTILES,
-        help="Q quantiles per class for the ROC and PR curves.",
+        help="Q quantiles per class of the curves.",
+        metavar="Q",
+        rich_help_panel=RELEASE,
     ),
 ]
 
@@ -140,56 +160,64 @@ CiDrawsOpt = Annotated[
     typer.Option(
         "--ci-draws",
         min=0,
-        help="Fresh noise draws behind the 95% intervals; 0 switches intervals off (faster). "
-        "Memory-bounded: fewer draws are kept above --height 17 (32 at 20).",
+        help="Noise draws behind the 95% intervals; 0: none.",
+        metavar="N",
+        rich_help_panel=RELEASE,
     ),
 ]
 FailUnderOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--fail-under",
-        help="Floor METRIC=VALUE (repeatable, or comma-separated): exit 1 if the metric may be "
-        "below it. Metrics: auc, ap, roc_auc_curve, ece, precision@t, recall@t, accuracy@t.",
+        help="Exit 1 if METRIC may be below VALUE: auc, ap, ece, recall@0.5, …",
+        metavar="METRIC=VALUE",
         show_default=False,
+        rich_help_panel=GATES,
     ),
 ]
 FailOverOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--fail-over",
-        help="Ceiling METRIC=VALUE (repeatable): exit 1 if the metric may be above it, e.g. "
-        "ece=0.03.",
+        help="Exit 1 if METRIC may be above VALUE, e.g. ece=0.03.",
+        metavar="METRIC=VALUE",
         show_default=False,
+        rich_help_panel=GATES,
     ),
 ]
 GateOnOpt = Annotated[
     str,
     typer.Option(
-        help="Judge gates on the 95% 'bound' (a floor needs the lower bound to clear it) or on "
-        "the 'estimate'.",
+        help="Judge on the 95% bound or on the estimate.",
+        metavar="bound|estimate",
+        rich_help_panel=GATES,
     ),
 ]
 LedgerOpt = Annotated[
     Path | None,
     typer.Option(
-        help="Privacy ledger (JSON Lines) to charge this release to; needs --budget.",
+        help="Charge the release to this privacy ledger.",
+        metavar="PATH",
         show_default=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 BudgetOpt = Annotated[
     float | None,
     typer.Option(
-        help="Total ε the ledger may spend; a release that would exceed it is refused.",
+        help="Total ε the ledger may spend.",
+        metavar="ε",
         show_default=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 UnitOpt = Annotated[
     Unit,
     typer.Option(
-        help="Whom ε protects: 'example' (the papers' setting: a client holding k examples is "
-        "protected at k·ε), or 'client' (each client's examples capped at --max-examples, "
-        "chosen at random, and the noise scaled to a whole client).",
+        help="Whom ε protects: one example, or a whole client (needs --max-examples).",
+        metavar="example|client",
         case_sensitive=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 RelationOpt = Annotated[
@@ -197,12 +225,10 @@ RelationOpt = Annotated[
     typer.Option(
         "--relation",
         case_sensitive=False,
-        help="Neighbouring relation ε is stated over. 'add-remove': neighbours differ by one "
-        "unit's presence; the size stays secret, so no exact count is released. 'replace': "
-        "one unit's data is replaced; the number of units is public and the distdp noise "
-        "doubles (Δ = 2·levels·L). \\[default: add-remove for distdp; replace for localdp, "
-        "whose reports reveal presence]",
+        help="add-remove (size secret) or replace \\[default: add-remove; replace for localdp].",
+        metavar="RELATION",
         show_default=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 MinCohortOpt = Annotated[
@@ -210,25 +236,29 @@ MinCohortOpt = Annotated[
     typer.Option(
         "--min-cohort",
         min=2,
-        help="Smallest cohort accepted: the server learns each cohort's sum, which for a "
-        "handful of clients says much about each.",
+        help="Smallest cohort accepted (the server sees each cohort's sum).",
+        rich_help_panel=PRIVACY,
     ),
 ]
 SignKeyOpt = Annotated[
     Path | None,
     typer.Option(
         "--sign-key",
-        help="Ed25519 private key (from fedeval keygen) to sign what this run writes: the -o "
-        "document, the saved release and the ledger's new line.",
+        help="Sign what this run writes (the -o document, saved release, ledger line) with "
+        "this key (fedeval keygen).",
+        metavar="KEY",
         show_default=False,
+        rich_help_panel=PROVENANCE,
     ),
 ]
 VerifyKeyOpt = Annotated[
     Path | None,
     typer.Option(
         "--verify-key",
-        help="Ed25519 public key (from fedeval keygen): refuse input not signed by it.",
+        help="Refuse a release not signed by this public key.",
+        metavar="PUB",
         show_default=False,
+        rich_help_panel=PROVENANCE,
     ),
 ]
 MaxExamplesOpt = Annotated[
@@ -236,8 +266,10 @@ MaxExamplesOpt = Annotated[
     typer.Option(
         "--max-examples",
         min=1,
-        help="L, the cap on each client's examples under --unit client.",
+        help="L, each client's cap under --unit client.",
+        metavar="L",
         show_default=False,
+        rich_help_panel=PRIVACY,
     ),
 ]
 
@@ -246,8 +278,9 @@ ThreadsOpt = Annotated[
     typer.Option(
         "--threads",
         min=1,
-        help="Threads that read and histogram the input \\[default: every core]; the result is "
-        "the same for any number.",
+        help="Threads that read the input \\[default: every core].",
+        metavar="N",
         show_default=False,
+        rich_help_panel=INPUT,
     ),
 ]

@@ -9,10 +9,12 @@ from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import err, errors_to_exit
+from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt
 
 
-@app.command()
+@app.command(rich_help_panel=DEPLOY)
+@command_help
 def partition(
     file: Annotated[
         str,
@@ -70,15 +72,16 @@ def partition(
         typer.Option(help="Client column to add (or, with --scheme column, to keep)."),
     ] = "client",
 ) -> None:
-    """Spread the rows of FILE over K simulated clients: write it back with a client column.
+    """Spread a table's rows over K simulated clients.
 
     Every column is kept; a summary (clients, examples per client, label skew) goes to stderr.
     dirichlet follows the label-skew partition of the seed paper on federated calibration
     (appendix A.2). Under federated the release is blind to the partition: evaluating the output
     gives the same counts and metrics for every scheme.
 
-    Example: [bold]fedeval partition scores.parquet -k 100 --scheme dirichlet --beta 0.1 -o
-    clients.parquet && fedeval evaluate clients.parquet -m distdp[/bold]
+    Examples:
+    $ fedeval partition scores.parquet -k 100 --scheme dirichlet -o c.parquet
+    $ fedeval partition scores.csv -k 50 --scheme sizes -o clients.csv.gz
 
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """

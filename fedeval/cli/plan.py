@@ -11,12 +11,14 @@ from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
+from fedeval.cli.helptext import PLAN, command_help
 from fedeval.cli.options import EpsilonOpt, ModelOpt
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 
 
-@app.command()
+@app.command(rich_help_panel=PLAN)
+@command_help
 def plan(
     rows: Annotated[
         int | None,
@@ -73,14 +75,19 @@ def plan(
         ),
     ] = None,
 ) -> None:
-    """Predict the error to expect for a population, recommend h, B and Q, find the n needed.
+    """The error to expect for a population, and the population needed.
+
+    Recommends h, B and Q, and finds the n a target error needs.
 
     Runs fedeval's own estimators on a reference population of the given size (binormal scores
     with the given AUC, or the score distribution of --like), so the prediction is what
     evaluate, curves and calibrate will do with --height auto. Measured errors fall within about
     2.5× of the binormal prediction and 1.9× with --like: pass a pilot file when you have one.
 
-    Example: [bold]fedeval plan --rows 200000 --model distdp --epsilon 1 --target-error 1e-4[/bold]
+    Examples:
+    $ fedeval plan --rows 200000 -m distdp -e 1
+    $ fedeval plan --rows 200000 -m distdp --target-error 1e-4
+    $ fedeval plan --rows 1000000 -m localdp --like pilot.parquet --heights
 
     Exit codes: 0 ok · 2 bad input or usage.
     """

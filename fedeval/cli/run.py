@@ -13,13 +13,12 @@ from typing import Any, TypeVar
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import (
-    ReadBar,
     emit,
-    err,
     parse_score_range,
     private_key,
     progress_bar,
     public_key,
+    read_bar,
 )
 from fedeval.core.config import MAX_HEIGHT, PrivacyModel, Relation, Unit
 from fedeval.core.errors import UsageError
@@ -180,7 +179,7 @@ class ReleaseOptions:
                 path="per-client" if self.per_client else "fast",
                 progress=progress,
                 threads=self.threads,
-                read_progress=ReadBar() if err.is_terminal and not err.quiet else None,
+                read_progress=read_bar(self.file),
             )
 
     def commit(
@@ -188,7 +187,7 @@ class ReleaseOptions:
         run: Any,
         *,
         doc: dict[str, Any],
-        text: str | None,
+        text: str | bytes | None,
         output: Path | None,
         plot: tuple[Path, Callable[[Path], None]] | None = None,
     ) -> bool:

@@ -23,7 +23,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from fedeval.cli import clicklib
-from fedeval.core.errors import FedevalError
+from fedeval.core.errors import FedevalError, GateFailed
 
 EXIT_INTERNAL = 70
 """sysexits' EX_SOFTWARE: fedeval itself failed."""
@@ -195,11 +195,10 @@ class FedevalGroup(TyperGroup):
         except clicklib.ClickException as e:
             raise typer.Exit(self._report_click(e, ctx.meta.get(_META_JSON, False))) from None
         except FedevalError as e:
-            print_error(
-                e.message,
-                hint=e.hint,
-                doc=e.to_dict() if ctx.meta.get(_META_JSON) else None,
-            )
+            # A failed gate's verdicts are in the command's own document (its `gates` field):
+            # an error document after it would put two JSON values on stdout.
+            as_json = ctx.meta.get(_META_JSON) and not isinstance(e, GateFailed)
+            print_error(e.message, hint=e.hint, doc=e.to_dict() if as_json else None)
             raise typer.Exit(e.exit_code) from None
         except Exception as e:
             if _is_broken_pipe(e):

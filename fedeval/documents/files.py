@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from typing import Any
 
 from fedeval.core.errors import InputError, ReleaseError
 from fedeval.documents.seals import seal, verify
+from fedeval.tables.sniff import SNIFF_BYTES, binary_kind, not_text
 from fedeval.tables.write import atomic_output
 
 MAX_DOCUMENT_BYTES = 256 << 20
@@ -45,37 +47,28 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def read_json(path: str | os.PathLike, *, noun: str, kind: str) -> Any:
+STDIN = "-"
+
+
+def read_json(path: str | os.PathLike, *, noun: str, kind: str, streams: bool = False) -> Any:
     """The JSON value in the file at `path`, read defensively: a regular file of at most
     `MAX_DOCUMENT_BYTES`, UTF-8, strict JSON (no NaN or Infinity), nested at most `MAX_DEPTH`
-    deep. Every failure is one `InputError` naming the file."""
-    name = str(path)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"cannot read {noun} '{name}': no such file.", file=name) from None
-    except OSError as e:
-        raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(f"cannot read {noun} '{name}': it is a directory.", file=name)
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(
-            f"cannot read {noun} '{name}': not a regular file (a FIFO, device or socket).",
-            file=name,
-        )
-    if info.st_size > MAX_DOCUMENT_BYTES:
-        raise InputError(
-            f"'{name}' is too large to be {kind}: {info.st_size:,} bytes, at most "
-            f"{MAX_DOCUMENT_BYTES:,}.",
-            file=name,
-        )
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_DOCUMENT_BYTES + 1)
-    except OSError as e:
-        raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
+    deep. Every failure is one `InputError` naming the file.
+
+    With `streams`, `path` may also be '-' (stdin) or a pipe (`<(…)`, a FIFO): read once, to
+    its end (at most `MAX_DOCUMENT_BYTES`), then checked as a file is.
+    Binary data (gzip, Parquet, … by its magic bytes) is named as such, with what to do."""
+    stdin = str(path) == STDIN
+    name = "<stdin>" if stdin and streams else str(path)
+    if stdin and streams:
+        raw = sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
+    else:
+        raw = _read_file(path, name, noun, kind, streams)
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise InputError(f"'{name}' is too large to be {kind}.", file=name)
+    binary = binary_kind(raw[:SNIFF_BYTES])
+    if binary is not None:
+        raise not_text(name, binary, expected="JSON", stdin=stdin and streams)
     try:
         value = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
     except UnicodeDecodeError as e:
@@ -96,6 +89,36 @@ def read_json(path: str | os.PathLike, *, noun: str, kind: str) -> Any:
             f"'{name}' is not {kind}: it is nested more than {MAX_DEPTH} levels deep.", file=name
         )
     return value
+
+
+def _read_file(path: str | os.PathLike, name: str, noun: str, kind: str, streams: bool) -> bytes:
+    """The bytes of `path` (at most one more than `MAX_DOCUMENT_BYTES`): a regular file, or
+    with `streams` a pipe, read to its end."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"cannot read {noun} '{name}': no such file.", file=name) from None
+    except OSError as e:
+        raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"cannot read {noun} '{name}': it is a directory.", file=name)
+    # A pipe ends when its writer closes it; a device such as /dev/zero never does.
+    if not stat.S_ISREG(info.st_mode) and not (streams and stat.S_ISFIFO(info.st_mode)):
+        raise InputError(
+            f"cannot read {noun} '{name}': not a regular file (a FIFO, device or socket).",
+            file=name,
+        )
+    if info.st_size > MAX_DOCUMENT_BYTES:
+        raise InputError(
+            f"'{name}' is too large to be {kind}: {info.st_size:,} bytes, at most "
+            f"{MAX_DOCUMENT_BYTES:,}.",
+            file=name,
+        )
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as e:
+        raise InputError(f"cannot read {noun} '{name}': {e.strerror or e}.", file=name) from None
 
 
 def document_text(doc: dict[str, Any], *, sign_key: Any = None) -> str:
@@ -149,6 +172,7 @@ def load_document(
     verify_key: Any = None,
     require_integrity: bool = True,
     integrity_since: int = 1,
+    value: Any = None,
 ) -> dict[str, Any]:
     """The document at `path` if its schema is `prefix` + a version ≤ `version` and its seal
     holds.
@@ -161,9 +185,12 @@ def load_document(
     `integrity_since` (so a reader can still accept the unsealed documents of a version written
     before seals: pass the first sealed version). `verify_key` (an Ed25519 public key) requires
     a valid signature by that key, whatever the version.
+
+    `value` is the JSON value of `path` already read (`read_json`), so that a document from a
+    pipe is read once and checked here like any other.
     """
-    name = str(path)
-    doc = read_json(path, noun=noun, kind=kind)
+    name = "<stdin>" if str(path) == STDIN and value is not None else str(path)
+    doc = read_json(path, noun=noun, kind=kind) if value is None else value
     if not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
         raise InputError(f"'{name}' is not {kind}: it has no 'schema' field. {hint}")
     schema = doc["schema"]

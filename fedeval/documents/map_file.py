@@ -39,9 +39,10 @@ class MapFile:
         return self.values[np.clip(i, 0, len(self.values) - 1)]
 
 
-def load_map(path: str | os.PathLike) -> MapFile:
-    """Read and check a calibration map; `InputError` names the file and what is wrong."""
-    name = str(path)
+def load_map(path: str | os.PathLike, *, value: Any = None) -> MapFile:
+    """Read and check a calibration map; `InputError` names the file and what is wrong.
+    `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
+    name = "<stdin>" if str(path) == "-" else str(path)
     doc = load_document(
         path,
         prefix=SCHEMA_PREFIX,
@@ -50,6 +51,7 @@ def load_map(path: str | os.PathLike) -> MapFile:
         kind="a calibration map",
         require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
         hint="Make one with `fedeval calibrate FILE -o map.json`.",
+        value=value,
     )
     if doc.get("kind", "binary") != "binary":
         raise InputError(f"'{name}': a '{doc.get('kind')}' map cannot be applied to binary scores.")

@@ -96,9 +96,10 @@ class MulticlassMap:
         return calibrated_probs(self.calibrator, self.input_kind, x)
 
 
-def map_kind(path: str | os.PathLike) -> str:
+def map_kind(path: str | os.PathLike, *, value: Any = None) -> str:
     """The ``kind`` of a calibration map ("binary" or "multiclass"; "binary" if absent), so a
-    caller can pick the loader; `InputError` if the file is not a calibration map at all."""
+    caller can pick the loader; `InputError` if the file is not a calibration map at all.
+    `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
     doc = load_document(
         path,
         prefix=SCHEMA_PREFIX,
@@ -107,13 +108,15 @@ def map_kind(path: str | os.PathLike) -> str:
         kind="a calibration map",
         require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
         hint="Make one with `fedeval calibrate FILE -o map.json`.",
+        value=value,
     )
     return str(doc.get("kind", "binary"))
 
 
-def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
-    """Read and check a multiclass map; `InputError` names the file and the field at fault."""
-    name = str(path)
+def load_multiclass_map(path: str | os.PathLike, *, value: Any = None) -> MulticlassMap:
+    """Read and check a multiclass map; `InputError` names the file and the field at fault.
+    `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
+    name = "<stdin>" if str(path) == "-" else str(path)
     doc = load_document(
         path,
         prefix=SCHEMA_PREFIX,
@@ -122,6 +125,7 @@ def load_multiclass_map(path: str | os.PathLike) -> MulticlassMap:
         kind="a calibration map",
         require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
         hint="Make one with `fedeval calibrate FILE --multiclass -o map.json`.",
+        value=value,
     )
     kind = doc.get("kind", "binary")
     if kind != KIND:
@@ -251,7 +255,7 @@ def write_map(doc: dict[str, Any], path: str | os.PathLike) -> None:
 
 
 def apply_multiclass_map_file(
-    map_path: str | os.PathLike,
+    map_path: str | os.PathLike | MulticlassMap,
     source: str | os.PathLike,
     output: str | os.PathLike | None = None,
     *,
@@ -269,7 +273,8 @@ def apply_multiclass_map_file(
     """
     import pyarrow as pa
 
-    cmap = load_multiclass_map(map_path)
+    cmap = map_path if isinstance(map_path, MulticlassMap) else load_multiclass_map(map_path)
+    map_name = "the map" if isinstance(map_path, MulticlassMap) else f"the map '{map_path}'"
     spec = ColumnSpec(
         label=cmap.columns.label,
         prob_prefix=cmap.columns.prob_prefix if prob_prefix is None else prob_prefix,
@@ -292,8 +297,8 @@ def apply_multiclass_map_file(
                 probs = cmap.input_kind is InputKind.PROBS
                 prefix = spec.prob_prefix if probs else spec.logit_prefix
                 raise InputError(
-                    f"'{name}' has {x.shape[1]} '{prefix}*' columns but the map "
-                    f"'{map_path}' calibrates {cmap.n_classes} classes."
+                    f"'{name}' has {x.shape[1]} '{prefix}*' columns but {map_name} "
+                    f"calibrates {cmap.n_classes} classes."
                 )
             cal = cmap(x)
             out = rb

@@ -34,10 +34,12 @@ import pyarrow.compute as pc
 
 from fedeval.core.errors import InputError, UsageError
 from fedeval.protocol.simulate import rng_and_seed
+from fedeval.tables.output_format import DataFormat
+from fedeval.tables.outputs import compressed
 from fedeval.tables.read import BATCH_ROWS, read_all_columns, source_name
 from fedeval.tables.sources import STDIN
 from fedeval.tables.validate import positive_labels as positives
-from fedeval.tables.write import atomic_output, csv_bytes
+from fedeval.tables.write import atomic_output, csv_bytes, table_output
 
 
 class Scheme(StrEnum):
@@ -283,9 +285,11 @@ def partition_file(
 ) -> PartitionResult:
     """Read `source` (Parquet, CSV or '-'), add a client column, write it to `output`.
 
-    Every column is kept. `output` ending in .parquet/.pq writes Parquet, any other name CSV
-    (both atomically: a failure leaves no file); None or '-' writes CSV to stdout. CSV to CSV
-    keeps every cell byte for byte; CSV to Parquet infers column types as the readers do.
+    Every column is kept. `output` ending in .parquet/.pq writes Parquet, .csv.gz/.bz2/.zst
+    compressed CSV, any other name CSV (all atomically: a failure leaves no file; a name asking
+    for another format is refused before anything is read); None or '-' writes CSV to stdout.
+    CSV to CSV keeps every cell byte for byte; CSV to Parquet infers column types as the readers
+    do.
     Labels are validated as binary, as everywhere else (`pos_label` for other codings).
 
     ``column`` keeps the existing `client_col` (it must be there, with no missing ids) and takes
@@ -315,7 +319,8 @@ def partition_file(
 
     name = source_name(source)
     to_stdout = output is None or str(output) == STDIN
-    parquet = not to_stdout and str(output).lower().endswith((".parquet", ".pq"))
+    spec = table_output(output)
+    parquet = spec.format is DataFormat.PARQUET
     text = [client_col] if scheme is Scheme.COLUMN else []
     names, batches, is_csv = read_all_columns(source, keep_text=not parquet, text=text)
     if label_col not in names:
@@ -361,8 +366,8 @@ def partition_file(
     if output is None or to_stdout:
         _write(table, sys.stdout.buffer, parquet=False)
     else:
-        with atomic_output(output, "wb") as f:
-            _write(table, f, parquet=parquet)
+        with atomic_output(output, "wb") as f, compressed(f, spec.compression) as sink:
+            _write(table, sink, parquet=parquet)
     return PartitionResult(
         scheme,
         summary,

@@ -274,6 +274,7 @@ class Simulated:
     ci_rng: np.random.Generator | None = field(default=None, repr=False)
     ci_draws: int = DEFAULT_DRAWS
     dropped: int = 0  # examples a per-client cap left out of the release
+    grouped: bool = False  # the input named clients (a client column): public, no count
 
     @cached_property
     def noise_draws(self) -> np.ndarray | None:
@@ -449,4 +450,5 @@ def simulate(
         ci_rng,
         ci_draws,
         data.dropped,
+        data.grouped,
     )

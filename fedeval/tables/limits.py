@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from fedeval.core.errors import InputError
+from fedeval.tables.sniff import SNIFF_BYTES, binary_kind, not_text
 
 MAX_HEADER_BYTES = 1 << 20
 """Longest header line read (1 MiB: some 50,000 column names)."""
@@ -86,15 +87,20 @@ def open_source(src, name: str) -> CappedReader:
     return CappedReader(stream, name, limit)
 
 
-def read_header(reader: CappedReader, name: str) -> tuple[list[str], bytes]:
+def read_header(reader: CappedReader, name: str, *, stdin: bool = False) -> tuple[list[str], bytes]:
     """The column names of the CSV on `reader` (its first line, at most MAX_HEADER_BYTES) and
-    the bytes read past it."""
+    the bytes read past it. Binary data (gzip, Parquet, … by its magic bytes) is refused with
+    what it is and what to do (`stdin`: it came through a pipe), not as "not UTF-8 text"."""
     buf = b""
     while b"\n" not in buf:
         chunk = reader.read(1 << 16)
         if not chunk:
             break
         buf += chunk
+        if len(buf) - len(chunk) < SNIFF_BYTES:  # the first bytes just arrived
+            kind = binary_kind(buf[:SNIFF_BYTES])
+            if kind is not None:
+                raise not_text(name, kind, expected="CSV", stdin=stdin)
         if len(buf) > MAX_HEADER_BYTES and b"\n" not in buf[:MAX_HEADER_BYTES]:
             raise InputError(
                 f"cannot read '{name}': its header line is longer than {MAX_HEADER_BYTES:,} "
@@ -142,7 +148,7 @@ def open_csv(src, name: str, wanted: list[str] | None, text: list[str]):
     Columns named in `text` are read as text (converted later, row by row if need be)."""
     stream = open_source(src, name)
     try:
-        names, rest = read_header(stream, name)
+        names, rest = read_header(stream, name, stdin=not isinstance(src, str | os.PathLike))
         keep = names if wanted is None else [c for c in wanted if c in names]
         if not rest.strip():
             rest += stream.read(BLOCK_SIZE)

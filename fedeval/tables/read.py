@@ -299,7 +299,7 @@ def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Itera
         stream, owned = open_source(path, name), True
     try:
         try:
-            names, rest = read_header(stream, name)
+            names, rest = read_header(stream, name, stdin=str(source) == STDIN)
         except (OSError, EOFError, pa.ArrowException) as e:  # a bad gzip
             raise InputError(f"cannot read '{name}': {one_line(e)}") from e
         try:

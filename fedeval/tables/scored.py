@@ -50,6 +50,7 @@ class ScoredData:
     examples: Examples | None = None
     client_ids: pa.Array | None = None  # the id of each client code, when examples are kept
     dropped: int = 0  # examples left out by a per-client cap (see `cap_examples`)
+    grouped: bool = False  # the input names clients (a client column): a schema fact, no count
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -219,6 +220,7 @@ class _Accumulator:
             sorted_scores,
             examples,
             None if uniques is None else pa.array(uniques),
+            grouped=bool(self.clients),
         )
 
 
@@ -431,6 +433,7 @@ def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) 
         Examples(unit, positive, ex.client[keep]),
         data.client_ids,
         data.dropped + n - len(keep),
+        data.grouped,
     )
 
 

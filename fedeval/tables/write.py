@@ -16,9 +16,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from fedeval.core.errors import InputError, UsageError
+from fedeval.tables.output_format import DataFormat, OutputSpec, output_spec
 from fedeval.tables.outputs import (
     compressed,
-    compression_of,
     make_parents,
     open_stream,
     output_target,
@@ -92,20 +92,24 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
         raise
 
 
+def table_output(output: str | os.PathLike | None) -> OutputSpec:
+    """How `write_batches` writes `output`: Parquet or CSV (compressed as the name says), by
+    the one rule of `fedeval.tables.output_format`; `UsageError` for a name asking for another
+    format (.json, .xlsx, .parquet.gz). CSV for stdout and for names without a format."""
+    return output_spec(output, writes=(DataFormat.CSV, DataFormat.PARQUET))
+
+
 def writes_parquet(output: str | os.PathLike | None) -> bool:
     """Whether `write_batches` writes Parquet to `output` (.parquet/.pq) rather than CSV."""
-    return (
-        output is not None
-        and str(output) != STDIN
-        and str(output).lower().endswith((".parquet", ".pq"))
-    )
+    return table_output(output).format is DataFormat.PARQUET
 
 
 def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike | None) -> int:
     """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (compressed
     for .gz, .zst, .bz2; both atomically: a failure leaves no file), CSV on stdout for None or
-    '-'. Returns the rows."""
-    parquet = writes_parquet(output)
+    '-' (`table_output`). Returns the rows."""
+    spec = table_output(output)
+    parquet = spec.format is DataFormat.PARQUET
 
     def write(sink) -> int:
         writer = None
@@ -127,6 +131,5 @@ def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike |
     if output is None or str(output) == STDIN:
         return write(sys.stdout.buffer)
 
-    codec = None if parquet else compression_of(output)
-    with atomic_output(output, "wb") as f, compressed(f, codec) as sink:
+    with atomic_output(output, "wb") as f, compressed(f, spec.compression) as sink:
         return write(sink)

@@ -12,6 +12,8 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.results import Estimate
@@ -198,6 +200,51 @@ def curves_csv(c: CurveResult) -> str:
         cells = ["" if not math.isfinite(t) else repr(float(t))]
         lines.append(",".join(cells + [repr(float(x)) for x in (f, r, p)]))
     return "\n".join(lines) + "\n"
+
+
+def curves_parquet(c: CurveResult) -> bytes:
+    """The points of `curves_csv` as a Parquet file: threshold (null at the two ends), fpr,
+    tpr (= recall), precision, all float64."""
+    pts = c.points
+    thresholds = [float(t) if math.isfinite(t) else None for t in pts.thresholds]
+    table = pa.table(
+        {
+            "threshold": pa.array(thresholds, pa.float64()),
+            "fpr": pa.array(pts.fpr, pa.float64()),
+            "tpr": pa.array(pts.tpr, pa.float64()),
+            "precision": pa.array(pts.precision, pa.float64()),
+        }
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+GROUP_PRIVACY = (
+    "group privacy: ε covers one example; a client holding k examples is covered at k·ε "
+    "(--unit client --max-examples L covers whole clients)"
+)
+
+
+def group_privacy_caveat(run: Simulated) -> str | None:
+    """The line a table shows when clients may hold several examples under ``--unit example``
+    with DP (the JSON's ``privacy.note`` says the same), or None.
+
+    It states no count: the largest number of examples a client holds is exact and depends on
+    the data. Whether the line shows is decided from what the reader may know: with exact
+    values (a simulation's report, not private) whether some client holds more than one
+    example; without them, whether the input names clients at all (a client column: the
+    table's schema, not its values; `Simulated.grouped`); from a saved release, which cannot
+    tell, always.
+    """
+    cfg = run.config
+    if cfg.model is PrivacyModel.FEDERATED or cfg.unit is not Unit.EXAMPLE:
+        return None
+    if not run.simulation:
+        return GROUP_PRIVACY
+    if run.truth is not None and run.rows is not None and run.clients is not None:
+        return GROUP_PRIVACY if run.clients < run.rows else None
+    return GROUP_PRIVACY if run.grouped else None
 
 
 def map_dict(

@@ -10,10 +10,11 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from fedeval.core.results import Estimate
 from fedeval.protocol.simulate import Simulated
-from fedeval.views.dicts import guarantee
+from fedeval.views.dicts import group_privacy_caveat, guarantee
 
 if TYPE_CHECKING:  # the result types only annotate: the API modules import these views
     from fedeval.api.calibrate import CalibrationResult
@@ -77,6 +78,9 @@ def _render_header(run: Simulated, console: Console, source: str | None) -> None
     console.print(head, soft_wrap=True)
     # the guarantee is a paragraph (some 270 characters): wrapped at words, for people
     console.print(f"[dim]{run.mechanism.parameters()['name']} · {guarantee(run)}[/dim]")
+    caveat = group_privacy_caveat(run)
+    if caveat is not None:
+        console.print(Text(caveat, style="yellow"))
 
 
 def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
