@@ -23,6 +23,7 @@ from fedeval.cli.common import (
     public_key,
     show,
 )
+from fedeval.cli.helptext import ESTIMATE, command_help
 from fedeval.cli.options import (
     BudgetOpt,
     CiDrawsOpt,
@@ -47,7 +48,8 @@ from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 
 
-@app.command()
+@app.command(rich_help_panel=ESTIMATE)
+@command_help
 def compare(
     file: Annotated[
         str | None,
@@ -149,10 +151,11 @@ def compare(
     (--split), stated in the guarantee and charged to a ledger as one entry. Every metric is
     reported for both models and as candidate − baseline with a 95% interval.
 
-    Example: [bold]fedeval compare s.parquet --baseline-col score --candidate-col score_new[/bold]
-
-    CI gate: [bold]fedeval compare s.parquet --baseline-col a --candidate-col b
-    --fail-if-worse auc=0.005[/bold]
+    Examples:
+    $ fedeval compare s.parquet --baseline-col score --candidate-col new
+    $ fedeval compare s.parquet --baseline-col a --candidate-col b -f json
+    $ fedeval compare s.parquet ... --fail-if-worse auc=0.005,recall@0.5=0.01
+    $ fedeval compare --from base.fedeval --from cand.fedeval
 
     Exit codes: 0 ok · 1 a gate failed (the candidate may be worse by more than its margin) ·
     2 bad input or usage, or a release refused by the ledger (nothing is written).

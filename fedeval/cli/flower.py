@@ -21,6 +21,7 @@ from fedeval.cli.common import (
     private_key,
     show,
 )
+from fedeval.cli.helptext import DEPLOY, command_help, format_help
 from fedeval.cli.options import (
     CiDrawsOpt,
     ClientColOpt,
@@ -46,13 +47,20 @@ from fedeval.core.errors import UsageError
 
 flower_app = typer.Typer(
     name="flower",
-    help="Run the protocol between real clients on Flower: simulate it with Flower's engine, "
-    "or write a Flower app project for SuperLink and SuperNodes. Needs the flower extra "
-    "(pip install 'fedeval\\[flower]').",
+    help=format_help(
+        """Run the protocol between real clients on Flower: simulate it with Flower's engine,
+        or write a Flower app project for SuperLink and SuperNodes. Needs the flower extra
+        (pip install 'fedeval\\[flower]').
+
+        Examples:
+        $ fedeval flower simulate s.parquet --clients 50 --model distdp
+        $ fedeval flower new eval-app --model distdp --epsilon 1
+        """
+    ),
     no_args_is_help=True,
     rich_markup_mode="rich",
 )
-app.add_typer(flower_app, name="flower")
+app.add_typer(flower_app, name="flower", rich_help_panel=DEPLOY)
 
 ThresholdsOpt = Annotated[
     str | None,
@@ -100,6 +108,7 @@ def _settings(options: dict, seed: int | None = None):
 
 
 @flower_app.command()
+@command_help
 def simulate(
     file: Annotated[
         str,
@@ -174,15 +183,16 @@ def simulate(
     pos_label: PosLabelOpt = None,
 ) -> None:
     """Run the protocol on Flower's simulation engine, one SuperNode per client, and print
-    what [bold]fedeval evaluate --from[/bold] prints for the release it made.
+    what fedeval evaluate --from prints for the release it made.
 
     Each simulated client reads only its own rows and answers the server's messages with the
     encoder of fedeval encode: masks from X25519 key agreement with its neighbours (public
     keys relayed by the server), noise shares (distdp) or local-DP reports (localdp). The
     server sums the replies into the release fedeval aggregate writes (--save-release).
 
-    Example: [bold]fedeval flower simulate scores.parquet --clients 50 --model federated
-    --save-release r.fedeval && fedeval evaluate --from r.fedeval[/bold]
+    Examples:
+    $ fedeval flower simulate s.parquet --clients 50 --save-release r.fedeval
+    $ fedeval evaluate --from r.fedeval
 
     Exit codes: 0 ok · 2 bad input or usage, or too few clients to finish (nothing is written).
     """
@@ -246,6 +256,7 @@ def simulate(
 
 
 @flower_app.command()
+@command_help
 def new(
     directory: Annotated[
         Path,
@@ -273,8 +284,9 @@ def new(
     ([tool.flwr.app] with fedeval's ClientApp and ServerApp, the settings as run config) and
     a README with the exact flower-superlink, flower-supernode and flwr run commands.
 
-    Example: [bold]fedeval flower new eval-app --model distdp --epsilon 1 && cat
-    eval-app/README.md[/bold]
+    Examples:
+    $ fedeval flower new eval-app --model distdp --epsilon 1
+    $ cat eval-app/README.md
 
     Exit codes: 0 ok · 2 bad usage, or DIR exists and is not empty (nothing is written).
     """
