@@ -8,10 +8,11 @@ disturbed. The cases:
 - ``floor``: ``python -c 'import numpy, pandas, pyarrow.parquet, scipy.optimize'``, the import
   of the libraries fedeval computes with;
 - ``python``: ``python -c pass``, the interpreter alone (for reference);
-- ``--version``, ``--help``: ``python -m fedeval --version`` / ``--help``;
+- ``--version``, ``--help``: ``fedeval --version`` / ``--help`` (the console script next to
+  the interpreter);
 - ``completion``: bash completion of ``fedeval ev`` (``_FEDEVAL_COMPLETE=complete_bash``, the
   variable Typer's completion script sets);
-- ``evaluate 1k``: ``python -m fedeval evaluate FILE --model distdp --format json`` on a
+- ``evaluate 1k``: ``fedeval evaluate FILE --model distdp --format json`` on a
   1,000-row Parquet file it writes to ``benchmarks/_data/startup_1000.parquet`` (deterministic:
   seed 0, 30 % positives).
 
@@ -53,7 +54,7 @@ def make_data(path: Path, rows: int = 1000) -> None:
 
 def cases(python: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     """Each case's command line and extra environment."""
-    fed = [python, "-m", "fedeval"]
+    fed = [str(Path(python).parent / "fedeval")]  # the console script, as a user runs it
     complete = {"_FEDEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "fedeval ev", "COMP_CWORD": "1"}
     return {
         "python": ([python, "-c", "pass"], {}),
