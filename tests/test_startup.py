@@ -1,8 +1,9 @@
 """The package and the command load the numeric libraries only when a computation needs them.
 
 `import fedeval`, `fedeval --version`, `--help` and shell completion run in a fresh interpreter
-and must leave numpy, pandas, pyarrow and scipy out of `sys.modules` (issue 28: their import is
-most of a short command's time). Speed itself is measured in benchmarks/startup.py.
+and must leave numpy, pandas, pyarrow, scipy and cryptography out of `sys.modules` (issue 28:
+their import is most of a short command's time); `evaluate` on a Parquet file loads numpy,
+pyarrow and scipy only. Speed itself is measured in benchmarks/startup.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib")
+HEAVY = ("numpy", "pandas", "pyarrow", "scipy", "matplotlib", "cryptography")
 
 # Runs the code, then prints which heavy top-level packages were imported (stdout's last line).
 PROBE = """
