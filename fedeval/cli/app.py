@@ -9,7 +9,6 @@ import typer
 from fedeval.cli.common import err
 from fedeval.cli.helptext import format_help
 from fedeval.cli.support import FedevalGroup, set_debug
-from fedeval.core.version import __version__
 
 EXIT_CODES = (
     """Exit codes: 0 ok · 1 a quality gate failed · 2 bad input or usage · 70 internal error."""
@@ -37,6 +36,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from fedeval.core.version import __version__  # importlib.metadata: only when asked
+
         typer.echo(f"fedeval {__version__}")
         raise typer.Exit()
 

@@ -11,23 +11,17 @@ import warnings
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.text import Text
 
 from fedeval.cli.support import error_console
 from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import Outputs, is_stdout, plot_target
+
+if TYPE_CHECKING:  # rich.progress loads when a bar is drawn, not for --help or completion
+    from rich.progress import Progress, TaskID
 
 err = Console(stderr=True, soft_wrap=True)
 
@@ -64,6 +58,14 @@ def progress_bar(label: str, enabled: bool) -> Iterator:
     if not (enabled and err.is_terminal and not err.quiet):
         yield None
         return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     with Progress(
         TextColumn(label),
         BarColumn(),
@@ -203,6 +205,14 @@ class ReadBar:
         if self.bar is None:
             if time.monotonic() - self.start < READ_BAR_AFTER:
                 return
+            from rich.progress import (
+                BarColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             columns = (
                 (TextColumn("{task.completed:,} rows"), TimeElapsedColumn())
                 if self.total is None

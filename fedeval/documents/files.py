@@ -18,9 +18,11 @@ import sys
 from typing import Any
 
 from fedeval.core.errors import InputError, ReleaseError
-from fedeval.documents.seals import seal, verify
 from fedeval.tables.sniff import SNIFF_BYTES, binary_kind, not_text
-from fedeval.tables.write import atomic_output
+
+# `fedeval.documents.seals` (cryptography) and `fedeval.tables.write` (pyarrow) load inside the
+# functions that use them: the CLI imports this module to register its commands, and its
+# `--version`, `--help` and shell completion must not pay for either.
 
 MAX_DOCUMENT_BYTES = 256 << 20
 """Largest document read (a release of a height-20 hierarchy is about 60 MB)."""
@@ -132,6 +134,8 @@ def document_text(doc: dict[str, Any], *, sign_key: Any = None) -> str:
             f"this release is too noisy to estimate {shown} (not a finite number), so no "
             "document can be written; use more examples or a larger ε."
         )
+    from fedeval.documents.seals import seal
+
     return json.dumps(seal(doc, sign_key=sign_key), indent=2, allow_nan=False) + "\n"
 
 
@@ -155,6 +159,8 @@ def _non_finite(value: Any) -> list[str]:
 def write_document(doc: dict[str, Any], path: str | os.PathLike, *, sign_key: Any = None) -> None:
     """Seal (and sign, with `sign_key`) a JSON document and write it atomically (temp file, then
     rename)."""
+
+    from fedeval.tables.write import atomic_output
 
     text = document_text(doc, sign_key=sign_key)
     with atomic_output(path) as f:
@@ -206,5 +212,7 @@ def load_document(
         )
 
     required = require_integrity and int(found) >= integrity_since
+    from fedeval.documents.seals import verify
+
     verify(doc, name, verify_key=verify_key, required=required)
     return doc

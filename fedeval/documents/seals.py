@@ -36,13 +36,17 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, TypeGuard
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from fedeval.core.errors import InputError, UsageError
+
+# cryptography loads its OpenSSL bindings on import (~50 ms): it is imported where a key is
+# made, read, used or checked, so sealing an unsigned document (SHA-256 only) does not pay it.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
 
 FIELD = "integrity"
 """The name of the seal's field in every document."""
@@ -94,7 +98,7 @@ def seal(doc: dict[str, Any], *, sign_key: Ed25519PrivateKey | None = None) -> d
     With `sign_key` the seal also holds the Ed25519 signature over the canonical bytes and the
     raw public key of `sign_key`.
     """
-    if sign_key is not None and not isinstance(sign_key, Ed25519PrivateKey):
+    if sign_key is not None and not _is_private_key(sign_key):
         raise UsageError("a document is signed with an Ed25519 private key (fedeval keygen).")
     data = canonical_bytes(doc)
     integrity: dict[str, str] = {"sha256": hashlib.sha256(data).hexdigest()}
@@ -167,6 +171,9 @@ def verify(
             f"'{name}': signature check failed: its '{FIELD}' field is malformed (a signature "
             "needs 128 hex digits and its public key 64)."
         )
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     signer = Ed25519PublicKey.from_public_bytes(bytes.fromhex(embedded))
     if verify_key is not None and _raw(signer) != _raw(verify_key):
         raise InputError(
@@ -186,7 +193,15 @@ def _is_hex(value: object, n_bytes: int) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) == 2 * n_bytes and set(value) <= _HEX
 
 
+def _is_private_key(key: object) -> TypeGuard[Ed25519PrivateKey]:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return isinstance(key, Ed25519PrivateKey)
+
+
 def _raw(key: Ed25519PublicKey) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
 
@@ -212,6 +227,9 @@ def generate_keypair(
                 f"'{path}' already exists; fedeval keygen never overwrites a key. Choose another "
                 "name or remove it first."
             )
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(
         serialization.Encoding.PEM,
@@ -274,6 +292,8 @@ def _read_pem(path: str | os.PathLike, what: str) -> bytes:
 
 def load_private_key(path: str | os.PathLike) -> Ed25519PrivateKey:
     """The Ed25519 private key in the PEM file at `path`; `InputError` names the file."""
+    from cryptography.hazmat.primitives import serialization
+
     data = _read_pem(path, "signing key")
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -289,7 +309,7 @@ def load_private_key(path: str | os.PathLike) -> Ed25519PrivateKey:
             f"'{path}' is not a PEM private key{hint}. Make a key pair with `fedeval keygen -o "
             "NAME`."
         ) from None
-    if not isinstance(key, Ed25519PrivateKey):
+    if not _is_private_key(key):
         raise InputError(
             f"'{path}' is a {type(key).__name__.removeprefix('_')}, not an Ed25519 private key. "
             "Make one with `fedeval keygen -o NAME`."
@@ -299,6 +319,9 @@ def load_private_key(path: str | os.PathLike) -> Ed25519PrivateKey:
 
 def load_public_key(path: str | os.PathLike) -> Ed25519PublicKey:
     """The Ed25519 public key in the PEM file at `path`; `InputError` names the file."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     data = _read_pem(path, "verify key")
     try:
         key = serialization.load_pem_public_key(data)

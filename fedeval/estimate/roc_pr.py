@@ -41,7 +41,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative, quantiles
@@ -112,6 +111,8 @@ def class_ecdf(leaves: np.ndarray, n_quantiles: int) -> Callable[[np.ndarray], n
     x, r = x[keep], ranks[keep]
     if len(x) < 2:  # all mass at one point
         return lambda t: (np.asarray(t) >= x[0]).astype(float)
+    from scipy.interpolate import PchipInterpolator  # ~60 ms to import: only the pchip curves
+
     f = PchipInterpolator(x, r, extrapolate=False)
     lo, hi = x[0], x[-1]
 

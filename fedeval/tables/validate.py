@@ -70,6 +70,34 @@ def single_chunk(col) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
+def as_numpy(arr: pa.Array) -> np.ndarray:
+    """A numeric or boolean array without nulls as numpy: the values
+    `arr.to_numpy(zero_copy_only=False)` gives (a read-only view of a number array's data
+    buffer; booleans unpacked), read from the buffers directly because pyarrow's conversion
+    imports pandas on first use, a third of a second a short run does not need. Other arrays
+    (nulls, other types) take pyarrow's conversion."""
+    kind = (
+        "f"
+        if pa.types.is_floating(arr.type)
+        else "i"
+        if pa.types.is_signed_integer(arr.type)
+        else "u"
+        if pa.types.is_unsigned_integer(arr.type)
+        else "b"
+        if pa.types.is_boolean(arr.type)
+        else ""
+    )
+    data = arr.buffers()[1] if kind and arr.null_count == 0 else None
+    if data is None:
+        return arr.to_numpy(zero_copy_only=False)
+    n, start = len(arr), arr.offset
+    if kind == "b":
+        bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
+        return bits[start : start + n].astype(bool)
+    dtype = np.dtype(f"<{kind}{arr.type.bit_width // 8}")
+    return np.frombuffer(data, dtype, count=n, offset=start * dtype.itemsize)
+
+
 def _first_true(mask) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
@@ -85,7 +113,7 @@ def parse_scores(
         )
     if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
         raise InputError(f"{where}: scores must be numbers, found type {arr.type}.")
-    s = arr.to_numpy(zero_copy_only=False)
+    s = as_numpy(arr)
     if s.dtype.kind != "f" or s.dtype.itemsize < 4:
         s = s.astype(np.float64)
     # One min and one max pass; NaN makes both comparisons fail, so it lands in the slow path.
@@ -151,15 +179,15 @@ def positive_labels(
                 file=name,
                 column=col,
             )
-        return pc.equal(arr, target).to_numpy(zero_copy_only=False)
+        return as_numpy(pc.equal(arr, target))
     if pa.types.is_boolean(arr.type):
-        return arr.to_numpy(zero_copy_only=False)
+        return as_numpy(arr)
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
         raise InputError(
             f"{where}: labels must be 0/1 or true/false, found type {arr.type}; "
             "pass `pos_label` VALUE to say which value is the positive class."
         )
-    y = arr.to_numpy(zero_copy_only=False)
+    y = as_numpy(arr)
     if pa.types.is_integer(arr.type):
         ok = y.min() >= 0 and y.max() <= 1
     else:
