@@ -1,5 +1,4 @@
-"""`fedeval flower`: the protocol on Flower (simulated with Flower's engine, or a project for
-SuperLink/SuperNodes). Needs the ``flower`` extra."""
+"""`fedeval flower`: the protocol on Flower (simulated, or a project). Needs the extra."""
 
 from __future__ import annotations
 
@@ -48,14 +47,10 @@ from fedeval.core.errors import UsageError
 flower_app = typer.Typer(
     name="flower",
     help=format_help(
-        """Run the protocol between real clients on Flower: simulate it with Flower's engine,
-        or write a Flower app project for SuperLink and SuperNodes. Needs the flower extra
-        (pip install 'fedeval\\[flower]').
-
-        Examples:
-        $ fedeval flower simulate s.parquet --clients 50 --model distdp
-        $ fedeval flower new eval-app --model distdp --epsilon 1
-        """
+        "Run the protocol between real clients on Flower: simulate it with Flower's engine, or "
+        "write a Flower app project for SuperLink and SuperNodes. Needs the flower extra (pip "
+        "install 'fedeval\\[flower]').\n\nExamples:\n$ fedeval flower simulate s.parquet "
+        "--clients 50\n$ fedeval flower new eval-app --model distdp --epsilon 1"
     ),
     no_args_is_help=True,
     rich_markup_mode="rich",

@@ -262,8 +262,7 @@ def calibrate_multiclass(
         raise UsageError("--fail-if-worse needs held-out rows; drop --holdout 0.")
     result = calibrate_multiclass_file(file, clip=clip_value, bins=bins, **options)
     name = source_name(file)
-    # The JSON report holds the simulation's exact metrics ("exact_values": true); the map file
-    # is made to be shared: under DP it holds the calibrator and the privacy section only.
+    # The report holds exact metrics; the map is for sharing (under DP: calibrator, privacy).
     doc = multiclass_map_dict(result, source=name)
     if fail_if_worse and result.safeguard is not None:
         doc["gates"] = heldout_gate(result.safeguard)

@@ -64,6 +64,8 @@ def output_target(path: str | os.PathLike) -> Target:
     Target(path=PosixPath('report.json'), stream=False)
     """
     given = Path(path)
+    if "\x00" in str(given):
+        raise UsageError(f"cannot write {str(path)!r}: a file name holds no NUL byte.")
     try:
         st: os.stat_result | None = os.stat(given)  # follows links, /proc's magic ones too
     except FileNotFoundError:
