@@ -249,3 +249,12 @@ def test_the_cli_reaches_click_only_through_typer_public_names():
     sources = Path(__file__).parents[1].joinpath("fedeval").rglob("*.py")
     offenders = [p.name for p in sources if "typer._click" in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+@pytest.mark.parametrize("command", ["apply -o", "evaluate -o", "partition -o"])
+def test_a_nul_byte_in_an_output_name_is_a_usage_error_not_an_internal_one(work, tmp_path, command):
+    """Found by the fuzz run: click's Path conversion and os.stat raise ValueError on a NUL
+    byte, which surfaced as exit 70."""
+    result = _run(work, COMMANDS[command], tmp_path / "x\x00y")
+    assert result.exit_code == 2
+    assert "NUL byte" in result.stderr

@@ -150,6 +150,10 @@ class FedevalGroup(TyperGroup):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         argv = sys.argv[1:] if args is None else list(args)
         try:
+            if any("\x00" in str(a) for a in argv):  # only an in-process caller can pass one
+                raise clicklib.exceptions.UsageError(
+                    "an argument holds a NUL byte: no file name or value can."
+                )
             code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except clicklib.NoArgsIsHelpError as e:  # the help is already printed
             code = e.exit_code
