@@ -39,20 +39,28 @@ class MapFile:
         return self.values[np.clip(i, 0, len(self.values) - 1)]
 
 
-def load_map(path: str | os.PathLike, *, value: Any = None) -> MapFile:
-    """Read and check a calibration map; `InputError` names the file and what is wrong.
+def read_map_document(
+    path: str | os.PathLike, *, value: Any = None, hint: str = "fedeval calibrate FILE -o map.json"
+) -> dict[str, Any]:
+    """A calibration map's document (binary or multiclass), its schema and any seal checked.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
-    name = "<stdin>" if str(path) == "-" else str(path)
-    doc = load_document(
+    return load_document(
         path,
         prefix=SCHEMA_PREFIX,
         version=VERSION,
         noun="map",
         kind="a calibration map",
         require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
-        hint="Make one with `fedeval calibrate FILE -o map.json`.",
+        hint=f"Make one with `{hint}`.",
         value=value,
     )
+
+
+def load_map(path: str | os.PathLike, *, value: Any = None) -> MapFile:
+    """Read and check a calibration map; `InputError` names the file and what is wrong.
+    `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
+    name = "<stdin>" if str(path) == "-" else str(path)
+    doc = read_map_document(path, value=value)
     if doc.get("kind", "binary") != "binary":
         raise InputError(f"'{name}': a '{doc.get('kind')}' map cannot be applied to binary scores.")
 

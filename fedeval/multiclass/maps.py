@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 
 from fedeval.core.errors import InputError, UsageError
-from fedeval.documents.files import load_document, write_document
+from fedeval.documents.files import write_document
 from fedeval.documents.map_file import (  # one schema, binary or multiclass
-    SCHEMA_PREFIX,
-    VERSION,
+    read_map_document,
 )
 from fedeval.multiclass.binning import BinningCalibrator
 from fedeval.multiclass.data import (
@@ -100,32 +99,15 @@ def map_kind(path: str | os.PathLike, *, value: Any = None) -> str:
     """The ``kind`` of a calibration map ("binary" or "multiclass"; "binary" if absent), so a
     caller can pick the loader; `InputError` if the file is not a calibration map at all.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
-    doc = load_document(
-        path,
-        prefix=SCHEMA_PREFIX,
-        version=VERSION,
-        noun="map",
-        kind="a calibration map",
-        require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
-        hint="Make one with `fedeval calibrate FILE -o map.json`.",
-        value=value,
-    )
-    return str(doc.get("kind", "binary"))
+    return str(read_map_document(path, value=value).get("kind", "binary"))
 
 
 def load_multiclass_map(path: str | os.PathLike, *, value: Any = None) -> MulticlassMap:
     """Read and check a multiclass map; `InputError` names the file and the field at fault.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
     name = "<stdin>" if str(path) == "-" else str(path)
-    doc = load_document(
-        path,
-        prefix=SCHEMA_PREFIX,
-        version=VERSION,
-        noun="map",
-        kind="a calibration map",
-        require_integrity=False,  # a hand-written map is welcome; a seal, if any, must hold
-        hint="Make one with `fedeval calibrate FILE --multiclass -o map.json`.",
-        value=value,
+    doc = read_map_document(
+        path, value=value, hint="fedeval calibrate FILE --multiclass -o map.json"
     )
     kind = doc.get("kind", "binary")
     if kind != KIND:
