@@ -71,8 +71,29 @@ from fedeval.estimate.uncertainty import Z95
 from fedeval.protocol.partition import assign_clients
 from fedeval.tables.scored import scored_from_arrays
 
-FAMILIES = ("smooth", "pointmass", "rare", "unequal", "rare-small", "peaks")
-SMALL_ROWS = {"rare-small": 20_000}
+FAMILIES = (
+    "smooth",
+    "pointmass",
+    "rare",
+    "unequal",
+    "rare-small",
+    "peaks",
+    "grid",
+    "tree",
+    "squeezed",
+    "tiny",
+    "ultrarare",
+    "clipped",
+    "bimodal",
+    "onevalue",
+)
+SMALL_ROWS = {"rare-small": 20_000, "tiny": 2_000}
+ROWS = {"grid": 200_000, "tree": 100_000, "squeezed": 500_000, "ultrarare": 1_000_000}
+"""Row counts of the families users meet, as the issue that added them measured them (the
+default for the others: 300k, rare 1M)."""
+CLIENT_FAMILIES = {"unequal", "grid", "tree", "tiny", "clipped"}
+"""Families whose examples sit on 1,000 clients of Zipf-like sizes: their DP settings run
+under unit example and under unit client."""
 """Families whose point is their row count: it stays the same under --quick."""
 SAME_DRAWS = {"rare-small": "rare", "peaks": "pointmass"}
 """A family drawn by another's generator and seeds (`--families rare --rows rare=20000` gives
@@ -120,6 +141,14 @@ THRESHOLDS = {
     "rare-small": (0.2, 0.4, 0.55, 0.7, 0.85),
     "peaks": (),  # the point masses' (below)
     "unequal": (0.13, 0.3, 0.47, 0.62, 0.85),
+    "grid": (0.05, 0.1, 0.2, 0.35, 0.5),
+    "tree": (0.1, 0.25, 0.5, 0.7, 0.9),
+    "squeezed": (0.47, 0.49, 0.5, 0.51, 0.53),
+    "tiny": (0.13, 0.3, 0.47, 0.62, 0.85),
+    "ultrarare": (0.2, 0.4, 0.55, 0.7, 0.85),
+    "clipped": (0.1, 0.3, 0.5, 0.7, 0.9),
+    "bimodal": (0.2, 0.35, 0.5, 0.65, 0.8),
+    "onevalue": (0.3, 0.5, 0.7, 0.8, 0.9),
 }
 
 THRESHOLDS["peaks"] = THRESHOLDS["pointmass"]
@@ -165,11 +194,67 @@ def generate(family: str, n: int, seed: int):
         y = rng.random(n) < 0.015
         s = np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
     else:
-        raise ValueError(family)
+        y, s = user_scores(family, n, rng)
     clients = None
-    if family == "unequal":
+    if family in CLIENT_FAMILIES:
         clients = assign_clients(y, N_CLIENTS, "sizes", rng, zipf=ZIPF)
     return y.astype(np.int8), s, clients
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def user_scores(family: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(labels as bool, scores) of the shapes users' data have that smooth families miss:
+
+    - grid: a logistic model's scores rounded to 2 decimals, 5% positives (negatives' logit
+      ~ N(−3.5, 1.2), positives' ~ N(−0.5, 1.5)): most negatives on 0.00 … 0.05;
+    - tree: a gradient-boosting-like model, 70% of rows on 40 distinct leaf values (label ~
+      Bernoulli(value)), the rest smooth, 10% positives overall on the smooth part;
+    - squeezed: smooth binormal scores mapped into [0.45, 0.55], 30% positives;
+    - tiny: smooth binormal, 20% positives (2,000 rows);
+    - ultrarare: 0.2% positives, Beta(5, 2) against Beta(1, 6);
+    - clipped: binormal scores clipped at exactly 0 and 1 (about 12% and 9% of rows);
+    - bimodal: each class a mixture of two bumps (negatives at 0.15 and 0.6, positives at
+      0.45 and 0.9), 25% positives;
+    - onevalue: every positive on the one score 0.8, negatives smooth around it (Beta(4, 3)).
+    """
+    if family == "grid":
+        y = rng.random(n) < 0.05
+        z = rng.normal(np.where(y, -0.5, -3.5), np.where(y, 1.5, 1.2))
+        return y, np.round(_sigmoid(z), 2)
+    if family == "tree":
+        values = np.sort(_sigmoid(rng.normal(-1.0, 1.6, 40)))
+        on = rng.random(n) < 0.7
+        s = np.empty(n)
+        s[on] = values[rng.integers(0, values.size, on.sum())]
+        y = np.empty(n, bool)
+        y[on] = rng.random(on.sum()) < s[on]
+        y[~on] = rng.random((~on).sum()) < 0.1
+        s[~on] = _sigmoid(rng.normal(np.where(y[~on], 1.0, -1.5), 1.0))
+        return y, s
+    if family == "squeezed":
+        y = rng.random(n) < 0.3
+        return y, 0.45 + 0.1 * _sigmoid(rng.normal(np.where(y, 1.0, -1.0), 1.0))
+    if family == "tiny":
+        y = rng.random(n) < 0.2
+        return y, _sigmoid(rng.normal(np.where(y, 1.0, -1.0), 1.0))
+    if family == "ultrarare":
+        y = rng.random(n) < 0.002
+        return y, np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
+    if family == "clipped":
+        y = rng.random(n) < 0.4
+        return y, np.clip(rng.normal(np.where(y, 0.7, 0.3), 0.3), 0.0, 1.0)
+    if family == "bimodal":
+        y = rng.random(n) < 0.25
+        hi = rng.random(n) < 0.5
+        centre = np.where(y, np.where(hi, 0.9, 0.45), np.where(hi, 0.6, 0.15))
+        return y, np.clip(rng.normal(centre, 0.05), 0.0, 1.0)
+    if family == "onevalue":
+        y = rng.random(n) < 0.1
+        return y, np.where(y, 0.8, rng.beta(4.0, 3.0, n))
+    raise ValueError(family)
 
 
 def hash_family(family: str) -> int:
@@ -200,18 +285,22 @@ class Setting:
     releases: int
     max_examples: int
     ci_draws: int
+    height: int | str = "auto"
 
     @property
     def label(self) -> str:
         u = f" unit {self.unit}" + (f" L={self.max_examples}" if self.unit == "client" else "")
         eps = EPSILON[self.model]
-        return f"{self.model}" + ("" if eps is None else f" ε={eps:g}") + u
+        h = "" if self.height == "auto" else f" h={self.height}"
+        return f"{self.model}" + ("" if eps is None else f" ε={eps:g}") + u + h
 
 
 def _collect(ev, table: dict) -> None:
     table["AUC"].append([(ev.auc.covered, ev.auc.abs_error, _width(ev.auc))])
     ap = ev.curves.average_precision
     table["AP"].append([(ap.covered, ap.abs_error, _width(ap))])
+    if ev.ece is not None:
+        table["ECE"].append([(ev.ece.covered, ev.ece.abs_error, _width(ev.ece))])
     for name in ("precision", "recall", "accuracy"):
         table[name].append(
             [
@@ -229,8 +318,11 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
     """Rows (metric, intervals, coverage, min cov, med|err|, med width) of one setting."""
     t0 = time.perf_counter()
     thr = list(THRESHOLDS[st.family])
-    table: dict[str, list] = {k: [] for k in ("AUC", "AP", "precision", "recall", "accuracy")}
+    table: dict[str, list] = {
+        k: [] for k in ("AUC", "AP", "ECE", "precision", "recall", "accuracy")
+    }
     kw = {"model": st.model, "epsilon": EPSILON[st.model], "thresholds": thr}
+    kw["height"] = st.height
     kw["ci_draws"] = st.ci_draws
     if st.unit == "client":
         kw.update(unit="client", max_examples=st.max_examples)
@@ -244,6 +336,8 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
         _collect(ev, table)
     rows = []
     for metric, per_release in table.items():
+        if not per_release:
+            continue
         cov = np.array([[np.nan if c is None else c for c, _, _ in rel] for rel in per_release])
         err = np.array([[np.nan if e is None else e for _, e, _ in rel] for rel in per_release])
         wid = np.array([[w for _, _, w in rel] for rel in per_release], dtype=float)
@@ -344,12 +438,17 @@ def main() -> None:
     )
     ap.add_argument("--max-examples", type=int, default=1000, help="L under unit client")
     ap.add_argument("--ci-draws", type=int, default=200)
+    ap.add_argument("--height", default="auto", help="release height (default auto)")
+    ap.add_argument(
+        "--units", nargs="+", choices=("example", "client"), default=["example", "client"]
+    )
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (settings in parallel)")
     args = ap.parse_args()
 
     sizes = {f: 100_000 for f in FAMILIES} if args.quick else {f: 300_000 for f in FAMILIES}
     if not args.quick:
         sizes["rare"] = 1_000_000
+        sizes.update(ROWS)
     sizes.update(SMALL_ROWS)
     for item in args.rows:
         fam, _, n = item.partition("=")
@@ -363,12 +462,19 @@ def main() -> None:
     for fam in args.families:
         for model in args.models:
             units = (
-                ("example", "client") if fam == "unequal" and model != "federated" else ("example",)
+                ("example", "client")
+                if fam in CLIENT_FAMILIES and model != "federated"
+                else ("example",)
             )
             for unit in units:
+                if unit not in args.units:
+                    continue
                 r = releases if model == "federated" else dp_releases
+                height = args.height if args.height == "auto" else int(args.height)
                 settings.append(
-                    Setting(fam, model, unit, sizes[fam], r, args.max_examples, args.ci_draws)
+                    Setting(
+                        fam, model, unit, sizes[fam], r, args.max_examples, args.ci_draws, height
+                    )
                 )
 
     print(
