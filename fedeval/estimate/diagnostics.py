@@ -6,8 +6,11 @@ estimate and the exact curves (moved from `fedeval.estimate.roc_pr`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -283,11 +286,12 @@ class _AreaPass:
 _Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-def _rows(s: SortedScores, block: int) -> Iterator[_Block]:
+def _rows(s: SortedScores, block: int) -> Iterator[tuple[_Block, float, float]]:
     """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
     positives, negatives), descending, the counts at each distinct score as float64 (integers
     below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
-    `scores[where]` (`where` None: all of them), read only where a point is kept.
+    `scores[where]` (`where` None: all of them), read only where a point is kept. Each block
+    comes with (TP, FP) above it.
 
     Packed keys are read from the top: TP is the running count of their labels (one
     cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
@@ -300,35 +304,68 @@ def _rows(s: SortedScores, block: int) -> Iterator[_Block]:
             tp += tp0
             fp = np.cumsum(dn)
             fp += fp0
+            yield (d.values[::-1], None, tp, fp, dp, dn), tp0, fp0
             tp0, fp0 = float(tp[-1]), float(fp[-1])
-            yield d.values[::-1], None, tp, fp, dp, dn
         return
     for lo, hi in s.key_ranges(block, descending=True):
-        keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
-        score = np.right_shift(keys, 1)
-        # The positives from the block's top to each key: a running count in the keys' own
-        # width, in place (a block holds far fewer than 2^32 keys), made float64 only where read.
-        below = np.cumsum(np.bitwise_and(keys, 1, out=keys), out=keys)
-        last = np.empty(len(keys), bool)  # the last key of each score, from the top
-        np.not_equal(score[:-1], score[1:], out=last[:-1])
-        last[-1] = True
-        base = tp0 + fp0 + 1.0  # the rank of the block's first key
-        t = score.view(s.dtype)
-        ends = None
-        if last.all():
-            tp = np.add(below, tp0, dtype=np.float64)
-            fp = np.arange(base, base + len(keys))
-            fp -= tp
-            dp = _steps(tp, tp0)
-            dn = np.subtract(1.0, dp)
-        else:
-            ends = np.flatnonzero(last)
-            tp = np.add(below[ends], tp0, dtype=np.float64)
-            fp = np.add(ends, base, out=np.empty_like(tp))
-            fp -= tp
-            dp, dn = _steps(tp, tp0), _steps(fp, fp0)
-        tp0, fp0 = float(tp[-1]), float(fp[-1])
-        yield t, ends, tp, fp, dp, dn
+        rows = _key_block(s, lo, hi, tp0, fp0)
+        yield rows, tp0, fp0
+        tp0, fp0 = float(rows[2][-1]), float(rows[3][-1])
+
+
+def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> _Block:
+    """`_rows`' block of the packed keys [lo, hi), with (tp0, fp0) the counts above it."""
+    assert s.keys is not None
+    keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
+    score = np.right_shift(keys, 1)
+    # The positives from the block's top to each key: a running count in the keys' own
+    # width, in place (a block holds far fewer than 2^32 keys), made float64 only where read.
+    below = np.cumsum(np.bitwise_and(keys, 1, out=keys), out=keys)
+    last = np.empty(len(keys), bool)  # the last key of each score, from the top
+    np.not_equal(score[:-1], score[1:], out=last[:-1])
+    last[-1] = True
+    base = tp0 + fp0 + 1.0  # the rank of the block's first key
+    t = score.view(s.dtype)
+    if last.all():
+        tp = np.add(below, tp0, dtype=np.float64)
+        fp = np.arange(base, base + len(keys))
+        fp -= tp
+        dp = _steps(tp, tp0)
+        return t, None, tp, fp, dp, np.subtract(1.0, dp)
+    ends = np.flatnonzero(last)
+    tp = np.add(below[ends], tp0, dtype=np.float64)
+    fp = np.add(ends, base, out=np.empty_like(tp))
+    fp -= tp
+    return t, ends, tp, fp, _steps(tp, tp0), _steps(fp, fp0)
+
+
+def _given(rows: _Block) -> _Block:
+    return rows
+
+
+def _positives(keys: np.ndarray, lo: int, hi: int) -> int:
+    return int(np.count_nonzero(keys[lo:hi] & 1))
+
+
+def _parallel_rows(
+    s: SortedScores, block: int, pool: Executor | None
+) -> Iterator[tuple[Callable[[], _Block], float, float]]:
+    """`_rows` as tasks that run apart (with a `pool`): the packed keys' ranges are cut
+    first, each range's positives counted in the pool, and each block is then made from the
+    counts above it alone (the same arrays as `_rows`, bit for bit: every count is an
+    integer in float64)."""
+    if s.keys is None or pool is None:
+        for rows, tp0, fp0 in _rows(s, block):
+            yield partial(_given, rows), tp0, fp0
+        return
+    keys = s.keys
+    ranges = list(s.key_ranges(block, descending=True))
+    counting = [pool.submit(_positives, keys, lo, hi) for lo, hi in ranges]
+    positives = [f.result() for f in counting]
+    tp0 = fp0 = 0
+    for (lo, hi), pos in zip(ranges, positives, strict=True):
+        yield partial(_key_block, s, lo, hi, float(tp0), float(fp0)), float(tp0), float(fp0)
+        tp0, fp0 = tp0 + pos, fp0 + (hi - lo - pos)
 
 
 def _steps(a: np.ndarray, before: float) -> np.ndarray:
@@ -359,25 +396,120 @@ EXACT_AUC_FLOAT = 2.0**52
 (exact: every partial sum is an integer below 2^53); above it, in int64."""
 
 
+@dataclass(frozen=True, eq=False)
+class _Derived:
+    """One block of `exact_diagnostics`' pass with all that needs only its own rows and the
+    counts above it: its share of the sums, and the points the thinning keeps."""
+
+    picked: _Picked
+    tp: np.ndarray
+    dp: np.ndarray
+    dn: np.ndarray
+    tpr: np.ndarray
+    fpr: np.ndarray
+    precision: np.ndarray
+    twice_auc: int
+    ap: float
+    corner: bool  # the block's first point starts a cell: the point above it is kept too
+    keep: np.ndarray  # the block's points kept (indices ≥ 0)
+
+
+def _derive(
+    rows: _Block, tp0: float, fp0: float, p: int, n: int, cells: int, in_float: bool
+) -> _Derived:
+    """`_Derived` of a block whose (TP, FP) above it are (tp0, fp0): the thinning's cells
+    reached above it are read off those counts (the same float operations as on the last
+    point of the block above, so the same cells)."""
+    scores, where, tp, fp, dp, dn = rows
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if in_float:
+            twice_auc = 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
+        else:
+            dn_i = dn.astype(np.int64)
+            twice_auc = int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
+        tpr, fpr = tp / p, fp / n
+        count = tp + fp
+        precision = tp / count  # every distinct score has a count
+        ap = _dot(dp, precision)
+        # Thinning: the first point in each new cell of rank or of arc, and the point before
+        # each. Both rise along the curve, so each cell's first point is found by a binary
+        # search for its lower edge (cell ≥ c: count·cells ≥ c·(P + N), arc ≥ c).
+        rank_lo = int(tp0 + fp0) * cells // (p + n)
+        rank_hi = int(count[-1]) * cells // (p + n)
+        edges = -(-np.arange(rank_lo + 1, rank_hi + 1) * (p + n) // cells)
+        starts = np.searchsorted(count, edges, side="left")
+        if p and n:  # otherwise the arc is undefined: rank alone
+            arc_lo = math.floor((tp0 / p + fp0 / n) * (cells / 2))
+            arc = tpr + fpr
+            arc *= cells / 2
+            edges = np.arange(arc_lo + 1, math.floor(arc[-1]) + 1)
+            starts = np.concatenate([starts, np.searchsorted(arc, edges, side="left")])
+    keep = np.unique(np.concatenate([starts - 1, starts]))
+    corner = bool(len(keep) and keep[0] < 0)
+    return _Derived(
+        _Picked(scores, where),
+        tp,
+        dp,
+        dn,
+        tpr,
+        fpr,
+        precision,
+        twice_auc,
+        ap,
+        corner,
+        keep[1:] if corner else keep,
+    )
+
+
+def _derive_made(make: Callable[[], _Block], tp0: float, fp0: float, *args) -> _Derived:
+    return _derive(make(), tp0, fp0, *args)
+
+
+class _Inline(Executor):
+    """An executor that runs each task at once, on the calling thread (one thread)."""
+
+    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
+        f: Future = Future()
+        f.set_result(fn(*args, **kwargs))
+        return f
+
+
+def _ahead(pool: Executor, tasks, depth: int) -> Iterator:
+    """The results of `tasks` ((function, *args) each) in order, at most `depth` running."""
+    pending: deque[Future] = deque()
+    for fn, *args in tasks:
+        pending.append(pool.submit(fn, *args))
+        if len(pending) >= depth:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
 def exact_diagnostics(
     s: SortedScores,
     estimate: Curves | None = None,
     *,
     block: int = EXACT_BLOCK,
     cells: int = THIN_CELLS,
+    threads: int | None = None,
 ) -> tuple[ExactCurves, float | None, float | None]:
     """(exact curves thinned for display, ROC area error, PR area error) in one pass over the
     distinct scores from the top, `block` at a time: AUC, AP and the areas between `estimate`
     and the exact curves are summed over every point on the way (the same values as
     `exact_curves` with `roc_area_error`/`pr_area_error`, up to the order of float sums), but
     only a few thousand points of the curves are kept (all of them when there are no more
-    than 4·`cells` + 2). Memory: a block, not the curves' four float64 arrays over every
+    than 4·`cells` + 2). Memory: a few blocks, not the curves' four float64 arrays over every
     distinct score.
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
-    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it. (Running the areas in other
-    threads was measured slower: most of a block's numpy calls are short and hold the GIL.)"""
+    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it.
+
+    With `threads` > 1 (default: `s.threads`) the blocks are made and summed in a pool of that
+    many threads (each needs only the counts above it, found first), and the two areas run
+    each in a thread of its own, block after block; the float sums are added in the same
+    order as on one thread, so the result is the same bit for bit."""
     p, n = s.n_positives, s.n_negatives
+    threads = s.threads if threads is None else threads
     roc = pr = None
     if estimate is not None:
         roc = _AreaPass(estimate.fpr, estimate.tpr, start=(0.0, 0.0))
@@ -386,63 +518,56 @@ def exact_diagnostics(
         (np.array([np.inf]), np.zeros(1), np.zeros(1), np.ones(1))
     ]
     every: list[tuple[np.ndarray, ...]] | None = list(kept)  # while there are few points
-    # The last point seen, (0, 0) at +inf first: (index, t, tpr, fpr, precision, rank cell,
-    # arc cell). The rank is the examples at or above the threshold, over all of them.
-    last = (0, np.inf, 0.0, 0.0, 1.0, 0, 0)
+    # The last point seen, (0, 0) at +inf first: (index, t, tpr, fpr, precision). The rank is
+    # the examples at or above the threshold, over all of them.
+    last = (0, np.inf, 0.0, 0.0, 1.0)
     last_kept = 0
     twice_auc = 0
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for scores, where, tp, fp, dp, dn in _rows(s, block):
-            t = _Picked(scores, where)
-            if in_float:
-                twice_auc += 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
-            else:
-                dn_i = dn.astype(np.int64)
-                twice_auc += int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
-            tpr, fpr = tp / p, fp / n
-            count = tp + fp
-            precision = tp / count  # every distinct score has a count
-            ap += _dot(dp, precision)
+    several = threads > 1 and s.n_positives + s.n_negatives > 2 * block
+    pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else _Inline()
+    areas: list[Executor] = [
+        ThreadPoolExecutor(1, "fedeval-area") if several else _Inline() for _ in range(2)
+    ]
+    adding: deque[Future] = deque()
+    try:
+        tasks = (
+            (_derive_made, make, tp0, fp0, p, n, cells, in_float)
+            for make, tp0, fp0 in _parallel_rows(s, block, pool if several else None)
+        )
+        for d in _ahead(pool, tasks, threads + 1):
+            twice_auc += d.twice_auc
+            ap += d.ap
             if roc is not None and pr is not None:
-                roc.add(fpr, tpr, dn, per_n)
-                pr.add(tpr, precision, dp, per_p)
+                adding.append(areas[0].submit(roc.add, d.fpr, d.tpr, d.dn, per_n))
+                adding.append(areas[1].submit(pr.add, d.tpr, d.precision, d.dp, per_p))
+                while len(adding) > 4:  # two blocks behind at most: memory and cache
+                    adding.popleft().result()
             if every is not None:
-                every.append((t.all(), tpr, fpr, precision))
-                if last[0] + len(tp) + 1 > 4 * cells + 2:
+                every.append((d.picked.all(), d.tpr, d.fpr, d.precision))
+                if last[0] + len(d.tp) + 1 > 4 * cells + 2:
                     every = None
-            # Thinning: the first point in each new cell of rank or of arc, and the point
-            # before each. Both rise along the curve, so each cell's first point is found by a
-            # binary search for its lower edge (cell ≥ c: count·cells ≥ c·(P + N), arc ≥ c).
-            rank_hi = int(count[-1]) * cells // (p + n)
-            edges = -(-np.arange(last[5] + 1, rank_hi + 1) * (p + n) // cells)
-            starts = np.searchsorted(count, edges, side="left")
-            arc_hi = last[6]
-            if p and n:  # otherwise the arc is undefined: rank alone
-                arc = tpr + fpr
-                arc *= cells / 2
-                arc_hi = math.floor(arc[-1])
-                edges = np.arange(last[6] + 1, arc_hi + 1)
-                starts = np.concatenate([starts, np.searchsorted(arc, edges, side="left")])
-            keep = np.unique(np.concatenate([starts - 1, starts]))
-            if len(keep) and keep[0] < 0:  # the corner before this block's first point
-                keep = keep[1:]
-                if last[0] > last_kept:
-                    kept.append(tuple(np.array([v]) for v in last[1:5]))
-            if len(keep):
-                kept.append((t.at(keep), tpr[keep], fpr[keep], precision[keep]))
-                last_kept = last[0] + 1 + int(keep[-1])
+            if d.corner and last[0] > last_kept:  # the corner before this block's first point
+                kept.append(tuple(np.array([v]) for v in last[1:5]))
+            if len(d.keep):
+                kept.append(
+                    (d.picked.at(d.keep), d.tpr[d.keep], d.fpr[d.keep], d.precision[d.keep])
+                )
+                last_kept = last[0] + 1 + int(d.keep[-1])
             last = (
-                last[0] + len(tp),
-                float(t.at(np.array([-1]))[0]),
-                float(tpr[-1]),
-                float(fpr[-1]),
-                float(precision[-1]),
-                rank_hi,
-                arc_hi,
+                last[0] + len(d.tp),
+                float(d.picked.at(np.array([-1]))[0]),
+                float(d.tpr[-1]),
+                float(d.fpr[-1]),
+                float(d.precision[-1]),
             )
+        while adding:
+            adding.popleft().result()
+    finally:
+        for executor in (pool, *areas):
+            executor.shutdown(wait=True, cancel_futures=True)
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all
