@@ -319,8 +319,11 @@ def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> _Bl
     keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
     score = np.right_shift(keys, 1)
     # The positives from the block's top to each key: a running count in the keys' own
-    # width, in place (a block holds far fewer than 2^32 keys), made float64 only where read.
-    below = np.cumsum(np.bitwise_and(keys, 1, out=keys), out=keys)
+    # width, in place, made float64 only where read. A block is 2·EXACT_BLOCK keys and the
+    # rest of a run of equal scores, so only a run of 2^32 or more float32 keys needs int64.
+    labels = np.bitwise_and(keys, 1, out=keys)
+    wide = len(keys) > np.iinfo(keys.dtype).max
+    below = np.cumsum(labels, dtype=np.int64) if wide else np.cumsum(labels, out=keys)
     last = np.empty(len(keys), bool)  # the last key of each score, from the top
     np.not_equal(score[:-1], score[1:], out=last[:-1])
     last[-1] = True
