@@ -95,20 +95,37 @@ class _AreaPass:
         the width x[k] − x[k − 1] of the segment ending at each (the first from the last point
         of the previous block; taken as 0 for the curve's first point): the counts a point
         adds, and one over the total. `steps` is written."""
+        if not len(x):
+            return
+        self.take(x, y, *self.block(x, y, steps, unit, self.prev))
+
+    def point(self, x: float, y: float) -> tuple[float, float, float]:
+        """(x, y, difference) of one point: what `block` returns of its last point (the same
+        float operations on the same values, so the same difference)."""
+        return float(x), float(y), float(y - self._lines(np.array([x]))[0])
+
+    def block(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        steps: np.ndarray,
+        unit: float,
+        prev: tuple[float, float, float] | None,
+    ) -> tuple[float, tuple[np.ndarray, ...] | None, tuple[float, float, float]]:
+        """`add`'s sums over one block, from the point before it (`prev`; None: the curve's
+        first point opens the block): (its area, its special segments, its last point). Reads
+        only the estimate: safe in any thread, blocks in any order."""
         w = steps
         m = len(x)
-        if not m:
-            return
-        self._ends(x, y)
         ux = self.estimate[0]
         d = np.empty(m + 1)  # d[k + 1]: at x[k]; d[0]: at the previous point
         np.subtract(y, self._lines(x), out=d[1:])
-        if self.prev is None:
+        if prev is None:
             w[0] = 0.0  # no segment before the first point
             xp, yp, d[0] = float(x[0]), float(y[0]), d[1]
         else:
-            xp, yp, d[0] = self.prev
-        self.prev = (float(x[-1]), float(y[-1]), float(d[-1]))
+            xp, yp, d[0] = prev
+        last = (float(x[-1]), float(y[-1]), float(d[-1]))
         a = np.abs(d)
         total = 0.5 * (_dot(w, a[:-1]) + _dot(w, a[1:]))
         # Two triangles where d changes sign: less than the trapezoid. (By sign bits: d is
@@ -140,17 +157,32 @@ class _AreaPass:
         keep = w[special] > 0
         keep[1:] &= special[1:] != special[:-1]
         special = special[keep]
-        if len(special):
-            xa, ya = x[special - 1], y[special - 1]
-            if special[0] == 0:
-                xa[0], ya[0] = xp, yp
-            ws = w[special] * unit
-            part = (xa, ya, x[special], y[special], ws, d[special], d[special + 1])
-            self.special.append(part)
-            self.special_size += len(special)
+        if not len(special):
+            return total, None, last
+        xa, ya = x[special - 1], y[special - 1]
+        if special[0] == 0:
+            xa[0], ya[0] = xp, yp
+        ws = w[special] * unit
+        return total, (xa, ya, x[special], y[special], ws, d[special], d[special + 1]), last
+
+    def take(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        total: float,
+        special: tuple[np.ndarray, ...] | None,
+        last: tuple[float, float, float],
+    ) -> None:
+        """Add a block's points and their `block` sums, in curve order (the float sums in one
+        order, whichever thread summed each block)."""
+        self._ends(x, y)
+        if special is not None:
+            self.special.append(special)
+            self.special_size += len(special[0])
             if self.special_size >= SPECIAL_BATCH:
                 self._flush()
         self.total += total
+        self.prev = last
 
     def _flush(self) -> None:
         """Integrate the special segments kept so far on their own grid, in place of their
@@ -415,14 +447,25 @@ class _Derived:
     ap: float
     corner: bool  # the block's first point starts a cell: the point above it is kept too
     keep: np.ndarray  # the block's points kept (indices ≥ 0)
+    roc: tuple | None = None  # the block's `_AreaPass.block` sums of either area
+    pr: tuple | None = None
 
 
 def _derive(
-    rows: _Block, tp0: float, fp0: float, p: int, n: int, cells: int, in_float: bool
+    rows: _Block,
+    tp0: float,
+    fp0: float,
+    p: int,
+    n: int,
+    cells: int,
+    in_float: bool,
+    roc: _AreaPass | None = None,
+    pr: _AreaPass | None = None,
 ) -> _Derived:
     """`_Derived` of a block whose (TP, FP) above it are (tp0, fp0): the thinning's cells
-    reached above it are read off those counts (the same float operations as on the last
-    point of the block above, so the same cells)."""
+    reached above it, and the curves' point before it (where the areas' segments start), are
+    read off those counts (the same float operations as on the last point of the block above,
+    so the same cells and points)."""
     scores, where, tp, fp, dp, dn = rows
     with np.errstate(divide="ignore", invalid="ignore"):
         if in_float:
@@ -447,8 +490,16 @@ def _derive(
             arc *= cells / 2
             edges = np.arange(arc_lo + 1, math.floor(arc[-1]) + 1)
             starts = np.concatenate([starts, np.searchsorted(arc, edges, side="left")])
-    keep = np.unique(np.concatenate([starts - 1, starts]))
-    corner = bool(len(keep) and keep[0] < 0)
+        keep = np.unique(np.concatenate([starts - 1, starts]))
+        corner = bool(len(keep) and keep[0] < 0)
+        roc_sums = pr_sums = None
+        if roc is not None and pr is not None:
+            first = tp0 == 0 and fp0 == 0
+            t0, f0 = np.float64(tp0), np.float64(fp0)
+            before = roc.point(0.0, 0.0) if first else roc.point(f0 / n, t0 / p)  # (0, 0): start
+            roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, before)
+            before = None if first else pr.point(t0 / p, t0 / (t0 + f0))
+            pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, before)
     return _Derived(
         _Picked(scores, where),
         tp,
@@ -461,6 +512,8 @@ def _derive(
         ap,
         corner,
         keep[1:] if corner else keep,
+        roc_sums,
+        pr_sums,
     )
 
 
@@ -528,26 +581,19 @@ def exact_diagnostics(
     twice_auc = 0
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
-    per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
     several = threads > 1 and s.n_positives + s.n_negatives > 2 * block
     pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else _Inline()
-    areas: list[Executor] = [
-        ThreadPoolExecutor(1, "fedeval-area") if several else _Inline() for _ in range(2)
-    ]
-    adding: deque[Future] = deque()
     try:
         tasks = (
-            (_derive_made, make, tp0, fp0, p, n, cells, in_float)
+            (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr)
             for make, tp0, fp0 in _parallel_rows(s, block, pool if several else None)
         )
         for d in _ahead(pool, tasks, threads + 1):
             twice_auc += d.twice_auc
             ap += d.ap
-            if roc is not None and pr is not None:
-                adding.append(areas[0].submit(roc.add, d.fpr, d.tpr, d.dn, per_n))
-                adding.append(areas[1].submit(pr.add, d.tpr, d.precision, d.dp, per_p))
-                while len(adding) > 4:  # two blocks behind at most: memory and cache
-                    adding.popleft().result()
+            if roc is not None and pr is not None and d.roc is not None and d.pr is not None:
+                roc.take(d.fpr, d.tpr, *d.roc)
+                pr.take(d.tpr, d.precision, *d.pr)
             if every is not None:
                 every.append((d.picked.all(), d.tpr, d.fpr, d.precision))
                 if last[0] + len(d.tp) + 1 > 4 * cells + 2:
@@ -566,11 +612,8 @@ def exact_diagnostics(
                 float(d.fpr[-1]),
                 float(d.precision[-1]),
             )
-        while adding:
-            adding.popleft().result()
     finally:
-        for executor in (pool, *areas):
-            executor.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all
