@@ -6,16 +6,15 @@ estimate and the exact curves (moved from `fedeval.estimate.roc_pr`).
 from __future__ import annotations
 
 import math
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 
 from fedeval.estimate.curve_areas import area_of, area_terms, on_grid, step_limits
 from fedeval.estimate.exact import SortedScores
+from fedeval.estimate.exact_rows import Block, Inline, ahead, row_tasks
 from fedeval.estimate.roc_pr import Curves
 
 EXACT_BLOCK = 1 << 16
@@ -315,102 +314,6 @@ class _AreaPass:
         return area_of(g, leave1, arrive1, leave2, arrive2)
 
 
-_Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _rows(s: SortedScores, block: int) -> Iterator[tuple[_Block, float, float]]:
-    """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
-    positives, negatives), descending, the counts at each distinct score as float64 (integers
-    below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
-    `scores[where]` (`where` None: all of them), read only where a point is kept. Each block
-    comes with (TP, FP) above it.
-
-    Packed keys are read from the top: TP is the running count of their labels (one
-    cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
-    tp0 = fp0 = 0.0
-    if s.keys is None:
-        for d in s.distinct_blocks(block, descending=True):
-            dp = d.positives[::-1].astype(np.float64)
-            dn = d.negatives[::-1].astype(np.float64)
-            tp = np.cumsum(dp)
-            tp += tp0
-            fp = np.cumsum(dn)
-            fp += fp0
-            yield (d.values[::-1], None, tp, fp, dp, dn), tp0, fp0
-            tp0, fp0 = float(tp[-1]), float(fp[-1])
-        return
-    for lo, hi in s.key_ranges(block, descending=True):
-        rows = _key_block(s, lo, hi, tp0, fp0)
-        yield rows, tp0, fp0
-        tp0, fp0 = float(rows[2][-1]), float(rows[3][-1])
-
-
-def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> _Block:
-    """`_rows`' block of the packed keys [lo, hi), with (tp0, fp0) the counts above it."""
-    assert s.keys is not None
-    keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
-    score = np.right_shift(keys, 1)
-    # The positives from the block's top to each key: a running count in the keys' own
-    # width, in place, made float64 only where read. A block is 2·EXACT_BLOCK keys and the
-    # rest of a run of equal scores, so only a run of 2^32 or more float32 keys needs int64.
-    labels = np.bitwise_and(keys, 1, out=keys)
-    wide = len(keys) > np.iinfo(keys.dtype).max
-    below = np.cumsum(labels, dtype=np.int64) if wide else np.cumsum(labels, out=keys)
-    last = np.empty(len(keys), bool)  # the last key of each score, from the top
-    np.not_equal(score[:-1], score[1:], out=last[:-1])
-    last[-1] = True
-    base = tp0 + fp0 + 1.0  # the rank of the block's first key
-    t = score.view(s.dtype)
-    if last.all():
-        tp = np.add(below, tp0, dtype=np.float64)
-        fp = np.arange(base, base + len(keys))
-        fp -= tp
-        dp = _steps(tp, tp0)
-        return t, None, tp, fp, dp, np.subtract(1.0, dp)
-    ends = np.flatnonzero(last)
-    tp = np.add(below[ends], tp0, dtype=np.float64)
-    fp = np.add(ends, base, out=np.empty_like(tp))
-    fp -= tp
-    return t, ends, tp, fp, _steps(tp, tp0), _steps(fp, fp0)
-
-
-def _given(rows: _Block) -> _Block:
-    return rows
-
-
-def _positives(keys: np.ndarray, lo: int, hi: int) -> int:
-    return int(np.count_nonzero(keys[lo:hi] & 1))
-
-
-def _parallel_rows(
-    s: SortedScores, block: int, pool: Executor | None
-) -> Iterator[tuple[Callable[[], _Block], float, float]]:
-    """`_rows` as tasks that run apart (with a `pool`): the packed keys' ranges are cut
-    first, each range's positives counted in the pool, and each block is then made from the
-    counts above it alone (the same arrays as `_rows`, bit for bit: every count is an
-    integer in float64)."""
-    if s.keys is None or pool is None:
-        for rows, tp0, fp0 in _rows(s, block):
-            yield partial(_given, rows), tp0, fp0
-        return
-    keys = s.keys
-    ranges = list(s.key_ranges(block, descending=True))
-    counting = [pool.submit(_positives, keys, lo, hi) for lo, hi in ranges]
-    positives = [f.result() for f in counting]
-    tp0 = fp0 = 0
-    for (lo, hi), pos in zip(ranges, positives, strict=True):
-        yield partial(_key_block, s, lo, hi, float(tp0), float(fp0)), float(tp0), float(fp0)
-        tp0, fp0 = tp0 + pos, fp0 + (hi - lo - pos)
-
-
-def _steps(a: np.ndarray, before: float) -> np.ndarray:
-    """np.diff(a, prepend=before) without the joined copy."""
-    out = np.empty_like(a)
-    out[0] = a[0] - before
-    np.subtract(a[1:], a[:-1], out=out[1:])
-    return out
-
-
 @dataclass(frozen=True)
 class _Picked:
     """A block's distinct scores, `scores[where]` (all of `scores` when `where` is None),
@@ -452,7 +355,7 @@ class _Derived:
 
 
 def _derive(
-    rows: _Block,
+    rows: Block,
     tp0: float,
     fp0: float,
     p: int,
@@ -496,10 +399,10 @@ def _derive(
         if roc is not None and pr is not None:
             first = tp0 == 0 and fp0 == 0
             t0, f0 = np.float64(tp0), np.float64(fp0)
-            before = roc.point(0.0, 0.0) if first else roc.point(f0 / n, t0 / p)  # (0, 0): start
-            roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, before)
-            before = None if first else pr.point(t0 / p, t0 / (t0 + f0))
-            pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, before)
+            roc_at = roc.point(0.0, 0.0) if first else roc.point(f0 / n, t0 / p)  # (0, 0): start
+            roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, roc_at)
+            pr_at = None if first else pr.point(t0 / p, t0 / (t0 + f0))
+            pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, pr_at)
     return _Derived(
         _Picked(scores, where),
         tp,
@@ -517,28 +420,8 @@ def _derive(
     )
 
 
-def _derive_made(make: Callable[[], _Block], tp0: float, fp0: float, *args) -> _Derived:
+def _derive_made(make: Callable[[], Block], tp0: float, fp0: float, *args) -> _Derived:
     return _derive(make(), tp0, fp0, *args)
-
-
-class _Inline(Executor):
-    """An executor that runs each task at once, on the calling thread (one thread)."""
-
-    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
-        f: Future = Future()
-        f.set_result(fn(*args, **kwargs))
-        return f
-
-
-def _ahead(pool: Executor, tasks, depth: int) -> Iterator:
-    """The results of `tasks` ((function, *args) each) in order, at most `depth` running."""
-    pending: deque[Future] = deque()
-    for fn, *args in tasks:
-        pending.append(pool.submit(fn, *args))
-        if len(pending) >= depth:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
 
 
 def exact_diagnostics(
@@ -582,13 +465,13 @@ def exact_diagnostics(
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     several = threads > 1 and s.n_positives + s.n_negatives > 2 * block
-    pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else _Inline()
+    pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else Inline()
     try:
         tasks = (
             (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr)
-            for make, tp0, fp0 in _parallel_rows(s, block, pool if several else None)
+            for make, tp0, fp0 in row_tasks(s, block, pool if several else None)
         )
-        for d in _ahead(pool, tasks, threads + 1):
+        for d in ahead(pool, tasks, threads + 1):
             twice_auc += d.twice_auc
             ap += d.ap
             if roc is not None and pr is not None and d.roc is not None and d.pr is not None:
