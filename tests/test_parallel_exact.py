@@ -152,3 +152,18 @@ def test_file_read_with_threads_gives_the_same_exact_values(kind, tmp_path, monk
         return
     assert auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
     assert ap == pytest.approx(average_precision_score(y, s), abs=1e-12)
+
+
+def test_directory_of_float32_then_float64_files_with_threads(tmp_path):
+    """A later file of wider scores turns the kept runs into float64 keys: the result is still
+    the sort of all the scores, the same on one thread and on several."""
+    s, y = _scores("ties", 12_000, 3)
+    for i, dtype in enumerate([np.float32, np.float64, np.float32]):
+        part = slice(4000 * i, 4000 * (i + 1))
+        table = pa.table({"score": s[part].astype(dtype), "label": y[part].astype(np.int8)})
+        pq.write_table(table, tmp_path / f"part-{i}.parquet", row_group_size=1000)
+    one = read_scored(tmp_path, threads=1).sorted_scores
+    many = read_scored(tmp_path, threads=MERGE_THREADS + 1).sorted_scores
+    assert one is not None and many is not None and many.dtype == np.float64
+    np.testing.assert_array_equal(many.keys, one.keys)
+    assert exact_auc(many) == exact_auc(one) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
