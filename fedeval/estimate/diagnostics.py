@@ -444,9 +444,10 @@ def exact_diagnostics(
     form); AP is Σ ΔTP·precision / P, as scikit-learn sums it.
 
     With `threads` > 1 (default: `s.threads`) the blocks are made and summed in a pool of that
-    many threads (each needs only the counts above it, found first), and the two areas run
-    each in a thread of its own, block after block; the float sums are added in the same
-    order as on one thread, so the result is the same bit for bit."""
+    many threads, the areas' sums included: each block needs only the counts above it (found
+    first), from which its cells and the curves' point before it are read. The calling thread
+    adds the blocks' sums in curve order, as one thread would, so the result is the same bit
+    for bit; at most threads + 1 blocks are held at once."""
     p, n = s.n_positives, s.n_negatives
     threads = s.threads if threads is None else threads
     roc = pr = None
