@@ -127,9 +127,10 @@ class _Accumulator:
         # apart. `rows`: the source's rows, when known before reading.
         self.packed = keep_scores and axis.lo >= 0
         self.threads = 1  # more: the kept scores are sorted in another thread
-        # With threads and the rows known, each batch's keys are sorted by the thread that
-        # reduced it, into a memory map, and the sorted runs merged in the pool at the end
-        # (`merge_sorted_runs`): no serial sort of all the keys. Set by `parallel`.
+        # With MERGE_THREADS threads or more and the rows known, each batch's keys are sorted
+        # by the thread that reduced it, into a memory map, and the sorted runs merged in the
+        # pool at the end (`merge_sorted_runs`): no serial sort of all the keys. Set by
+        # `parallel`.
         self.presort = False
         self.runs: list[int] = []  # where each sorted run starts in `keys`
         self.keys = _Growing(rows or 0)
