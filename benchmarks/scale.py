@@ -7,19 +7,25 @@ intervals; ``--no-exact``: intervals only), it prints the wall time, rows/s, the
 memory (RSS), the floor's time and the ratio, and the CPU seconds of all threads with their
 ratio to the floor's (steadier than wall time on a loaded machine). The floors:
 
-- ``floor+sort`` (for the default mode): read the two columns with pyarrow, one ``np.bincount``
-  of a cell index per row group, and one sort of all the scores (the exact values need it);
+- ``floor+sort`` (for the default mode at 10M rows): read the two columns with pyarrow, one
+  ``np.bincount`` of a cell index per row group, and one sort of all the scores (the exact
+  values need them sorted);
+- ``parallel floor`` (for the default mode at ≥ 100M rows, issue 28): the same read, each row
+  group's scores sorted by the thread that read it and kept: the sort's work spread over the
+  pool, with no serial sort of all the scores (what the exact values are judged against);
 - ``floor`` (for ``--no-exact``): the same without keeping and sorting the scores (a streamed
   read and a bincount, memory independent of n).
 
 Both read the row groups in a pool of the same number of threads as fedeval is given
 (``threads=``), and pyarrow's own pools are limited to that number too.
 
-Targets (issue 13), checked and printed at the end:
+Targets (issues 13 and 28), checked and printed at the end:
 
-- default ≤ 1.5 × floor+sort at 10M rows; ``--no-exact`` ≤ 1.2 × floor; every model;
+- default ≤ 2 × floor+sort at 10M rows; ``--no-exact`` ≤ 1.2 × floor in CPU seconds; every
+  model;
+- default ≤ 1.5 × the parallel floor at ≥ 100M rows, every model;
 - ``--no-exact`` peak RSS ≤ 600 MB at 100M rows and flat in n (10M vs 100M); with exact values
-  at most 8 bytes a row + 300 MB;
+  at most the scores' own size (4 bytes a row of float32) + 300 MB;
 - with all cores, ≤ 1.5 × the multi-threaded floor at 100M rows ("all cores": those this
   process may run on, as many as the floor is given; the issue's reading is 16);
 - a directory of 20 Parquet files gives the same release as one file with the same rows;
@@ -69,11 +75,12 @@ FLOOR_CELLS = 1024
 PER_CLIENT_CLIENTS = 200_000
 DIR_FILES = 20
 
-RATIO_DEFAULT = 1.5
+RATIO_DEFAULT = 2.0
+RATIO_PARALLEL = 1.5
 RATIO_NO_EXACT = 1.2
 RATIO_ALL_CORES = 1.5
 PEAK_NO_EXACT_MB = 600.0
-EXACT_BYTES_PER_ROW = 8
+EXACT_BYTES_PER_ROW = 4
 EXACT_EXTRA_MB = 300.0
 PER_CLIENT_RATIO = 3.0
 
@@ -159,9 +166,10 @@ def ensure_clients(clients: int) -> Path:
 # The work being timed (each in a fresh child process)
 
 
-def floor(path: Path, threads: int, sort: bool) -> None:
+def floor(path: Path, threads: int, sort: bool, sort_groups: bool = False) -> None:
     """Read both columns row group by row group in `threads` threads, one bincount each; with
-    `sort`, keep the scores and sort them once."""
+    `sort`, keep the scores and sort them once; with `sort_groups`, sort each row group's
+    scores in the thread that read it, and keep them."""
     n_groups = pq.ParquetFile(path).metadata.num_row_groups
 
     def group(i: int):
@@ -172,7 +180,10 @@ def floor(path: Path, threads: int, sort: bool) -> None:
         label = t.column("label").to_numpy()
         cell = (score * FLOOR_CELLS).astype(np.int64)
         cell += label.astype(np.int64) * (FLOOR_CELLS + 1)
-        return np.bincount(cell, minlength=2 * (FLOOR_CELLS + 1)), score if sort else None
+        if sort_groups:
+            score = np.sort(score)
+        kept = score if sort or sort_groups else None
+        return np.bincount(cell, minlength=2 * (FLOOR_CELLS + 1)), kept
 
     counts = np.zeros(2 * (FLOOR_CELLS + 1), np.int64)
     kept = []
@@ -217,6 +228,7 @@ def run_child(task: str, path: Path, threads: int, model: str, mode: str, repeat
     work = {
         "floor": lambda: floor(path, threads, sort=False),
         "floor+sort": lambda: floor(path, threads, sort=True),
+        "parallel floor": lambda: floor(path, threads, sort=False, sort_groups=True),
         "evaluate": lambda: evaluate(path, threads, model, mode),
         "per-client": lambda: per_client(path, threads, model, mode),
     }[task]
@@ -259,6 +271,11 @@ class Result:
     floor_s: float
     cpu: float = float("nan")
     floor_cpu: float = float("nan")
+    parallel_s: float = float("nan")  # the parallel floor (default mode)
+
+    @property
+    def parallel_ratio(self) -> float:
+        return self.seconds / self.parallel_s
 
     @property
     def ratio(self) -> float:
@@ -270,6 +287,11 @@ class Result:
             f"{self.seconds:8.2f} s  {self.rows / self.seconds / 1e6:7.1f} M rows/s  "
             f"peak {self.peak_mb:7.0f} MB  floor {self.floor_s:6.2f} s  ratio {self.ratio:5.2f}  "
             f"cpu {self.cpu:6.2f} s ratio {self.cpu / self.floor_cpu:5.2f}"
+            + (
+                f"  parallel floor {self.parallel_s:6.2f} s ratio {self.parallel_ratio:5.2f}"
+                if self.mode == "default"
+                else ""
+            )
         )
 
 
@@ -278,11 +300,11 @@ def run_size(rows: int, threads: int, models, repeats: int) -> list[Result]:
     log(f"{rows:,} rows, {threads} threads: warming the page cache ...")
     measure("floor", path, threads, 1)
     floors = {}
-    for name in ("floor", "floor+sort"):
+    for name in ("floor", "floor+sort", "parallel floor"):
         s, peak, cpu = measure(name, path, threads, repeats)
         floors[name] = s, cpu
         print(
-            f"{rows:>13,}  {threads:>3}  {name:<20}  {s:8.2f} s  "
+            f"{rows:>13,}  {threads:>3}  {name:<18}  {s:8.2f} s  "
             f"{rows / s / 1e6:7.1f} M rows/s  peak {peak:7.0f} MB  cpu {cpu:6.2f} s",
             flush=True,
         )
@@ -291,7 +313,8 @@ def run_size(rows: int, threads: int, models, repeats: int) -> list[Result]:
         floor_s, floor_cpu = floors["floor+sort" if mode == "default" else "floor"]
         for model in models:
             s, peak, cpu = measure("evaluate", path, threads, repeats, model, mode)
-            r = Result(rows, threads, model, mode, s, peak, floor_s, cpu, floor_cpu)
+            parallel = floors["parallel floor"][0]
+            r = Result(rows, threads, model, mode, s, peak, floor_s, cpu, floor_cpu, parallel)
             print(r.line(), flush=True)
             results.append(r)
     return results
@@ -335,15 +358,31 @@ def verdicts(results: list[Result], directory_same: bool | None, clients) -> lis
         lines.append(f"{'PASS' if ok else 'FAIL'}: {text}")
 
     at = [r for r in results if r.rows == 10_000_000]
-    for mode, target in (("default", RATIO_DEFAULT), ("no-exact", RATIO_NO_EXACT)):
-        rs = [r for r in at if r.mode == mode]
-        if rs:
-            worst = max(rs, key=lambda r: r.ratio)
-            check(
-                worst.ratio <= target,
-                f"{mode} at 10M rows ≤ {target:g}× its floor (worst {worst.ratio:.2f}, "
-                f"{worst.model}, {worst.threads} threads)",
-            )
+    rs = [r for r in at if r.mode == "default"]
+    if rs:
+        worst = max(rs, key=lambda r: r.ratio)
+        check(
+            worst.ratio <= RATIO_DEFAULT,
+            f"default at 10M rows ≤ {RATIO_DEFAULT:g}× floor+sort (worst {worst.ratio:.2f}, "
+            f"{worst.model}, {worst.threads} threads)",
+        )
+    rs = [r for r in at if r.mode == "no-exact"]
+    if rs:
+        worst = max(rs, key=lambda r: r.cpu / r.floor_cpu)
+        check(
+            worst.cpu / worst.floor_cpu <= RATIO_NO_EXACT,
+            f"no-exact at 10M rows ≤ {RATIO_NO_EXACT:g}× its floor in CPU seconds (worst "
+            f"{worst.cpu / worst.floor_cpu:.2f}, {worst.model}, {worst.threads} threads)",
+        )
+    rs = [r for r in results if r.rows >= 100_000_000 and r.mode == "default"]
+    if rs:
+        worst = max(rs, key=lambda r: r.parallel_ratio)
+        check(
+            worst.parallel_ratio <= RATIO_PARALLEL,
+            f"default at ≥ 100M rows ≤ {RATIO_PARALLEL:g}× the parallel floor (worst "
+            f"{worst.parallel_ratio:.2f}, {worst.model}, {worst.rows:,} rows, "
+            f"{worst.threads} threads)",
+        )
     no_exact = [r for r in results if r.mode == "no-exact"]
     big = [r for r in no_exact if r.rows >= 100_000_000]
     if big:
@@ -363,7 +402,7 @@ def verdicts(results: list[Result], directory_same: bool | None, clients) -> lis
         budget = EXACT_BYTES_PER_ROW * worst.rows / 2**20 + EXACT_EXTRA_MB
         check(
             worst.peak_mb <= budget,
-            f"with exact values, peak ≤ 8 B/row + 300 MB (worst {worst.peak_mb:.0f} MB against "
+            f"with exact values, peak ≤ 4 B/row + 300 MB (worst {worst.peak_mb:.0f} MB against "
             f"{budget:.0f} MB, {worst.model} at {worst.rows:,} rows)",
         )
     cores = all_cores()

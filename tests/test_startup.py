@@ -124,3 +124,67 @@ def test_as_numpy_matches_pyarrow(values: tuple[str, list]) -> None:
     got = as_numpy(with_null)
     want = with_null.to_numpy(zero_copy_only=False)
     assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+
+
+COMPLETION_WORDS = [
+    ("fedeval", "1"),
+    ("fedeval ", "1"),
+    *((f"fedeval {c}", "1") for c in "abcdefghijklmnopqrstuvwxyz"),
+    ("fedeval ev", "1"),
+    ("fedeval evaluate", "1"),
+    ("fedeval evaluatex", "1"),
+    ("fedeval cal", "1"),
+    ("fedeval -", "1"),
+    ("fedeval --q", "1"),
+    ("fedeval ev ", "1"),
+    ("fedeval evaluate --mo", "2"),
+    ("fedeval 'ev", "1"),
+]
+
+
+@pytest.mark.parametrize(("words", "cword"), COMPLETION_WORDS)
+def test_first_word_completion_is_typers(words: str, cword: str) -> None:
+    """The answer given before Typer loads is Typer's own, byte for byte, wherever it answers
+    (and it leaves options, later words and quoting to Typer)."""
+    from typer.testing import CliRunner
+
+    from fedeval.cli import app
+    from fedeval.cli.completion import first_word_completion
+
+    env = {"_FEDEVAL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": cword}
+    fast = first_word_completion(env)
+    typer_answer = CliRunner().invoke(app, [], env=env, prog_name="fedeval")
+    assert typer_answer.exit_code == 0
+    if fast is not None:
+        assert fast + "\n" == typer_answer.output
+    else:
+        assert words.split()[-1:][0].startswith(("-", "'")) or cword != "1" or words[-1] == " "
+
+
+def test_completion_commands_are_the_registered_ones() -> None:
+    import typer
+
+    from fedeval.cli import app, clicklib
+    from fedeval.cli.completion import COMMANDS
+
+    group = typer.main.get_command(app)
+    ctx = clicklib.core.Context(group)
+    names = [n for n in group.list_commands(ctx) if not group.get_command(ctx, n).hidden]
+    assert list(COMMANDS) == names
+
+
+def test_first_word_completion_skips_typer() -> None:
+    """The console script answers the first word without loading Typer (nor pydantic)."""
+    env = {"_FEDEVAL_COMPLETE": "complete_bash", "COMP_WORDS": "fedeval ca", "COMP_CWORD": "1"}
+    body = CLI_BODY.format(argv=[]) + "\nassert 'typer' not in sys.modules"
+    code = PROBE.format(body=body, heavy=("typer", "pydantic"))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("calibrate\n")
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

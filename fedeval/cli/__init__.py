@@ -8,6 +8,11 @@ on `app`, in the order `fedeval --help` lists them.
 
 from __future__ import annotations
 
+from fedeval.cli.completion import answer_first_word
+
+answer_first_word()  # bash completing the first word: answered before Typer loads (exits)
+# ruff: noqa: E402 (the imports below load Typer: after that answer)
+
 # Each module registers its commands on `app` when imported, in this order (`--help` keeps it).
 # isort: off
 from fedeval.cli import evaluate  # noqa: F401

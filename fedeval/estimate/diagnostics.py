@@ -6,13 +6,15 @@ estimate and the exact curves (moved from `fedeval.estimate.roc_pr`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from fedeval.estimate.curve_areas import area_of, area_terms, on_grid, step_limits
 from fedeval.estimate.exact import SortedScores
+from fedeval.estimate.exact_rows import Block, Inline, ahead, row_tasks
 from fedeval.estimate.roc_pr import Curves
 
 EXACT_BLOCK = 1 << 16
@@ -92,20 +94,37 @@ class _AreaPass:
         the width x[k] − x[k − 1] of the segment ending at each (the first from the last point
         of the previous block; taken as 0 for the curve's first point): the counts a point
         adds, and one over the total. `steps` is written."""
+        if not len(x):
+            return
+        self.take(x, y, *self.block(x, y, steps, unit, self.prev))
+
+    def point(self, x: float, y: float) -> tuple[float, float, float]:
+        """(x, y, difference) of one point: what `block` returns of its last point (the same
+        float operations on the same values, so the same difference)."""
+        return float(x), float(y), float(y - self._lines(np.array([x]))[0])
+
+    def block(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        steps: np.ndarray,
+        unit: float,
+        prev: tuple[float, float, float] | None,
+    ) -> tuple[float, tuple[np.ndarray, ...] | None, tuple[float, float, float]]:
+        """`add`'s sums over one block, from the point before it (`prev`; None: the curve's
+        first point opens the block): (its area, its special segments, its last point). Reads
+        only the estimate: safe in any thread, blocks in any order."""
         w = steps
         m = len(x)
-        if not m:
-            return
-        self._ends(x, y)
         ux = self.estimate[0]
         d = np.empty(m + 1)  # d[k + 1]: at x[k]; d[0]: at the previous point
         np.subtract(y, self._lines(x), out=d[1:])
-        if self.prev is None:
+        if prev is None:
             w[0] = 0.0  # no segment before the first point
             xp, yp, d[0] = float(x[0]), float(y[0]), d[1]
         else:
-            xp, yp, d[0] = self.prev
-        self.prev = (float(x[-1]), float(y[-1]), float(d[-1]))
+            xp, yp, d[0] = prev
+        last = (float(x[-1]), float(y[-1]), float(d[-1]))
         a = np.abs(d)
         total = 0.5 * (_dot(w, a[:-1]) + _dot(w, a[1:]))
         # Two triangles where d changes sign: less than the trapezoid. (By sign bits: d is
@@ -137,17 +156,32 @@ class _AreaPass:
         keep = w[special] > 0
         keep[1:] &= special[1:] != special[:-1]
         special = special[keep]
-        if len(special):
-            xa, ya = x[special - 1], y[special - 1]
-            if special[0] == 0:
-                xa[0], ya[0] = xp, yp
-            ws = w[special] * unit
-            part = (xa, ya, x[special], y[special], ws, d[special], d[special + 1])
-            self.special.append(part)
-            self.special_size += len(special)
+        if not len(special):
+            return total, None, last
+        xa, ya = x[special - 1], y[special - 1]
+        if special[0] == 0:
+            xa[0], ya[0] = xp, yp
+        ws = w[special] * unit
+        return total, (xa, ya, x[special], y[special], ws, d[special], d[special + 1]), last
+
+    def take(
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        total: float,
+        special: tuple[np.ndarray, ...] | None,
+        last: tuple[float, float, float],
+    ) -> None:
+        """Add a block's points and their `block` sums, in curve order (the float sums in one
+        order, whichever thread summed each block)."""
+        self._ends(x, y)
+        if special is not None:
+            self.special.append(special)
+            self.special_size += len(special[0])
             if self.special_size >= SPECIAL_BATCH:
                 self._flush()
         self.total += total
+        self.prev = last
 
     def _flush(self) -> None:
         """Integrate the special segments kept so far on their own grid, in place of their
@@ -280,65 +314,6 @@ class _AreaPass:
         return area_of(g, leave1, arrive1, leave2, arrive2)
 
 
-_Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _rows(s: SortedScores, block: int) -> Iterator[_Block]:
-    """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
-    positives, negatives), descending, the counts at each distinct score as float64 (integers
-    below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
-    `scores[where]` (`where` None: all of them), read only where a point is kept.
-
-    Packed keys are read from the top: TP is the running count of their labels (one
-    cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
-    tp0 = fp0 = 0.0
-    if s.keys is None:
-        for d in s.distinct_blocks(block, descending=True):
-            dp = d.positives[::-1].astype(np.float64)
-            dn = d.negatives[::-1].astype(np.float64)
-            tp = np.cumsum(dp)
-            tp += tp0
-            fp = np.cumsum(dn)
-            fp += fp0
-            tp0, fp0 = float(tp[-1]), float(fp[-1])
-            yield d.values[::-1], None, tp, fp, dp, dn
-        return
-    for lo, hi in s.key_ranges(block, descending=True):
-        keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
-        score = np.right_shift(keys, 1)
-        # The positives from the block's top to each key: a running count in the keys' own
-        # width, in place (a block holds far fewer than 2^32 keys), made float64 only where read.
-        below = np.cumsum(np.bitwise_and(keys, 1, out=keys), out=keys)
-        last = np.empty(len(keys), bool)  # the last key of each score, from the top
-        np.not_equal(score[:-1], score[1:], out=last[:-1])
-        last[-1] = True
-        base = tp0 + fp0 + 1.0  # the rank of the block's first key
-        t = score.view(s.dtype)
-        ends = None
-        if last.all():
-            tp = np.add(below, tp0, dtype=np.float64)
-            fp = np.arange(base, base + len(keys))
-            fp -= tp
-            dp = _steps(tp, tp0)
-            dn = np.subtract(1.0, dp)
-        else:
-            ends = np.flatnonzero(last)
-            tp = np.add(below[ends], tp0, dtype=np.float64)
-            fp = np.add(ends, base, out=np.empty_like(tp))
-            fp -= tp
-            dp, dn = _steps(tp, tp0), _steps(fp, fp0)
-        tp0, fp0 = float(tp[-1]), float(fp[-1])
-        yield t, ends, tp, fp, dp, dn
-
-
-def _steps(a: np.ndarray, before: float) -> np.ndarray:
-    """np.diff(a, prepend=before) without the joined copy."""
-    out = np.empty_like(a)
-    out[0] = a[0] - before
-    np.subtract(a[1:], a[:-1], out=out[1:])
-    return out
-
-
 @dataclass(frozen=True)
 class _Picked:
     """A block's distinct scores, `scores[where]` (all of `scores` when `where` is None),
@@ -359,25 +334,122 @@ EXACT_AUC_FLOAT = 2.0**52
 (exact: every partial sum is an integer below 2^53); above it, in int64."""
 
 
+@dataclass(frozen=True, eq=False)
+class _Derived:
+    """One block of `exact_diagnostics`' pass with all that needs only its own rows and the
+    counts above it: its share of the sums, and the points the thinning keeps."""
+
+    picked: _Picked
+    tp: np.ndarray
+    dp: np.ndarray
+    dn: np.ndarray
+    tpr: np.ndarray
+    fpr: np.ndarray
+    precision: np.ndarray
+    twice_auc: int
+    ap: float
+    corner: bool  # the block's first point starts a cell: the point above it is kept too
+    keep: np.ndarray  # the block's points kept (indices ≥ 0)
+    roc: tuple | None = None  # the block's `_AreaPass.block` sums of either area
+    pr: tuple | None = None
+
+
+def _derive(
+    rows: Block,
+    tp0: float,
+    fp0: float,
+    p: int,
+    n: int,
+    cells: int,
+    in_float: bool,
+    roc: _AreaPass | None = None,
+    pr: _AreaPass | None = None,
+) -> _Derived:
+    """`_Derived` of a block whose (TP, FP) above it are (tp0, fp0): the thinning's cells
+    reached above it, and the curves' point before it (where the areas' segments start), are
+    read off those counts (the same float operations as on the last point of the block above,
+    so the same cells and points)."""
+    scores, where, tp, fp, dp, dn = rows
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if in_float:
+            twice_auc = 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
+        else:
+            dn_i = dn.astype(np.int64)
+            twice_auc = int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
+        tpr, fpr = tp / p, fp / n
+        count = tp + fp
+        precision = tp / count  # every distinct score has a count
+        ap = _dot(dp, precision)
+        # Thinning: the first point in each new cell of rank or of arc, and the point before
+        # each. Both rise along the curve, so each cell's first point is found by a binary
+        # search for its lower edge (cell ≥ c: count·cells ≥ c·(P + N), arc ≥ c).
+        rank_lo = int(tp0 + fp0) * cells // (p + n)
+        rank_hi = int(count[-1]) * cells // (p + n)
+        edges = -(-np.arange(rank_lo + 1, rank_hi + 1) * (p + n) // cells)
+        starts = np.searchsorted(count, edges, side="left")
+        if p and n:  # otherwise the arc is undefined: rank alone
+            arc_lo = math.floor((tp0 / p + fp0 / n) * (cells / 2))
+            arc = tpr + fpr
+            arc *= cells / 2
+            edges = np.arange(arc_lo + 1, math.floor(arc[-1]) + 1)
+            starts = np.concatenate([starts, np.searchsorted(arc, edges, side="left")])
+        keep = np.unique(np.concatenate([starts - 1, starts]))
+        corner = bool(len(keep) and keep[0] < 0)
+        roc_sums = pr_sums = None
+        if roc is not None and pr is not None:
+            first = tp0 == 0 and fp0 == 0
+            t0, f0 = np.float64(tp0), np.float64(fp0)
+            roc_at = roc.point(0.0, 0.0) if first else roc.point(f0 / n, t0 / p)  # (0, 0): start
+            roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, roc_at)
+            pr_at = None if first else pr.point(t0 / p, t0 / (t0 + f0))
+            pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, pr_at)
+    return _Derived(
+        _Picked(scores, where),
+        tp,
+        dp,
+        dn,
+        tpr,
+        fpr,
+        precision,
+        twice_auc,
+        ap,
+        corner,
+        keep[1:] if corner else keep,
+        roc_sums,
+        pr_sums,
+    )
+
+
+def _derive_made(make: Callable[[], Block], tp0: float, fp0: float, *args) -> _Derived:
+    return _derive(make(), tp0, fp0, *args)
+
+
 def exact_diagnostics(
     s: SortedScores,
     estimate: Curves | None = None,
     *,
     block: int = EXACT_BLOCK,
     cells: int = THIN_CELLS,
+    threads: int | None = None,
 ) -> tuple[ExactCurves, float | None, float | None]:
     """(exact curves thinned for display, ROC area error, PR area error) in one pass over the
     distinct scores from the top, `block` at a time: AUC, AP and the areas between `estimate`
     and the exact curves are summed over every point on the way (the same values as
     `exact_curves` with `roc_area_error`/`pr_area_error`, up to the order of float sums), but
     only a few thousand points of the curves are kept (all of them when there are no more
-    than 4·`cells` + 2). Memory: a block, not the curves' four float64 arrays over every
+    than 4·`cells` + 2). Memory: a few blocks, not the curves' four float64 arrays over every
     distinct score.
 
     AUC is the trapezoid in integer counts, Σ ΔFP·(TP + TP₋), over 2PN (= the Mann-Whitney
-    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it. (Running the areas in other
-    threads was measured slower: most of a block's numpy calls are short and hold the GIL.)"""
+    form); AP is Σ ΔTP·precision / P, as scikit-learn sums it.
+
+    With `threads` > 1 (default: `s.threads`) the blocks are made and summed in a pool of that
+    many threads, the areas' sums included: each block needs only the counts above it (found
+    first), from which its cells and the curves' point before it are read. The calling thread
+    adds the blocks' sums in curve order, as one thread would, so the result is the same bit
+    for bit; at most threads + 1 blocks are held at once."""
     p, n = s.n_positives, s.n_negatives
+    threads = s.threads if threads is None else threads
     roc = pr = None
     if estimate is not None:
         roc = _AreaPass(estimate.fpr, estimate.tpr, start=(0.0, 0.0))
@@ -386,63 +458,46 @@ def exact_diagnostics(
         (np.array([np.inf]), np.zeros(1), np.zeros(1), np.ones(1))
     ]
     every: list[tuple[np.ndarray, ...]] | None = list(kept)  # while there are few points
-    # The last point seen, (0, 0) at +inf first: (index, t, tpr, fpr, precision, rank cell,
-    # arc cell). The rank is the examples at or above the threshold, over all of them.
-    last = (0, np.inf, 0.0, 0.0, 1.0, 0, 0)
+    # The last point seen, (0, 0) at +inf first: (index, t, tpr, fpr, precision). The rank is
+    # the examples at or above the threshold, over all of them.
+    last = (0, np.inf, 0.0, 0.0, 1.0)
     last_kept = 0
     twice_auc = 0
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
-    per_p, per_n = (1 / p if p else math.nan), (1 / n if n else math.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for scores, where, tp, fp, dp, dn in _rows(s, block):
-            t = _Picked(scores, where)
-            if in_float:
-                twice_auc += 2 * int(_dot(dn, tp)) - int(_dot(dn, dp))
-            else:
-                dn_i = dn.astype(np.int64)
-                twice_auc += int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
-            tpr, fpr = tp / p, fp / n
-            count = tp + fp
-            precision = tp / count  # every distinct score has a count
-            ap += _dot(dp, precision)
-            if roc is not None and pr is not None:
-                roc.add(fpr, tpr, dn, per_n)
-                pr.add(tpr, precision, dp, per_p)
+    several = threads > 1 and s.n_positives + s.n_negatives > 2 * block
+    pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else Inline()
+    try:
+        tasks = (
+            (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr)
+            for make, tp0, fp0 in row_tasks(s, block, pool if several else None)
+        )
+        for d in ahead(pool, tasks, threads + 1):
+            twice_auc += d.twice_auc
+            ap += d.ap
+            if roc is not None and pr is not None and d.roc is not None and d.pr is not None:
+                roc.take(d.fpr, d.tpr, *d.roc)
+                pr.take(d.tpr, d.precision, *d.pr)
             if every is not None:
-                every.append((t.all(), tpr, fpr, precision))
-                if last[0] + len(tp) + 1 > 4 * cells + 2:
+                every.append((d.picked.all(), d.tpr, d.fpr, d.precision))
+                if last[0] + len(d.tp) + 1 > 4 * cells + 2:
                     every = None
-            # Thinning: the first point in each new cell of rank or of arc, and the point
-            # before each. Both rise along the curve, so each cell's first point is found by a
-            # binary search for its lower edge (cell ≥ c: count·cells ≥ c·(P + N), arc ≥ c).
-            rank_hi = int(count[-1]) * cells // (p + n)
-            edges = -(-np.arange(last[5] + 1, rank_hi + 1) * (p + n) // cells)
-            starts = np.searchsorted(count, edges, side="left")
-            arc_hi = last[6]
-            if p and n:  # otherwise the arc is undefined: rank alone
-                arc = tpr + fpr
-                arc *= cells / 2
-                arc_hi = math.floor(arc[-1])
-                edges = np.arange(last[6] + 1, arc_hi + 1)
-                starts = np.concatenate([starts, np.searchsorted(arc, edges, side="left")])
-            keep = np.unique(np.concatenate([starts - 1, starts]))
-            if len(keep) and keep[0] < 0:  # the corner before this block's first point
-                keep = keep[1:]
-                if last[0] > last_kept:
-                    kept.append(tuple(np.array([v]) for v in last[1:5]))
-            if len(keep):
-                kept.append((t.at(keep), tpr[keep], fpr[keep], precision[keep]))
-                last_kept = last[0] + 1 + int(keep[-1])
+            if d.corner and last[0] > last_kept:  # the corner before this block's first point
+                kept.append(tuple(np.array([v]) for v in last[1:5]))
+            if len(d.keep):
+                kept.append(
+                    (d.picked.at(d.keep), d.tpr[d.keep], d.fpr[d.keep], d.precision[d.keep])
+                )
+                last_kept = last[0] + 1 + int(d.keep[-1])
             last = (
-                last[0] + len(tp),
-                float(t.at(np.array([-1]))[0]),
-                float(tpr[-1]),
-                float(fpr[-1]),
-                float(precision[-1]),
-                rank_hi,
-                arc_hi,
+                last[0] + len(d.tp),
+                float(d.picked.at(np.array([-1]))[0]),
+                float(d.tpr[-1]),
+                float(d.fpr[-1]),
+                float(d.precision[-1]),
             )
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     if last[0] > last_kept:  # the last point: every example predicted positive
         kept.append(tuple(np.array([v]) for v in last[1:5]))
     if every is not None:  # few enough to keep them all

@@ -150,6 +150,8 @@ class SortedScores:
 
     _keys: np.ndarray | None = None
     _sorting: Future | None = None  # the keys' sort, when it runs in another thread
+    threads: int = 1
+    """Threads the passes over the scores may use (the reader's thread count)."""
 
     def __init__(self, negatives: np.ndarray, positives: np.ndarray):
         self._classes: tuple[np.ndarray, np.ndarray] | None = (negatives, positives)
@@ -161,8 +163,8 @@ class SortedScores:
         cls, keys: np.ndarray, dtype, n_positives: int, sorting: Future | None = None
     ) -> SortedScores:
         """From sorted packed keys of scores of `dtype`, `n_positives` of them positive; or
-        from keys being sorted in place by `sorting` (waited for on first use: the work that
-        does not need them runs meanwhile)."""
+        from keys being sorted by `sorting` (waited for on first use: the work that does not
+        need them runs meanwhile), in place, or into the array it returns."""
         s = cls.__new__(cls)
         s._keys, s._sorting, s._classes, s.dtype = keys, sorting, None, np.dtype(dtype)
         s.n_negatives, s.n_positives = len(keys) - n_positives, n_positives
@@ -172,7 +174,9 @@ class SortedScores:
     def keys(self) -> np.ndarray | None:
         """The sorted keys, when packed."""
         if self._sorting is not None:
-            self._sorting.result()
+            merged = self._sorting.result()  # None: sorted in place; else a new sorted array
+            if merged is not None:
+                self._keys = merged
             self._sorting = None
         return self._keys
 

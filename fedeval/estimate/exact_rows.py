@@ -1,0 +1,132 @@
+"""The distinct scores from the top, a block at a time, with the counts at and above each:
+what `fedeval.estimate.diagnostics.exact_diagnostics` sums. Made one block after another
+(`rows_from_top`), or as tasks each block of which needs only the counts above it
+(`row_tasks`: the packed keys' positives counted per block first), to run in a pool; with the
+executors that run them (`Inline`: on the calling thread; `ahead`: results in order, a bounded
+number running)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from functools import partial
+
+import numpy as np
+
+from fedeval.estimate.exact import SortedScores
+
+Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def rows_from_top(s: SortedScores, block: int) -> Iterator[tuple[Block, float, float]]:
+    """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
+    positives, negatives), descending, the counts at each distinct score as float64 (integers
+    below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
+    `scores[where]` (`where` None: all of them), read only where a point is kept. Each block
+    comes with (TP, FP) above it.
+
+    Packed keys are read from the top: TP is the running count of their labels (one
+    cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
+    tp0 = fp0 = 0.0
+    if s.keys is None:
+        for d in s.distinct_blocks(block, descending=True):
+            dp = d.positives[::-1].astype(np.float64)
+            dn = d.negatives[::-1].astype(np.float64)
+            tp = np.cumsum(dp)
+            tp += tp0
+            fp = np.cumsum(dn)
+            fp += fp0
+            yield (d.values[::-1], None, tp, fp, dp, dn), tp0, fp0
+            tp0, fp0 = float(tp[-1]), float(fp[-1])
+        return
+    for lo, hi in s.key_ranges(block, descending=True):
+        rows = _key_block(s, lo, hi, tp0, fp0)
+        yield rows, tp0, fp0
+        tp0, fp0 = float(rows[2][-1]), float(rows[3][-1])
+
+
+def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Block:
+    """`rows_from_top`' block of the packed keys [lo, hi), with (tp0, fp0) the counts above it."""
+    assert s.keys is not None
+    keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
+    score = np.right_shift(keys, 1)
+    # The positives from the block's top to each key: a running count in the keys' own
+    # width, in place, made float64 only where read. A block is 2·EXACT_BLOCK keys and the
+    # rest of a run of equal scores, so only a run of 2^32 or more float32 keys needs int64.
+    labels = np.bitwise_and(keys, 1, out=keys)
+    wide = len(keys) > np.iinfo(keys.dtype).max
+    below = np.cumsum(labels, dtype=np.int64) if wide else np.cumsum(labels, out=keys)
+    last = np.empty(len(keys), bool)  # the last key of each score, from the top
+    np.not_equal(score[:-1], score[1:], out=last[:-1])
+    last[-1] = True
+    base = tp0 + fp0 + 1.0  # the rank of the block's first key
+    t = score.view(s.dtype)
+    if last.all():
+        tp = np.add(below, tp0, dtype=np.float64)
+        fp = np.arange(base, base + len(keys))
+        fp -= tp
+        dp = _steps(tp, tp0)
+        return t, None, tp, fp, dp, np.subtract(1.0, dp)
+    ends = np.flatnonzero(last)
+    tp = np.add(below[ends], tp0, dtype=np.float64)
+    fp = np.add(ends, base, out=np.empty_like(tp))
+    fp -= tp
+    return t, ends, tp, fp, _steps(tp, tp0), _steps(fp, fp0)
+
+
+def _given(rows: Block) -> Block:
+    return rows
+
+
+def _positives(keys: np.ndarray, lo: int, hi: int) -> int:
+    return int(np.count_nonzero(keys[lo:hi] & 1))
+
+
+def row_tasks(
+    s: SortedScores, block: int, pool: Executor | None
+) -> Iterator[tuple[Callable[[], Block], float, float]]:
+    """`rows_from_top` as tasks that run apart (with a `pool`): the packed keys' ranges are cut
+    first, each range's positives counted in the pool, and each block is then made from the
+    counts above it alone (the same arrays as `rows_from_top`, bit for bit: every count is an
+    integer in float64)."""
+    if s.keys is None or pool is None:
+        for rows, tp0, fp0 in rows_from_top(s, block):
+            yield partial(_given, rows), tp0, fp0
+        return
+    keys = s.keys
+    ranges = list(s.key_ranges(block, descending=True))
+    counting = [pool.submit(_positives, keys, lo, hi) for lo, hi in ranges]
+    positives = [f.result() for f in counting]
+    tp0 = fp0 = 0
+    for (lo, hi), pos in zip(ranges, positives, strict=True):
+        yield partial(_key_block, s, lo, hi, float(tp0), float(fp0)), float(tp0), float(fp0)
+        tp0, fp0 = tp0 + pos, fp0 + (hi - lo - pos)
+
+
+def _steps(a: np.ndarray, before: float) -> np.ndarray:
+    """np.diff(a, prepend=before) without the joined copy."""
+    out = np.empty_like(a)
+    out[0] = a[0] - before
+    np.subtract(a[1:], a[:-1], out=out[1:])
+    return out
+
+
+class Inline(Executor):
+    """An executor that runs each task at once, on the calling thread (one thread)."""
+
+    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
+        f: Future = Future()
+        f.set_result(fn(*args, **kwargs))
+        return f
+
+
+def ahead(pool: Executor, tasks, depth: int) -> Iterator:
+    """The results of `tasks` ((function, *args) each) in order, at most `depth` running."""
+    pending: deque[Future] = deque()
+    for fn, *args in tasks:
+        pending.append(pool.submit(fn, *args))
+        if len(pending) >= depth:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()

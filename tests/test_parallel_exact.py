@@ -1,0 +1,169 @@
+"""The exact values with threads: the sorted runs merged in a pool (`merge_sorted_runs`) give
+the one sort of all the keys, the blocked diagnostics give the same floats bit for bit on any
+number of threads, and a file read with threads gives the same exact values as one thread and
+as scikit-learn (ties, duplicates, one class, all scores equal)."""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sklearn.metrics import average_precision_score, roc_auc_score
+
+from fedeval.estimate import parallel_sort
+from fedeval.estimate.diagnostics import exact_diagnostics
+from fedeval.estimate.exact import SortedScores, exact_auc, exact_threshold_counts
+from fedeval.estimate.parallel_sort import anonymous_map, merge_sorted_runs
+from fedeval.estimate.roc_pr import leaf_curves
+from fedeval.tables import scored
+from fedeval.tables.scored import MERGE_THREADS, read_scored
+
+
+def _keys(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "distinct":
+        return rng.integers(0, 2**32, n, dtype=np.uint32)
+    if kind == "ties":
+        return rng.integers(0, 37, n).astype(np.uint32)
+    if kind == "equal":
+        return np.full(n, 12345, np.uint32)
+    return (rng.pareto(0.7, n) * 1000).astype(np.uint64)  # heavy-tailed, float64-width keys
+
+
+def _mapped_runs(keys: np.ndarray, cuts: np.ndarray):
+    """`keys` copied into an anonymous map, as sorted runs between `cuts`."""
+    source = anonymous_map(keys.nbytes)
+    buf = np.frombuffer(source, keys.dtype)[: len(keys)]
+    buf[:] = keys
+    runs = [buf[a:b] for a, b in itertools.pairwise(cuts)]
+    for r in runs:
+        r.sort()
+    return source, buf, runs
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "equal", "skewed"])
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_merged_runs_are_the_sort_of_all_keys(kind, threads, monkeypatch):
+    monkeypatch.setattr(parallel_sort, "RANGE_KEYS", 4096)  # many ranges at this size
+    rng = np.random.default_rng(len(kind) * 10 + threads)
+    n = 60_000
+    keys = _keys(kind, n, rng)
+    cuts = np.unique(np.r_[0, rng.integers(0, n, 9), n, n // 2, n // 2 + 1])  # runs of 1 too
+    source, buf, runs = _mapped_runs(keys, cuts)
+    got = merge_sorted_runs(runs, threads, source, list(cuts[:-1]))
+    np.testing.assert_array_equal(got, np.sort(keys))
+    if sys.platform.startswith("linux"):
+        # the runs' whole pages were given back as they were gathered: they read as zeros
+        page = mmap.PAGESIZE // keys.dtype.itemsize
+        assert np.count_nonzero(buf) <= (len(cuts) + 1) * 2 * page
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_merge_of_empty_and_single_runs(threads):
+    empty = np.zeros(0, np.uint32)
+    assert len(merge_sorted_runs([], threads)) == 0
+    assert len(merge_sorted_runs([empty, empty], threads)) == 0
+    one = np.sort(np.random.default_rng(0).integers(0, 100, 1000).astype(np.uint32))
+    np.testing.assert_array_equal(merge_sorted_runs([empty, one, empty], threads), one)
+    np.testing.assert_array_equal(merge_sorted_runs([one[:1]], threads), one[:1])
+
+
+def _scores(kind: str, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    y = rng.random(n) < 0.3
+    s = 1 / (1 + np.exp(-(rng.normal(size=n) + 1.2 * y)))
+    if kind == "ties":
+        s = np.round(s, 2)
+    elif kind == "duplicates":
+        s = rng.choice(np.round(s[:50], 4), n)  # few distinct values, each many times
+    elif kind == "one-class":
+        y[:] = True
+    elif kind == "all-equal":
+        s[:] = 0.625
+    elif kind == "clipped":
+        s = np.clip(np.round(s * 3 - 1, 3), 0, 1)  # exactly 0 and 1 for many
+    return s.astype(np.float32), y
+
+
+KINDS = ["distinct", "ties", "duplicates", "one-class", "all-equal", "clipped"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_diagnostics_the_same_bit_for_bit_on_any_threads(kind):
+    s, y = _scores(kind, 7000, 1)
+    ss = SortedScores.from_arrays(s, y)
+    leaves = np.stack([np.histogram(s[~y], 32, (0, 1))[0], np.histogram(s[y], 32, (0, 1))[0]])
+    est = leaf_curves(leaves.astype(float) + 0.5, 16)[0]
+    one = exact_diagnostics(ss, est, block=64, cells=40, threads=1)
+    for threads in (2, 4):
+        many = exact_diagnostics(ss, est, block=64, cells=40, threads=threads)
+        assert (many[1], many[2]) == (one[1], one[2]) or np.isnan(one[1])
+        assert many[0].roc_auc == one[0].roc_auc or np.isnan(one[0].roc_auc)
+        assert many[0].average_precision == one[0].average_precision or np.isnan(
+            one[0].average_precision
+        )
+        for name in ("thresholds", "tpr", "fpr", "precision"):
+            np.testing.assert_array_equal(getattr(many[0], name), getattr(one[0], name))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_file_read_with_threads_gives_the_same_exact_values(kind, tmp_path, monkeypatch):
+    merges = []
+
+    def merge(runs, *args):
+        merges.append(len(runs))
+        return merge_sorted_runs(runs, *args)
+
+    monkeypatch.setattr(scored, "merge_sorted_runs", merge)
+    s, y = _scores(kind, 30_000, 2)
+    path = tmp_path / "scores.parquet"
+    # small row groups: one sorted run each, merged at the end
+    pq.write_table(pa.table({"score": s, "label": y.astype(np.int8)}), path, row_group_size=2500)
+    thr = np.array([0.0, 0.25, 0.5, 0.625, 0.99, 1.0])
+    results = []
+    for threads in (1, 2, MERGE_THREADS, MERGE_THREADS + 3):
+        ss = read_scored(path, threads=threads).sorted_scores
+        assert ss is not None
+        curves = exact_diagnostics(ss, block=512)[0]
+        results.append(
+            (
+                ss.keys.copy(),
+                exact_auc(ss),
+                curves.average_precision,
+                exact_threshold_counts(ss, thr),
+            )
+        )
+    assert merges == [12, 12]  # one run a row group, merged with MERGE_THREADS and more
+    for keys, auc, ap, (tp, fp) in results[1:]:
+        np.testing.assert_array_equal(keys, results[0][0])
+        assert auc == results[0][1] or np.isnan(auc)
+        assert ap == results[0][2] or np.isnan(ap)
+        np.testing.assert_array_equal(tp, results[0][3][0])
+        np.testing.assert_array_equal(fp, results[0][3][1])
+    _, auc, ap, (tp, fp) = results[-1]
+    np.testing.assert_array_equal(tp, [(s[y] >= t).sum() for t in thr])
+    np.testing.assert_array_equal(fp, [(s[~y] >= t).sum() for t in thr])
+    if kind == "one-class":
+        assert np.isnan(auc)
+        return
+    assert auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert ap == pytest.approx(average_precision_score(y, s), abs=1e-12)
+
+
+def test_directory_of_float32_then_float64_files_with_threads(tmp_path):
+    """A later file of wider scores turns the kept runs into float64 keys: the result is still
+    the sort of all the scores, the same on one thread and on several."""
+    s, y = _scores("ties", 12_000, 3)
+    for i, dtype in enumerate([np.float32, np.float64, np.float32]):
+        part = slice(4000 * i, 4000 * (i + 1))
+        table = pa.table({"score": s[part].astype(dtype), "label": y[part].astype(np.int8)})
+        pq.write_table(table, tmp_path / f"part-{i}.parquet", row_group_size=1000)
+    one = read_scored(tmp_path, threads=1).sorted_scores
+    many = read_scored(tmp_path, threads=MERGE_THREADS + 1).sorted_scores
+    assert one is not None and many is not None and many.dtype == np.float64
+    np.testing.assert_array_equal(many.keys, one.keys)
+    assert exact_auc(many) == exact_auc(one) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
