@@ -34,8 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import digamma
 
+from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.metrics import auc_from_buckets
-from fedeval.hierarchy import monotone_cumulative
 
 ROUGH_SDS = 4.0
 """A parent is rough where its residual is beyond this many standard deviations of sampling
