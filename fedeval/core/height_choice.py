@@ -10,14 +10,15 @@ and for every candidate h this module predicts, per metric,
 
     err_X(h) = √(noise_X(h)² + bias_X(h)²)
 
-and picks the h that minimises the geometric mean over the metrics of err_X(h) / min_h′ err_X(h′):
-the height closest to every metric's own best at once, in the sense of the smallest total
-log-excess. Not the largest ratio: the metrics' best heights differ (P/R/A at declared
+and picks the h that minimises the geometric mean over the metrics of err_X(h) / min_h′
+err_X(h′): the height closest to every metric's own best at once, in the sense of the smallest
+total log-excess. Not the largest ratio: the metrics' best heights differ (P/R/A at declared
 thresholds have no discretisation and prefer the coarsest tree, AUC and AP a finer one), and
-where they differ by more than a level no height is near both; the largest ratio then trades
-the AUC for the P/R/A's noise (smooth scores, distdp ε = 1, 1M rows: h = 7 with the AUC at
-1.6× its best, against h = 8 with P/R/A at 2×), while the mean keeps the AUC where the
-smooth-data targets need it. Post-processing of the probe only.
+where they differ by more than a level no height is near both; the largest ratio then trades the
+AUC for the P/R/A's noise (the rule's own predictions for smooth scores, distdp ε = 1, 1M rows:
+largest ratio 1.99 at h = 7, the AUC's, and 2.00 at h = 8, P/R/A's, so it would take h = 7 and
+double the AUC's error), while the mean takes h = 8, where the smooth-data target (AUC ≤ 2e-5)
+holds. Post-processing of the probe only.
 
 **Noise** (sd of one released count, `count_sd` ∝ √v(h) per the mechanism at that height:
 discrete Laplace of α = exp(−ε_tree/Δ(h)) under distdp, where Δ grows with the levels; OUE
@@ -33,13 +34,17 @@ term: their error ratio between heights is the noise ratio alone, whatever the c
 the metric at each level, V(ℓ) (AUC counting pairs inside a cell as ½, the leaves' estimator;
 AP by the integral rule, examples mixed uniformly inside a cell), and its steps
 Δ_ℓ = V(ℓ + 1) − V(ℓ). The bias at a level ℓ < k is read directly, |V(ℓ) − V(k)| plus the bias
-left at k; beyond k it is extrapolated: where scores are smooth inside a cell each step is ¼ of
-the one before (the bias is O(w²)); where they are not (point masses, ties, a cut-off class) the
-steps fall more slowly, so the rate r is read from the last two steps when both stand out of
-the probe's noise, clamped to [¼, ½]. bias(k) = |Δ_{k−1}|·r/(1 − r), bias(h) = bias(k)·r^(h−k).
+left at k; beyond k it is extrapolated from |Δ_{k−1}| step by step: where the scores are smooth
+at the resolution reached each step is ¼ of the one before (the bias is O(w²)); where they are
+not (point masses, ties, a class cut off inside a cell, a narrow range) the steps fall by about
+½. Which applies is read from how many cells the data fill (`occupied_cells`, exp(entropy) per
+class): ½ while they fill fewer than SMOOTH_CELLS at that level, unless every class already
+fills SPREAD_SHARE of the probe's cells. bias(h) = Σ_{j ≥ h} Δ_j. A coarser tree is given at
+least twice the next finer one's bias (where its direct reading is lost in the noise).
 Each step is taken less one sd of its noise (re-noised copies of the probe at its own noise
-variance), so noise alone moves no height; a probe that shows nothing leaves the bias at 0 and
-the choice to the noise, where the noise of so small a population dominates anyway.
+variance; the AP reads cells under two sds as empty), so noise alone moves no height; a probe
+that shows nothing leaves the bias at 0 and the choice to the noise, where the noise of so small
+a population dominates anyway.
 """
 
 from __future__ import annotations
