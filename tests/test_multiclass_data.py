@@ -83,6 +83,13 @@ def test_client_column_is_encoded(tmp_path):
     assert len(set(d.client[[0, 2, 5]])) == 1 and d.client[0] != d.client[1]
 
 
+def test_client_ids_in_lists_are_refused_with_the_column(tmp_path):
+    """A list cannot name a client: one line, not Arrow's failed cast (was exit 70)."""
+    cols = table() | {"site": pa.array([[1.0]] * 6)}
+    msg = error(write(tmp_path, cols), spec=ColumnSpec(client="site"))
+    assert "t.parquet', column 'site': client ids must be numbers or text" in msg
+
+
 def test_missing_label_column(tmp_path):
     cols = table()
     del cols["label"]

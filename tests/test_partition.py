@@ -423,6 +423,11 @@ BAD = {
         ["'t.parquet' has no column 'client'", "--client-col"],
     ),
     "clients with column": (_with_client, ["-k", "3", "--scheme", "column"], ["drop --clients"]),
+    "client ids in lists": (  # the full fuzz's one exit 70: Arrow cannot dictionary-encode lists
+        lambda w: _plain(w, client=pa.array([[0.5]] * 20)),
+        ["--scheme", "column"],
+        ["'t.parquet', column 'client': client ids must be numbers or text, found type list"],
+    ),
     "missing client id": (
         lambda w: _plain(w, client=pa.array([1] * 4 + [None] + [2] * 15)),
         ["--scheme", "column"],

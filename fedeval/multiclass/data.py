@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from fedeval.core.errors import InputError, UsageError
 from fedeval.tables.read import read_all_columns, source_name
+from fedeval.tables.validate import check_client_ids
 
 PROB_PREFIX = "prob_"
 LOGIT_PREFIX = "logit_"
@@ -374,11 +375,7 @@ def read_multiclass(
                 parts.append(part)
         if spec.client is not None:
             col = _chunk(rb.column(spec.client))
-            if col.null_count:
-                row = offset + _first(col.is_null()) + 1
-                raise InputError(
-                    f"'{name}', column '{spec.client}', row {row}: client id is missing."
-                )
+            check_client_ids(col, name, spec.client, offset)
             ids.append(col)
         offset += rb.num_rows
     if offset == 0:

@@ -38,6 +38,7 @@ from fedeval.tables.output_format import DataFormat
 from fedeval.tables.outputs import compressed
 from fedeval.tables.read import BATCH_ROWS, read_all_columns, source_name
 from fedeval.tables.sources import STDIN
+from fedeval.tables.validate import check_client_ids
 from fedeval.tables.validate import positive_labels as positives
 from fedeval.tables.write import atomic_output, csv_bytes, table_output
 
@@ -263,9 +264,7 @@ def _typed_labels(arr: pa.Array) -> pa.Array:
 
 
 def _client_codes(ids: pa.ChunkedArray, name: str, col: str) -> tuple[np.ndarray, int]:
-    if ids.null_count:
-        row = int(np.flatnonzero(np.asarray(ids.is_null()))[0]) + 1
-        raise InputError(f"'{name}', column '{col}', row {row}: client id is missing.")
+    check_client_ids(ids, name, col)
     enc = pc.dictionary_encode(ids).combine_chunks()
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(enc.dictionary)
 

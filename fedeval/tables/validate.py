@@ -55,15 +55,29 @@ def validate_batch(
         {} if labels_seen is None else labels_seen,
     )
     clients = single_chunk(rb.column(client_col)) if client_col else None
-    if clients is not None and pa.types.is_nested(clients.type):
-        raise InputError(
-            f"'{name}', column '{client_col}': client ids must be numbers or text, found type "
-            f"{clients.type}."
-        )
-    if clients is not None and clients.null_count:
-        row = offset + _first_true(clients.is_null()) + 1
-        raise InputError(f"'{name}', column '{client_col}', row {row}: client id is missing.")
+    if clients is not None and client_col is not None:
+        check_client_ids(clients, name, client_col, offset)
     return Batch(scores, positive, score_max, clients)
+
+
+def check_client_ids(ids: pa.Array | pa.ChunkedArray, name: str, col: str, offset: int = 0) -> None:
+    """Client ids are numbers or text (a list, struct or map cannot name a client) and none is
+    missing; else one line naming file, column (and row), before anything is released.
+
+    >>> check_client_ids(pa.array([[1.0]]), "t.parquet", "client")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fedeval.core.errors.InputError: 't.parquet', column 'client': client ids must be numbers or...
+    """
+    value_type = ids.type.value_type if pa.types.is_dictionary(ids.type) else ids.type
+    if pa.types.is_nested(value_type):
+        raise InputError(
+            f"'{name}', column '{col}': client ids must be numbers or text, found type {ids.type}."
+        )
+    if ids.null_count:
+        arr = single_chunk(ids)
+        row = offset + _first_true(arr.is_null()) + 1
+        raise InputError(f"'{name}', column '{col}', row {row}: client id is missing.")
 
 
 def single_chunk(col) -> pa.Array:
