@@ -10,32 +10,36 @@ the error is then a fixed bias of up to the within-leaf worst case (±Σ pᵢn�
 not the O(w²) the corrections remove.
 
 What the release can check is the level above: under a density smooth at the scale of a
-parent cell (two leaves), the parent's count splits between its children as the slope read
-from its neighbouring parents predicts. With parents j − 1, j, j + 1 holding X₋, X, X₊ and a
-density quadratic across them, the upper child minus the lower one is (X₊ − X₋)/8 (exact for
-a quadratic: its curvature adds the same to both children); at either end of [0, 1] the slope
-is one-sided, (X₁ − X₀)/4. The residual r = (upper − lower) − prediction of a smooth density
-is zero up to the sampling of the data (Poisson: Σ wₖ²·cₖ over the counts it combines) and
-the privacy noise (its spread over fresh noise draws on the release); a point mass, a grid
-value alone in a leaf, a cliff or a class squeezed into one leaf leaves a residual of the
-order of its own mass. A parent whose residual exceeds `ROUGH_SDS` of that spread in either
-class is rough: its leaves get the worst case, the others the smooth treatment. Tests of this
-kind cannot see a structure finer than a leaf that is the same in every leaf (a grid with
-several values per leaf reads as smooth), which is why the AUC's smooth range still runs from
-the ½-counting (ties) to the extrapolated value, and the AP's from the step rule to it.
+parent cell (two leaves), the parent's count splits between its children as the density read
+from its neighbouring parents predicts. A quadratic through the counts of parents j − 1, j,
+j + 1 (each the integral over its own width in the scores' units, so that a warped axis reads
+right) predicts the upper child's count; with equal widths that is X/2 + (X₊ − X₋)/16, and it is
+exact for any quadratic density; at either end of the range a line through the parent and its
+one neighbour. The residual r = upper child − prediction is zero up to the sampling of the data
+(Poisson: Σ wₖ²·cₖ over the counts it combines) and the privacy noise (its spread over fresh
+noise draws on the release); a point mass, a grid value alone in a leaf, a cliff or a class
+squeezed into a few leaves leaves a residual of the order of its own mass. A parent whose
+residual exceeds `ROUGH_SDS` of that spread in either class is rough: its leaves get the worst
+case, the others the smooth treatment. No test of this kind sees a structure finer than a leaf
+that repeats in every leaf (a grid with several values per leaf reads as smooth); there the
+AUC's range still runs from the ½-counting (exact for ties) to the extrapolated value, while
+the AP's candidates keep the step rule only below 32 leaves (`leaf_ap_candidates`).
 
 All of it is post-processing of the release and its noise draws (no data is read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 from scipy.special import digamma
 
+from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.metrics import auc_from_buckets
-from fedeval.hierarchy import monotone_cumulative
+
+RICHARDSON_MIN_CELLS = 8
+"""The fewest leaves (or buckets) at which the AUC's discretisation bias is extrapolated, and
+below which every leaf gets the worst case: with fewer, the cells are too wide for the bias to
+shrink as a power of their width."""
 
 ROUGH_SDS = 4.0
 """A parent is rough where its residual is beyond this many standard deviations of sampling
@@ -44,75 +48,102 @@ case), so the level is set against false alarms: at 4σ one parent in ~16,000 of
 (h = 16 has 32,768 parents)."""
 
 
-def _residual_weights(
-    n_parents: int, breaks: Sequence[float] = ()
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _moments(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
+    """∫ tᵏ dt over [lo, hi], for k = 0 … k − 1 (last axis)."""
+    powers = np.arange(1, k + 1)
+    return (hi[..., None] ** powers - lo[..., None] ** powers) / powers
+
+
+def _residual_weights(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, leaf index, readable) of each parent's residual as a linear form of at most
     six leaves: r_j = Σₖ weights[j, k]·x[index[j, k]] (index clipped into range, weight 0 where
-    a leaf does not enter). A slope is read across a neighbour only inside the same segment:
-    `breaks` are unit positions (the axis' knots, where the warp's slope and so the density
-    on the unit axis jump) that no slope crosses. `readable` is False where neither neighbour
-    is available, or a break falls inside the parent (between its leaves)."""
+    a leaf does not enter), for leaves with these L + 1 edges in the scores' units.
+
+    r_j is the upper leaf's count less what a density smooth across the parent and its
+    neighbours predicts for it: a quadratic through the three parents' counts (integrals over
+    their own widths, so a warped axis, whose leaves are of unequal width in scores, is read in
+    the scores' own units), or at either end a line through the parent and its one neighbour.
+    With equal widths that is (X₊ − X₋)/16 + X/2. `readable` is False without a neighbour."""
+    edges = np.asarray(edges, dtype=np.float64)
+    n_parents = (edges.size - 1) // 2
     j = np.arange(n_parents)
-    index = 2 * j[:, None] + np.arange(-2, 4)[None, :]
-    cut = np.zeros(n_parents + 1, bool)  # cut[b]: a break between parents b − 1 and b
-    cut[0] = cut[-1] = True
-    inside = np.zeros(n_parents, bool)
-    for u in breaks:
-        x = float(u) * n_parents
-        b = round(x)
-        if abs(x - b) <= 1e-9 * max(n_parents, 1):
-            cut[min(max(b, 0), n_parents)] = True
-        else:
-            inside[min(int(x), n_parents - 1)] = True
-    left, right = ~cut[:-1], ~cut[1:]
+    index = np.clip(2 * j[:, None] + np.arange(-2, 4)[None, :], 0, 2 * n_parents - 1)
     w = np.zeros((n_parents, 6))
-    w[:, 2], w[:, 3] = -1.0, 1.0  # upper child − lower child
-    both = left & right
-    w[both, 0:2] = 1.0 / 8.0  # − (X₊ − X₋)/8
-    w[both, 4:6] = -1.0 / 8.0
-    only_right = right & ~left  # − (X₊ − X)/4
-    w[only_right, 2:4] += 1.0 / 4.0
-    w[only_right, 4:6] -= 1.0 / 4.0
-    only_left = left & ~right  # − (X − X₋)/4
-    w[only_left, 2:4] -= 1.0 / 4.0
-    w[only_left, 0:2] += 1.0 / 4.0
-    readable = (left | right) & ~inside
-    return w, np.clip(index, 0, 2 * n_parents - 1), readable
+    readable = np.full(n_parents, n_parents > 1)
+    if n_parents < 2:
+        return w, index, readable
+    # Per parent, coordinates centred on it and scaled by its half-width (conditioning).
+    e = edges[np.clip(2 * j[:, None] + np.arange(-2, 5)[None, :], 0, edges.size - 1)]
+    centre, half = (e[:, 2] + e[:, 4]) / 2, (e[:, 4] - e[:, 2]) / 2
+    t = (e - centre[:, None]) / half[:, None]
+    upper = (t[:, 3], t[:, 4])
+    w[:, 3] = 1.0
+    interior = (j > 0) & (j < n_parents - 1)
+    if interior.any():
+        ti = t[interior]
+        rows = np.stack([_moments(ti[:, 2 * r], ti[:, 2 * r + 2], 3) for r in range(3)], axis=1)
+        target = _moments(upper[0][interior], upper[1][interior], 3)
+        v = np.linalg.solve(np.swapaxes(rows, 1, 2), target[..., None])[..., 0]
+        w[interior, 0:2] -= v[:, 0:1]
+        w[interior, 2:4] -= v[:, 1:2]
+        w[interior, 4:6] -= v[:, 2:3]
+    # One neighbour (the ends): a line through the parent and it. Edge columns of the
+    # neighbour's interval, and its leaves' columns.
+    for end, lo, hi, leaves in ((0, 4, 6, slice(4, 6)), (n_parents - 1, 0, 2, slice(0, 2))):
+        te = t[end]
+        rows = np.stack([_moments(te[2], te[4], 2), _moments(te[lo], te[hi], 2)])
+        v = np.linalg.solve(rows.T, _moments(te[3], te[4], 2))
+        w[end, 2:4] -= v[0]
+        w[end, leaves] -= v[1]
+    return w, index, readable
 
 
-def smoothness_residuals(class_leaves: np.ndarray, breaks: Sequence[float] = ()) -> np.ndarray:
-    """Each parent's residual r (see the module docstring) for one class's leaves (..., L),
-    L even, shape (..., L/2)."""
+def uniform_edges(n_leaves: int) -> np.ndarray:
+    """The edges of n_leaves leaves of equal width on [0, 1]."""
+    return np.arange(n_leaves + 1) / n_leaves
+
+
+def smoothness_residuals(class_leaves: np.ndarray, edges: np.ndarray | None = None) -> np.ndarray:
+    """Each parent's residual r (`_residual_weights`) for one class's leaves (..., L), L even,
+    shape (..., L/2); `edges` the leaves' L + 1 edges in the scores' units (None: equal)."""
     x = np.asarray(class_leaves, dtype=np.float64)
-    w, index, _ = _residual_weights(x.shape[-1] // 2, breaks)
+    n_leaves = x.shape[-1]
+    w, index, _ = _residual_weights(uniform_edges(n_leaves) if edges is None else edges)
     return np.einsum("...jk,jk->...j", x[..., index], w)
 
 
+def _residual_stats(
+    leaves: np.ndarray, draws: np.ndarray | None, edges: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(residuals (2, L/2), their spreads (2, L/2), readable (L/2,)) of leaves (2, L), L ≥ 4
+    even: the spread combines the data's sampling (Poisson on the clamped counts) and the
+    noise's (over the draws (D, 2, L), None without noise)."""
+    n_leaves = leaves.shape[-1]
+    w, index, readable = _residual_weights(uniform_edges(n_leaves) if edges is None else edges)
+    r = np.einsum("cjk,jk->cj", leaves[:, index], w)
+    var = np.stack([_sampling_variance(w, index, np.clip(leaves[c], 0.0, None)) for c in (0, 1)])
+    if draws is not None and len(draws) > 1:
+        noise = np.einsum("dcjk,jk->dcj", np.asarray(draws)[:, :, index], w)
+        var = var + np.var(noise, axis=0, ddof=1)
+    return r, np.sqrt(var), readable
+
+
 def rough_parents(
-    leaves: np.ndarray, draws: np.ndarray | None = None, breaks: Sequence[float] = ()
+    leaves: np.ndarray, draws: np.ndarray | None = None, edges: np.ndarray | None = None
 ) -> np.ndarray:
     """Which parents (pairs of leaves 2j, 2j + 1) of consistent leaves (2, L) the release shows
     not smooth (bool, L/2): a residual beyond ROUGH_SDS spreads in either class, the spread
     combining the data's sampling (Poisson on the clamped counts) and the noise's (over the
-    draws (D, 2, L) on the release, None without noise). `breaks`: the axis' knots as unit
-    positions (`_residual_weights`). Every parent is rough below 4 leaves (no neighbour to
-    read a slope from) or with an odd number of leaves, and where no slope can be read."""
+    draws (D, 2, L) on the release, None without noise). `edges`: the leaves' L + 1 edges in
+    the scores' units (the release axis' `leaf_edges`; None: equal widths). Every parent is
+    rough below 4 leaves (no neighbour to read a density from) or with an odd number of
+    leaves."""
     leaves = np.asarray(leaves, dtype=np.float64)
     n_leaves = leaves.shape[-1]
     if n_leaves < 4 or n_leaves % 2:
         return np.ones(max(n_leaves // 2, 1), bool)
-    w, index, readable = _residual_weights(n_leaves // 2, breaks)
-    rough = ~readable
-    for c in range(2):
-        x = leaves[c]
-        r = np.einsum("jk,jk->j", x[index], w)
-        var = _sampling_variance(w, index, np.clip(x, 0.0, None))
-        if draws is not None and len(draws) > 1:
-            noise = np.einsum("djk,jk->dj", np.asarray(draws)[:, c][:, index], w)
-            var = var + np.var(noise, axis=0, ddof=1)
-        rough |= np.abs(r) > ROUGH_SDS * np.sqrt(var) + 1e-9
-    return rough
+    r, sd, readable = _residual_stats(leaves, draws, edges)
+    return ~readable | np.any(np.abs(r) > ROUGH_SDS * sd + 1e-9, axis=0)
 
 
 def _sampling_variance(w: np.ndarray, index: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -128,25 +159,25 @@ def _sampling_variance(w: np.ndarray, index: np.ndarray, counts: np.ndarray) -> 
 
 
 def rough_leaves(
-    leaves: np.ndarray, draws: np.ndarray | None = None, breaks: Sequence[float] = ()
+    leaves: np.ndarray, draws: np.ndarray | None = None, edges: np.ndarray | None = None
 ) -> np.ndarray:
     """`rough_parents` spread to both leaves of each parent (bool, L)."""
     n_leaves = np.shape(leaves)[-1]
-    rough = np.repeat(rough_parents(leaves, draws, breaks), 2)
+    rough = np.repeat(rough_parents(leaves, draws, edges), 2)
     if rough.size < n_leaves:
         rough = np.ones(n_leaves, bool)
     return rough[:n_leaves]
 
 
 def smooth_parents(
-    leaves: np.ndarray, draws: np.ndarray | None, breaks: Sequence[float], min_cells: int
+    leaves: np.ndarray, draws: np.ndarray | None, edges: np.ndarray | None, min_cells: int
 ) -> np.ndarray:
     """The parents read as smooth (bool, L/2): not `rough_parents`, and none below `min_cells`
     leaves (there every leaf gets the worst case)."""
     n_leaves = np.shape(leaves)[-1]
     if n_leaves < min_cells or n_leaves % 2:
         return np.zeros(max(n_leaves // 2, 1), bool)
-    return ~rough_parents(leaves, draws, breaks)
+    return ~rough_parents(leaves, draws, edges)
 
 
 def auc_parts(
@@ -178,7 +209,8 @@ def auc_parts(
     pairs = p.sum(axis=-1) * n.sum(axis=-1)
     defined = pairs > 0
     safe = np.where(defined, pairs, 1.0)
-    half = np.where(defined, np.where(rough_leaf, p * n, 0.0).sum(axis=-1) / (2.0 * safe), 0.5)
+    shared = np.where(rough_leaf, p * n, 0.0).sum(axis=-1)
+    half = np.where(defined, shared / (2.0 * safe), 0.5)
     spread = np.where(rough_leaf, 0.0, p * n * (p + n + 1.0)).sum(axis=-1) / 12.0
     variance = np.where(defined, spread / safe**2, 0.0)
     return raw, bias, half, variance
