@@ -27,7 +27,15 @@ Families (seeded numpy generators, made once per size):
 - unequal: smooth scores over 1,000 clients of Zipf-like sizes (`assign_clients`, scheme
   "sizes", s = 1.2); DP models under unit example and under unit client, L = `--max-examples`.
 
-Models: federated (no noise), distdp ε = 1, localdp OUE ε = 5, all at auto height/shape.
+Families users meet (`user_scores`; issue 25): scores rounded to a 0.01 grid (grid, 200k),
+tree-model scores (tree, 100k), scores squeezed into [0.45, 0.55] (squeezed, 500k), 2,000 rows
+(tiny), 0.2% positives at 1M (ultrarare), scores clipped at exactly 0 and 1 (clipped), two bumps
+per class (bimodal), every positive on one score (onevalue). grid, tree, tiny and clipped sit on
+1,000 clients of Zipf-like sizes, as unequal does: their DP settings run under unit example and
+unit client. ECE is reported beside the others (the raw scores' 15-bin ECE).
+
+Models: federated (no noise), distdp ε = 1, localdp OUE ε = 5, all at auto height/shape
+(`--height H` for a fixed one; `--units example` to skip the unit-client rows).
 
 DP settings: one data set, R seeds (the noise varies); peaks: a fresh data set per seed (its
 truth moves with the order inside the leaves). Federated: a release is deterministic given the
@@ -53,6 +61,7 @@ coverage a calibrated interval reaches by chance, or the reverse).
     .venv/bin/python benchmarks/hard.py                # n = 300k (rare: 1M), R = 200 (DP: 1000)
     .venv/bin/python benchmarks/hard.py --families rare-small --models distdp   # 20k rows
     .venv/bin/python benchmarks/hard.py --families pointmass --models localdp
+    .venv/bin/python benchmarks/hard.py --families grid tree squeezed onevalue --height 8
 """
 
 from __future__ import annotations
