@@ -1,9 +1,11 @@
 """Intervals that hold on data that is not smooth inside a leaf (issue 25).
 
 Where the release shows a parent's two leaves not splitting as a smooth density would
-(`fedeval.estimate.smoothness`), the AUC and AP intervals take the worst case of the order, and
-of ties, inside those leaves; elsewhere they keep the smooth treatment (Richardson, random
-order). Each data set below made the old intervals miss almost every time."""
+(`fedeval.estimate.smoothness`), the AUC interval takes the worst case of the order of the pairs
+that involve the examples departing from smooth, and the AP the range of orders and ties inside
+those leaves; elsewhere they keep the smooth treatment (Richardson, random order). Each data
+set below made the old intervals miss almost every time; smooth data with rare positives keep
+the smooth reading's width."""
 
 from __future__ import annotations
 
@@ -12,9 +14,19 @@ from scipy.stats import binom
 from sklearn.metrics import average_precision_score
 
 import fedeval
+from fedeval.api.evaluate import auc_discretisation_bias, evaluate_data
 from fedeval.core.axis import ScoreAxis
 from fedeval.core.hierarchy import cell_index
-from fedeval.estimate.smoothness import ap_hull, rough_parents, smoothness_residuals
+from fedeval.estimate.metrics import auc_from_buckets
+from fedeval.estimate.smoothness import (
+    RICHARDSON_MIN_CELLS,
+    ap_hull,
+    departures,
+    rough_parents,
+    smoothness_residuals,
+)
+from fedeval.estimate.uncertainty import bias_aware_interval, noise_sd, within_bucket_auc_variance
+from fedeval.tables.scored import scored_from_arrays
 
 
 def _one_value(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -159,3 +171,90 @@ def test_ap_hull_holds_tied_scores():
         lo, hi = ap_hull(_leaves(y, s, 3))
         ap = average_precision_score(y, s)
         assert lo - 1e-12 <= ap <= hi + 1e-12, (lo, ap, hi)
+
+
+def test_positives_on_one_value_under_localdp_are_held():
+    # localdp ε = 5 at 100,000 rows, auto height: the 10,000 positives on 0.8 sit in one leaf,
+    # so their parent departs (its residual is ~5,000 against a spread of a few hundred) and
+    # every pair in that leaf takes the worst case. Main's interval (Richardson, random
+    # order) held the AUC in 0 of 200 releases (benchmarks/hard.py, 300k rows); a departure
+    # read as the residual less its tolerance held it in half.
+    rng = np.random.default_rng(256)
+    y, s = _one_value(100_000, rng)
+    data = scored_from_arrays(y.astype(np.int8), s, keep_scores=True)
+    trials = 20
+    misses = 0
+    for seed in range(trials):
+        ev = evaluate_data(data, model="localdp", epsilon=5.0, seed=seed, ci_draws=100)
+        misses += not ev.auc.covered
+    assert misses <= _allowed_misses(trials), misses
+
+
+def _logistic_rare(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A logistic model's scores, 2% positives (logit 2·y − 2.5 + N(0, 1)): smooth, but the
+    negatives' density bends within a few coarse leaves near 0 while the positives' counts
+    there are a few dozen under noise of about ten."""
+    y = rng.random(n) < 0.02
+    return y, 1.0 / (1.0 + np.exp(-(2.0 * y + rng.standard_normal(n) - 2.5)))
+
+
+def _smooth_reading_interval(leaves: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The AUC interval that reads every leaf as smooth (the Richardson range, random order
+    inside leaves, the noisier end's spread): what the intervals were before issue 25."""
+    raw = float(auc_from_buckets(leaves[0], leaves[1]))
+    corrected = raw - float(auc_discretisation_bias(leaves, None))
+    resampled = leaves + draws
+    raws = auc_from_buckets(resampled[:, 0], resampled[:, 1])
+    corrected_draws = raws - auc_discretisation_bias(resampled, None)
+    noise = max(float(noise_sd(raws)), float(noise_sd(corrected_draws)))
+    sd = np.sqrt(noise**2 + within_bucket_auc_variance(leaves[0], leaves[1]))
+    return bias_aware_interval(min(raw, corrected), max(raw, corrected), sd)
+
+
+def test_rare_positive_smooth_scores_keep_the_smooth_width():
+    # The setting of `compare`'s gate test (34,000 rows, 2% positives, distdp ε = 0.5, 16
+    # leaves), for the scores and for the same scores on a compressed logit (`compare`'s
+    # equal candidate): the negatives' counts misfit the smooth model by 4–41 spreads in the
+    # lowest parents (a density that rises from 0 and peaks within two leaves), which is
+    # real, but only the fewest departing negatives that make each residual, paired with the
+    # few positives of their own leaf, are taken at their worst. Median width over the
+    # smooth reading's: 1.03 and 1.11 (the issue's bound: 1.3); taking every pair of a
+    # flagged parent at its worst made it 1.52 and 2.00 (`compare`'s gate then failed an
+    # equal candidate 36.5% of the time).
+    rng = np.random.default_rng(257)
+    y, s = _logistic_rare(34_000, rng)
+    for scores in (s, 1.0 / (1.0 + np.exp(-0.8 * np.log(s / (1.0 - s))))):
+        data = scored_from_arrays(y.astype(np.int8), scores, keep_scores=True)
+        ratios = []
+        for seed in range(10):
+            ev = evaluate_data(data, model="distdp", epsilon=0.5, seed=seed, ci_draws=100)
+            lo, hi = ev.auc.ci95
+            leaves, draws = ev.run.histogram.leaves, ev.run.noise_draws
+            ref_lo, ref_hi = _smooth_reading_interval(leaves, draws)
+            ratios.append((hi - lo) / (ref_hi - ref_lo))
+        assert np.median(ratios) <= 1.3, ratios
+
+
+def test_departures_are_the_fewest_examples_that_make_the_residual():
+    # A point mass of m examples in one leaf of smooth counts (exact): the departure is read
+    # in that leaf alone and is m to within the data's sampling (the residual's spread, over
+    # the leaf's own weight ½); no other leaf of either class departs beyond a neighbour of
+    # the mass (whose residual reads it with weight 1/16), nor of the other class but at the
+    # ends, where the line through two parents misreads the logistic tail's bend.
+    rng = np.random.default_rng(258)
+    n = 400_000
+    y = rng.random(n) < 0.3
+    s = 1.0 / (1.0 + np.exp(-rng.normal(np.where(y, 1.0, -1.0), 1.0)))
+    leaves = _leaves(y, s, 6)
+    m = 4_000.0
+    for leaf in (21, 40):  # a lower and an upper leaf
+        counts = leaves.copy()
+        counts[1, leaf] += m
+        dep = departures(counts, None, None, RICHARDSON_MIN_CELLS)
+        sampling_sd = 2.0 * np.sqrt(counts[1, leaf - 3 : leaf + 3].sum())
+        assert abs(dep[1, leaf] - m) <= 4 * sampling_sd, dep[1, leaf]
+        others = np.delete(dep[1], leaf)
+        assert others.max() <= m / 4, others.max()
+        assert dep[0, 2:-2].max() == 0.0
+    # too few leaves to read a slope from: every example may depart
+    assert np.isinf(departures(leaves[:, :4], None, None, RICHARDSON_MIN_CELLS)).all()

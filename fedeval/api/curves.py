@@ -36,7 +36,7 @@ from fedeval.estimate.roc_pr import (
     leaf_tails,
     within_leaf_bounds,
 )
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, smooth_parents
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
 from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
@@ -156,14 +156,13 @@ def _leaf_ap_interval(
     """95% interval of the 'leaves' AP from the run's release and noise draws
     (`fedeval.estimate.roc_pr.leaf_ap_interval`); `tails` of the re-noised leaves if known.
     On exact counts the estimate is the random-order mean (`curve_result`), passed on as such.
-    The leaves of parents the release shows rough (`smooth_parents`, as the AUC's interval
-    reads them) get their orders' and ties' range."""
+    The examples the release shows departing from smooth (`departures`, as the AUC's
+    interval reads them) get their orders' and ties' range."""
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
     edges = run.axis.leaf_edges(leaves.shape[-1])
-    smooth = smooth_parents(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
-    rough = np.repeat(~smooth, 2)[: leaves.shape[-1]]
-    return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, rough)
+    departing = departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
+    return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
 
 
 def _exact_counts(run: Simulated) -> bool:

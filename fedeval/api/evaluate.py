@@ -36,7 +36,7 @@ from fedeval.estimate.metrics import (
     threshold_counts,
     top_region_precision,
 )
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, auc_parts, smooth_parents
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, auc_parts, departures
 from fedeval.estimate.uncertainty import (
     DEFAULT_DRAWS,
     ROUNDING,
@@ -137,16 +137,21 @@ def auc_interval(
     of what the release cannot tell apart, with spread √(σ² + the Mann-Whitney variance of the
     smooth leaves), σ the larger re-noised spread of the range's two ends.
 
-    The range (`fedeval.estimate.smoothness.auc_parts`) splits the leaves by what the release
-    shows of them (`smooth_parents`; `edges`: the leaves' edges in the scores' units, None:
-    equal widths): where a parent splits between its two leaves as a smooth density would,
-    the pairs sharing a leaf are taken as smooth, from the ½-counting (ties) to it less the
-    Richardson step's bias (pairs a parent counts ½ that its leaves order, a third of them);
-    in a rough parent (a point mass, a grid, a cliff, a class squeezed into a leaf) the
-    within-leaf worst case ± Σ pᵢnᵢ/(2PN) over its leaves, which holds for any data. With
-    fewer than RICHARDSON_MIN_CELLS leaves every parent is rough. Before: the Richardson range
-    over every leaf, which on scores squeezed into [0.45, 0.55] (7 occupied leaves of 128)
-    corrected 40% of the bias and held the AUC in 0 of 200 releases (benchmarks/hard.py).
+    The range (`fedeval.estimate.smoothness.auc_parts`) splits each leaf's examples by what
+    the release shows of them (`departures`; `edges`: the leaves' edges in the scores' units,
+    None: equal widths): the pairs of the smooth part are ordered as a smooth density orders
+    them, from the ½-counting (ties) to it less the Richardson step's bias (pairs a parent
+    counts ½ that its leaves order, a third of them); the pairs that involve an example
+    departing from smooth (a point mass, a grid, a cliff, a class squeezed into a leaf: the
+    fewest examples that make its parent's residual) take the worst case ± their number/(2PN),
+    which holds for any data. With fewer than RICHARDSON_MIN_CELLS leaves every example
+    departs. Before: the Richardson range over every leaf, which on scores squeezed into
+    [0.45, 0.55] (7 occupied leaves of 128) corrected 40% of the bias and held the AUC in 0 of
+    200 releases (benchmarks/hard.py). Taking every pair of a flagged parent at its worst
+    instead doubled the interval on smooth scores with 2% positives (34,000 rows, distdp
+    ε = 0.5), whose negatives' density bends faster than the smooth model across the lowest
+    coarse leaves; the pairs those departing negatives make with the few positives of their
+    leaf are 1.03–1.11× as wide (tests/test_rough_intervals.py).
 
     Around the unclipped estimate: near 1 (or 0) the clipped one shifts the interval inwards and
     its far side covers more than the noise allows (measured: 0.98 for an AUC of 0.992 under
@@ -157,21 +162,24 @@ def auc_interval(
     with both (sd((a + b)/2) ≤ max(sd a, sd b)). The bias estimate is a difference of two AUCs
     whose noise is shared only in part: at 16 leaves (1.5% positives, 20,000 rows, distdp
     ε = 1) the corrected AUC's spread is 1.09× the raw one's, and σ from the raw one alone
-    covered 0.930 over 2000 releases (0.952 with the ends' σ). The rough half-width is read
-    from noisy counts too, so each draw's ends (raw or corrected, less or plus it) carry it;
-    the smooth/rough split stays the release's.
+    covered 0.930 over 2000 releases (0.952 with the ends' σ). The departures and their pairs
+    are read from noisy counts too, so each draw's ends (raw or corrected, less or plus the
+    half-width, departures read on that draw) carry them; which parents depart stays the
+    release's.
 
     With equi-depth `buckets` (not a dyadic tree: no parent to check) the range is the
     Richardson one over B and B/2 buckets, or the worst case below RICHARDSON_MIN_CELLS."""
     if buckets is not None:
         return _bucket_auc_interval(leaves, draws, buckets)
-    smooth = smooth_parents(leaves, draws, edges, RICHARDSON_MIN_CELLS)
-    raw, bias, half, variance = (float(x) for x in auc_parts(leaves, smooth))
+    departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
+    raw, bias, half, variance = (float(x) for x in auc_parts(leaves, departing))
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0
     lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
     if draws is not None:
-        r, b, w, _ = auc_parts(leaves + draws, smooth)
+        resampled = leaves + draws
+        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
+        r, b, w, _ = auc_parts(resampled, moved)
         ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
         variance += float(np.square(np.fmax.reduce(ends)))
     ci = bias_aware_interval(lo, hi, np.sqrt(variance))

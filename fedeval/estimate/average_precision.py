@@ -94,7 +94,7 @@ def leaf_ap_interval(
     draws: np.ndarray | None,
     tails: tuple[np.ndarray, np.ndarray] | None = None,
     shuffled_mean: float | None = None,
-    rough: np.ndarray | None = None,
+    departing: np.ndarray | None = None,
 ) -> tuple[float, float]:
     """95% interval of the 'leaves' AP: bias-aware (`bias_aware_interval`, Armstrong–Kolesár)
     over the span of what the release cannot tell apart, with σ the larger spread, over
@@ -120,17 +120,18 @@ def leaf_ap_interval(
     ε = 1 at 300k rows, 1000 releases; where leaves hold a few thousand smooth examples the
     spread is a small fraction of the noise's.
 
-    `rough` (bool, L; `fedeval.estimate.smoothness.smooth_parents`): leaves whose parent the
-    release shows not smooth. The candidates extrapolate in leaf width as if every leaf were
-    smooth or one tie; inside a rough leaf the AP may sit anywhere its orders and ties allow,
-    so the span is widened, below and above, by how far those leaves' precision sums may sit
-    from the integral rule's (`rough_ap_reach`, its noise over the same draws added to σ in
-    quadrature). Without it scores on a 0.01 grid (5% positives, 200k, distdp ε = 1, 32
-    leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in none."""
+    `departing` ((2, L); `fedeval.estimate.smoothness.departures`): the examples of each leaf
+    the release shows departing from smooth. The candidates extrapolate in leaf width as if
+    every leaf were smooth or one tie; the departing examples may sit anywhere their leaves'
+    orders and ties allow, so the span is widened, below and above, by how far that moves the
+    precision sums from the integral rule's (`rough_ap_reach`, its noise over the same draws
+    added to σ in quadrature). Without it scores on a 0.01 grid (5% positives, 200k, distdp
+    ε = 1, 32 leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in
+    none."""
     ap_lo, ap_hi = hull
-    if rough is None:
-        rough = np.zeros(leaves.shape[-1], bool)
-    below, above = (float(x) for x in rough_ap_reach(leaves, rough))
+    if departing is None:
+        departing = np.zeros(leaves.shape, np.float64)
+    below, above = (float(x) for x in rough_ap_reach(leaves, departing))
     if draws is None:
         lo, hi = _order_interval(leaves, estimate, hull, shuffled_mean)
         return (
@@ -152,7 +153,7 @@ def leaf_ap_interval(
     # above the others': point masses under localdp covered 0.930 with the other two's σ).
     spread = np.append(spread, spread[0])  # the order mean's noise: the integral rule's
     sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
-    reach_below, reach_above = rough_ap_reach(renoised, rough)
+    reach_below, reach_above = rough_ap_reach(renoised, departing)
     sd = math.hypot(sd, order_sd, float(np.fmax(noise_sd(reach_below), noise_sd(reach_above))))
     lo, hi = lo - below, hi + above
     integral = resampled[:, 0]
