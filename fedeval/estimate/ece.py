@@ -77,7 +77,8 @@ def discretisation_range(
     examples anywhere in it). A leaf across a bin edge (an edge of the M bins is no leaf
     edge) holds examples of both bins: its smooth part is read whole in the bin of its
     midpoint (as the plug-in reads it) or split between them in proportion to the overlap (a
-    uniform density), each reading with every example placed anywhere in its part; its
+    uniform density, give or take the binomial sampling of the few examples a fine leaf
+    holds), each reading with every example placed anywhere in its part; its
     departing examples may be any subset in either bin, adding [−e₋·t, e₊·(1 − u)] to a bin
     it overlaps on [u, t]. Under each reading, each bin's D_b lies in a range [lo_b, hi_b]
     and Σ|D_b| between Σ min|D| and Σ max|D| over them (bins treated apart: an outer bound);
@@ -123,13 +124,23 @@ def discretisation_range(
         np.where(touches, dep_hi, 0.0).sum(axis=0),
     )
     low, high = np.inf, -np.inf
-    for share in (assigned.astype(float), f):  # read whole (as the plug-in), or split
-        at_lo = np.where(share > 0, np.maximum(ol, lo_e[:, None]), 0.0)
-        at_hi = np.where(share > 0, np.minimum(oh, hi_e[:, None]), 0.0)
-        at_lo = np.where(assigned & (share == 1.0), lo_e[:, None], at_lo)
-        at_hi = np.where(assigned & (share == 1.0), hi_e[:, None], at_hi)
-        d_lo = (share * gap(sp, sn, at_hi)).sum(axis=0) + dep_lo
-        d_hi = (share * gap(sp, sn, at_lo)).sum(axis=0) + dep_hi
+    # The split's share is the overlap's up to the sampling of the few examples a fine leaf
+    # holds: Binomial(m, f) of them fall on one side, f ± Z95·√(f(1 − f)/m).
+    m_s = (sp + sn)[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(m_s[:, None] > 0, np.sqrt(f * (1 - f) / m_s[:, None]), 0.0)
+    whole = assigned.astype(float)
+    for share_lo, share_hi in ((whole, whole), (f - 1.96 * spread, f + 1.96 * spread)):
+        share_lo, share_hi = np.clip(share_lo, 0.0, 1.0), np.clip(share_hi, 0.0, 1.0)
+        inside = share_hi > 0
+        at_lo = np.where(inside, np.maximum(ol, lo_e[:, None]), 0.0)
+        at_hi = np.where(inside, np.minimum(oh, hi_e[:, None]), 0.0)
+        at_lo = np.where(assigned & (share_lo == 1.0), lo_e[:, None], at_lo)
+        at_hi = np.where(assigned & (share_lo == 1.0), hi_e[:, None], at_hi)
+        g_lo, g_hi = gap(sp, sn, at_hi), gap(sp, sn, at_lo)
+        corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
+        d_lo = corners.min(axis=0).sum(axis=0) + dep_lo
+        d_hi = corners.max(axis=0).sum(axis=0) + dep_hi
         least = np.where((d_lo <= 0) & (d_hi >= 0), 0.0, np.minimum(np.abs(d_lo), np.abs(d_hi)))
         low = min(low, float(least.sum()))
         high = max(high, float(np.maximum(np.abs(d_lo), np.abs(d_hi)).sum()))
