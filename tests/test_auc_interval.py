@@ -43,7 +43,7 @@ def _rare_release_noise(height: int):
 def test_auc_interval_covers_rare_positives_at_small_n():
     # 8 leaves, AUC ≈ 0.99, ~600 positives: the Richardson term (AUC over 4 cells − AUC)/3 has
     # noise of its own, not all shared with the AUC's (corrected spread ≈ 1.1× the raw one).
-    exact, truth, noise = _rare_release_noise(height=3)
+    exact, truth, noise = _rare_release_noise(height=5)
     hits = 0
     for k in range(RELEASES):
         lo, hi = auc_interval(exact + noise[k, 0], noise[k, 1:], None)
@@ -70,7 +70,7 @@ def test_auc_interval_spread_is_the_noisier_end_of_its_range():
     # σ is max(sd raw, sd corrected) over the draws, with the within-leaf variance: the lower
     # end (the upper is clipped at 1 here) is the bias-aware one at that σ, and lower than at
     # the raw AUC's spread, which the corrected end's exceeds by its own noise.
-    exact, _, noise = _rare_release_noise(height=3)
+    exact, _, noise = _rare_release_noise(height=5)
     release, draws = exact + noise[0, 0], noise[0, 1:]
     resampled = release + draws
     raw = auc_from_buckets(resampled[:, 0], resampled[:, 1])

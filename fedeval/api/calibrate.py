@@ -35,7 +35,8 @@ from fedeval.estimate.calibration import (
     exact_ece,
     histogram_binning,
 )
-from fedeval.estimate.ece import ece_estimate
+from fedeval.estimate.ece import discretisation_range, ece_estimate
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, noise_sd
 from fedeval.privacy.decode import noise_draws
 from fedeval.protocol.simulate import (
@@ -247,17 +248,21 @@ def release_ece(
 ) -> Estimate:
     """The ECE of a run's scores (probabilities) from its release, debiased for the noise, with
     its 95 % interval (`fedeval.estimate.ece.ece_estimate`: the worst case where noise swamps
-    the counts, the reason where the noisy total is ≤ 0), widened by half a leaf (placing each
-    example at its leaf's midpoint moves Σ|D_b|/N by at most that); `exact` filled in."""
+    the counts, the reason where the noisy total is ≤ 0), widened by where the examples may sit
+    inside their leaves (`fedeval.estimate.ece.discretisation_range`: placing each at its
+    leaf's midpoint, a leaf across a bin edge read whole or split, the examples the release
+    shows departing from smooth anywhere); `exact` filled in."""
     leaves = run.histogram.leaves
     n_leaves = leaves.shape[-1]
-    half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(n_leaves))))
+    draws = debiasing_draws(run)
+    edges = run.axis.leaf_edges(n_leaves)
+    departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     est = ece_estimate(
         leaves,
-        debiasing_draws(run),
+        draws,
         run.axis.leaf_midpoints(n_leaves),
         n_bins=n_bins,
-        discretisation=half_leaf,
+        discretisation=discretisation_range(leaves, edges, departing, n_bins),
         interval=run.ci_draws > 0,
     )
     return Estimate(est.estimate, exact, est.ci95, est.note)

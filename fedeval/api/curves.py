@@ -36,6 +36,7 @@ from fedeval.estimate.roc_pr import (
     leaf_tails,
     within_leaf_bounds,
 )
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
 from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
@@ -154,9 +155,14 @@ def _leaf_ap_interval(
 ) -> tuple[float, float]:
     """95% interval of the 'leaves' AP from the run's release and noise draws
     (`fedeval.estimate.roc_pr.leaf_ap_interval`); `tails` of the re-noised leaves if known.
-    On exact counts the estimate is the random-order mean (`curve_result`), passed on as such."""
+    On exact counts the estimate is the random-order mean (`curve_result`), passed on as such.
+    The examples the release shows departing from smooth (`departures`, as the AUC's
+    interval reads them) get their orders' and ties' range."""
     mean = estimate if _exact_counts(run) else None
-    return leaf_ap_interval(run.histogram.leaves, estimate, hull, run.noise_draws, tails, mean)
+    leaves = run.histogram.leaves
+    edges = run.axis.leaf_edges(leaves.shape[-1])
+    departing = departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
+    return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
 
 
 def _exact_counts(run: Simulated) -> bool:

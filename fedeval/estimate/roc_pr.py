@@ -44,6 +44,7 @@ import numpy as np
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative, quantiles
+from fedeval.estimate.smoothness import ap_hull
 
 EVAL_GRID = 4097
 """Uniform thresholds added to the quantile knots when the areas are integrated."""
@@ -314,12 +315,18 @@ def leaf_roc_auc_rows(fp: np.ndarray, tp: np.ndarray) -> np.ndarray:
 
 
 def within_leaf_bounds(leaves: np.ndarray) -> tuple[float, float, float, float]:
-    """(AUC low, AUC high, AP low, AP high) over every order of the examples inside each leaf.
+    """(AUC low, AUC high, AP low, AP high) over every order of the examples inside each leaf,
+    and over ties there.
 
-    The leaves fix everything but the order within a leaf: AUC moves by at most ±Σpᵢnᵢ/(2PN);
-    AP is highest with each leaf's positives first and lowest with them last, and the sum over
-    a leaf has a closed form: Σₖ₌₁ᵖ (a + k)/(a + b + k) = p − b·(ψ(a + b + p + 1) − ψ(a + b + 1))
-    for a positives and b negatives above it.
+    The leaves fix everything but the order within a leaf: AUC moves by at most ±Σpᵢnᵢ/(2PN)
+    (a tie counts ½, inside that range); AP is highest with each leaf's positives first and
+    lowest with them last, and the sum over a leaf has a closed form: Σₖ₌₁ᵖ (a + k)/(a + b + k)
+    = p − b·(ψ(a + b + p + 1) − ψ(a + b + 1)) for a positives and b negatives above it. A tie is
+    outside that range for the AP (scikit-learn gives every tied positive the precision at the
+    tie: many positives tied with a few negatives below many negatives score higher than any
+    order of them), so each leaf's sum also takes its tie value (`fedeval.estimate.smoothness.
+    ap_hull`; with every positive on one score and negatives around it, the orders' range
+    missed the AP by 0.2).
     """
     # Non-negative leaves from the monotone prefix sums (not clamped leaves, whose positive
     # noise in empty leaves would invent examples at the top of the ranking).
@@ -328,14 +335,9 @@ def within_leaf_bounds(leaves: np.ndarray) -> tuple[float, float, float, float]:
     p_total, n_total = pos.sum(), neg.sum()
     if p_total <= 0 or n_total <= 0:
         return 0.0, 1.0, 0.0, 1.0
-    tp_above = np.concatenate([[0.0], np.cumsum(pos)[:-1]])
     fp_above = np.concatenate([[0.0], np.cumsum(neg)[:-1]])
 
-    def precision_sum(a, b, p):
-        return p - b * (digamma(a + b + p + 1) - digamma(a + b + 1))
-
-    ap_hi = float(precision_sum(tp_above, fp_above, pos).sum() / p_total)
-    ap_lo = float(precision_sum(tp_above, fp_above + neg, pos).sum() / p_total)
+    ap_lo, ap_hi = ap_hull(leaves)
     # AUC with ties at ½ over the leaves, and its extremes
     below = n_total - fp_above - neg  # negatives in leaves below (scores lower)
     auc_mid = float(np.sum(pos * (below + neg / 2)) / (p_total * n_total))
