@@ -238,8 +238,7 @@ class ServerProtocol:
                 if config.model is PrivacyModel.LOCALDP:
                     found, total_slots, cohort = self._local_probe(cohort)
                     break
-                width = 2 << probe.probe_level(config.model, self.job.resolution)
-                got = self._masked_sum(PROBE, cohort, width, {})
+                got = self._masked_sum(PROBE, cohort, 2, {})
                 if isinstance(got, tuple):
                     counts, cohort, _ = got
                     found = Probe(counts)
@@ -293,8 +292,7 @@ class ServerProtocol:
                 for i, node in enumerate(cohort)
             },
         )
-        width = 2 << probe.probe_level(self.job.config.model, self.job.resolution)
-        counts = np.zeros(width, np.int64)
+        counts = np.zeros(2, np.int64)
         reports = slots = 0
         kept = []
         cap = self.job.config.max_examples
@@ -304,7 +302,7 @@ class ServerProtocol:
                 continue
             bits = np.asarray(r.get("bits"))
             s = int(r.get("slots", -1))
-            if bits.ndim != 2 or bits.shape[1] != width or s < len(bits) or (cap and s != cap):
+            if bits.ndim != 2 or bits.shape[1] != 2 or s < len(bits) or (cap and s != cap):
                 continue
             counts += bits.astype(np.int64).sum(axis=0)
             reports += len(bits)

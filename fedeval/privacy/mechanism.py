@@ -14,17 +14,16 @@ pure ε-DP (Cormode & Markov, section 2.2). Under OUE each report is ε/L-LDP an
 most L of them (exactly L under unit client: padded with empty reports, so the number of reports
 tells nothing), which composes to ε under replace.
 
-Two-phase releases (`--height auto` under DP, `config.probed`): a probe of each class's counts
-over the 2^k cells of a coarse level (k = `fedeval.core.height_choice.PROBE_LEVEL`) comes first
-and chooses the height. Under distdp it is discrete Laplace at ε_probe = s·ε on each of its
-2·2^k counts with Δ = L (add/remove: a unit sits in the histogram with at most L examples, one
-count each) or 2L (replace: they move from one count to another), and the tree gets
-ε_tree = (1 − s)·ε: sequential composition of pure DP, ε_probe + ε_tree = ε, also when the
-tree's height is chosen from the probe (adaptive composition of pure ε-DP mechanisms adds up the
-same way). Under localdp a share s of the reports, picked at random before any data is read,
-are OUE reports of (label, probe cell) over 2·2^k bits at the same report ε; every unit still
-sends its reports once, so the claim is ε as before (the probe and the tree see disjoint
-reports: parallel composition)."""
+Two-phase releases (`--height auto` under DP, `config.probed`): a probe of the two class totals
+comes first and chooses the height. Under distdp it is discrete Laplace at ε_probe = s·ε with
+Δ = L (add/remove: a unit sits in the totals with at most L examples) or 2L (replace: they move
+from one total to the other), and the tree gets ε_tree = (1 − s)·ε: sequential composition of
+pure DP, ε_probe + ε_tree = ε, also when the tree's height is chosen from the probe (adaptive
+composition of pure ε-DP mechanisms adds up the same way). Under localdp a share s of the
+reports, picked at random before any data is read, are OUE reports of the label alone (one cell
+per class) at the same report ε; every unit still sends its reports once, so the claim is ε as
+before (the probe and the tree see disjoint reports: parallel composition).
+"""
 
 from __future__ import annotations
 
@@ -34,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
-from fedeval.core.height_choice import PROBE_LEVEL
 from fedeval.core.release import Probe
 from fedeval.privacy import generator
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
@@ -114,19 +112,11 @@ class Mechanism:
 
     @property
     def probe_sensitivity(self) -> int | None:
-        """Δ of the probe's histogram (distdp): L under add/remove, 2L under replace (one example
-        is one count of it)."""
+        """Δ of the probe's two class totals (distdp): L under add/remove, 2L under replace."""
         if not self.config.probed or self.config.model is not PrivacyModel.DISTDP:
             return None
         factor = 2 if self.config.relation is Relation.REPLACE else 1
         return factor * self.config.examples_per_unit
-
-    @property
-    def probe_cells(self) -> int:
-        """C, the probe's cells per class: the released probe's, else 2^PROBE_LEVEL."""
-        if self.probe is not None:
-            return self.probe.cells
-        return 1 << PROBE_LEVEL.get(self.config.model, 0)
 
     @property
     def probe_alpha(self) -> float | None:
@@ -139,21 +129,17 @@ class Mechanism:
         cfg = self.config
         if not cfg.probed:
             return None
-        cells = self.probe_cells
         common = {
             "share": cfg.probe_share,
-            "cells_per_class": cells,
-            "releases": f"each class's counts over {cells} equal cells of the score axis "
-            "(negatives' cells, then positives'; their sums are the class totals)",
-            "chooses": "the height h, by fedeval.core.height_choice.choose_height from the noisy "
-            "histogram (post-processing of the probe): the least predicted noise and "
-            "discretisation error of AUC, AP and P/R/A",
+            "releases": "the two class totals [negatives, positives]",
+            "chooses": "the height h, by fedeval.core.params.probe_height from the noisy totals "
+            "(post-processing of the probe)",
         }
         if cfg.model is PrivacyModel.DISTDP:
             a = self.probe_alpha
             assert a is not None
             return common | {
-                "name": "discrete Laplace on the per-class histogram",
+                "name": "discrete Laplace on the class totals",
                 "epsilon": self.probe_epsilon,
                 "alpha": a,
                 "sensitivity": self.probe_sensitivity,
@@ -162,11 +148,11 @@ class Mechanism:
             }
         p, q = oue_probabilities(self._report_epsilon())
         return common | {
-            "name": "Optimal Unary Encoding of (label, probe cell)",
+            "name": "Optimal Unary Encoding of the label",
             "epsilon_per_report": self._report_epsilon(),
             "p": p,
             "q": q,
-            "domain": f"label × cell: {2 * cells} bits, one set per real probe report",
+            "domain": "label (level 0: one cell per class)",
             "report_share": "each report (padding too) is a probe report with probability "
             f"{cfg.probe_share:g}, drawn before any data is read; the others go to the tree",
             "composition": "parallel: every report is one probe or one tree report, so each "
@@ -208,9 +194,8 @@ class Mechanism:
     @property
     def released_counts(self) -> int:
         """C, the noisy counts a release holds: 2·2^k per released level (and the probe's
-        2·C cells)."""
-        probe = 2 * self.probe_cells if self.config.probed else 0
-        return sum(2 << k for k in self.config.levels) + probe
+        two class totals)."""
+        return sum(2 << k for k in self.config.levels) + (2 if self.config.probed else 0)
 
     @property
     def sampler_delta(self) -> float | None:
@@ -361,10 +346,9 @@ class Mechanism:
                 )
                 if cfg.probed:
                     text += (
-                        f" at ε_tree = {self._epsilon():.6g}, after a probe of each class's "
-                        f"counts over {self.probe_cells} cells at ε_probe = "
-                        f"{self.probe_epsilon:.6g} (discrete Laplace α = {self.probe_alpha:.6g}, "
-                        f"Δ = {self.probe_sensitivity}) that chose "
+                        f" at ε_tree = {self._epsilon():.6g}, after a probe of the two class "
+                        f"totals at ε_probe = {self.probe_epsilon:.6g} (discrete Laplace "
+                        f"α = {self.probe_alpha:.6g}, Δ = {self.probe_sensitivity}) that chose "
                         f"the height: {self.probe_epsilon:.6g} + {self._epsilon():.6g} = {eps:g}"
                     )
                 if cfg.relation is Relation.ADD_REMOVE:
@@ -393,8 +377,7 @@ class Mechanism:
             case PrivacyModel.LOCALDP:
                 probe = (
                     f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
-                    f"data is read, report their label and cell among {self.probe_cells} (the "
-                    "probe that chose the height), "
+                    "data is read, report the label alone (the probe that chose the height), "
                     "the others a level of the tree: each report is still sent once"
                     if cfg.probed
                     else ""
@@ -444,8 +427,8 @@ class Mechanism:
         text = self._server_learns()
         if self.config.probed:
             text += (
-                "; first, the probe round's noisy per-class histogram (each cohort's sum of the "
-                "probe shares carries the probe's whole noise) and the height chosen from it"
+                "; first, the probe round's noisy class totals (each cohort's sum of the probe "
+                "shares carries the probe's whole noise) and the height chosen from them"
                 if self.config.model is PrivacyModel.DISTDP
                 else "; which reports are probe reports (drawn before any data is read)"
             )
@@ -495,7 +478,7 @@ class Mechanism:
         elif self.clients_public:
             what += " and the public number of clients"
         if self.config.probed:
-            what += ", the probe's noisy per-class histogram and the height chosen from it"
+            what += ", the probe's noisy class totals and the height chosen from them"
         eps = self.config.epsilon
         return (
             f"{what}, and that a release was made at all (the input was valid and non-empty, "
@@ -558,7 +541,7 @@ def probe_from_section(privacy: dict[str, Any]) -> Probe | None:
     if not isinstance(counts, list) or any(
         isinstance(c, bool) or not isinstance(c, int) for c in counts
     ):
-        raise ValueError("privacy.probe.released.counts must be 2·2^k integers")
+        raise ValueError("privacy.probe.released.counts must be two integers")
     return Probe(np.asarray(counts, np.int64), released.get("reports"))
 
 
