@@ -4,7 +4,7 @@ Every document fedeval writes (reports, saved releases, report manifests, maps),
 header, the ledger and the privacy audit read the claim from a `Mechanism`, so they cannot
 disagree: the neighbouring relation and unit, the L1 sensitivity, the noise and its parameters,
 the guarantee in words, what the server and the analyst learn, and a machine-readable DP event
-(the dicts `fedeval.privacy.ledger` composes with dp_accounting).
+(`fedeval.privacy.events`, composed by `fedeval.privacy.accounting`).
 
 Sensitivities (DESIGN.md, privacy models). One example touches one node per released level of its
 class's tree; a client under unit client up to L examples. So a unit moves the release by at
@@ -35,6 +35,13 @@ import numpy as np
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
 from fedeval.core.release import Probe
 from fedeval.privacy import generator
+from fedeval.privacy.events import (
+    ComposedEvent,
+    DiscreteLaplaceEvent,
+    DpEvent,
+    NoNoiseEvent,
+    PureEvent,
+)
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
 
 if TYPE_CHECKING:
@@ -302,30 +309,29 @@ class Mechanism:
                 }
         raise AssertionError(cfg.model)
 
-    def dp_event(self) -> dict[str, Any]:
-        """The machine-readable DP event `fedeval.privacy.ledger` composes (dp_accounting's
-        vocabulary)."""
+    def event(self) -> DpEvent:
+        """The DP event the accountant composes (`fedeval.privacy.events`)."""
         match self.config.model:
             case PrivacyModel.DISTDP:
-                tree: dict[str, Any] = {
-                    "type": "discrete_laplace",
-                    "parameter": self._epsilon() / self._sensitivity(),
-                    "sensitivity": self.sensitivity,
-                }
-                if self.config.colluders:
-                    tree["colluders"] = self.config.colluders
+                tree = DiscreteLaplaceEvent(
+                    self._epsilon() / self._sensitivity(),
+                    self._sensitivity(),
+                    self.config.colluders,
+                )
                 sens = self.probe_sensitivity
                 if sens is None:
                     return tree
-                probe = {
-                    "type": "discrete_laplace",
-                    "parameter": self._total_epsilon() * self.config.probe_share / sens,
-                    "sensitivity": sens,
-                }
-                return {"type": "composed", "events": [probe, tree]}
+                probe = DiscreteLaplaceEvent(
+                    self._total_epsilon() * self.config.probe_share / sens, sens
+                )
+                return ComposedEvent((probe, tree))
             case PrivacyModel.LOCALDP:
-                return {"type": "pure", "epsilon": self.config.epsilon}
-        return {"type": "none"}
+                return PureEvent(self._total_epsilon())
+        return NoNoiseEvent()
+
+    def dp_event(self) -> dict[str, Any]:
+        """The DP event as every document's privacy section stores it (`event().to_dict()`)."""
+        return self.event().to_dict()
 
     def _claim(self) -> str:
         cfg = self.config
