@@ -44,8 +44,9 @@ from fedeval.core.params import (
     resolve_config,
 )
 from fedeval.core.release import Release
-from fedeval.privacy import distdp, localdp, model_module, probe
+from fedeval.privacy import distdp, localdp, probe
 from fedeval.privacy.decode import decode
+from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import fast_release
 from fedeval.tables.scored import ScoredData, read_scored
 
@@ -151,9 +152,7 @@ def predict(
     if truth is None:
         truth = population_truth(population, rng)
     leaves = population.leaf_counts(config.height)  # once, not once per run
-    draw = model_module(config.model).draw
-    if config.probed:
-        draw = _probed_draw
+    draw = _probed_draw if config.probed else model_of(config.model).draw
     errs = []
     for _ in range(runs):
         est = estimate_metrics(decode(draw(leaves, population.n_clients, config, rng)), thr)

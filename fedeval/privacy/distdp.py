@@ -1,7 +1,8 @@
 """Distributed DP: every client adds Pólya noise shares; each cohort's sum is discrete Laplace.
 
-The sensitivity, α and the claim come from `fedeval.privacy.mechanism.Mechanism` (Δ = levels·L
-under add/remove, twice that under replace). Noise α = exp(−ε/Δ) on every count gives pure ε-DP
+A `fedeval.privacy.base.ReleaseModel`: this module states the sensitivity, α and the claim
+(`fedeval.privacy.mechanism.Mechanism` reads them; Δ = levels·L under add/remove, twice that
+under replace). Noise α = exp(−ε/Δ) on every count gives pure ε-DP
 (Cormode & Markov, section 2.2 and appendix A). Shares are sized to the cohort: each of its m
 clients adds Pólya(1/m, α) − Pólya(1/m, α), so every secure sum the server unmasks on its own
 already carries the whole discrete Laplace (a cohort sized for N > m clients would carry only
@@ -13,27 +14,215 @@ examples), and totals are estimated from the noisy counts.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
 from fedeval.core.release import Probe, Release, level_offsets
-from fedeval.privacy import federated
-from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy import federated, generator
+from fedeval.privacy.base import counts_public, released_counts
+from fedeval.privacy.events import ComposedEvent, DiscreteLaplaceEvent, DpEvent
 from fedeval.privacy.noise import (
     dense,
     discrete_laplace,
     discrete_laplace_variance,
+    laplace_alpha,
     polya,
     polya_share_events,
 )
 
+if TYPE_CHECKING:
+    from fedeval.privacy.mechanism import Mechanism
+
+MODEL = PrivacyModel.DISTDP
+
+
+# --- the numbers the claim is made of ---------------------------------------------------------
+
+
+def _total_epsilon(config: PrivacyConfig) -> float:
+    """ε of the whole release (PrivacyConfig has checked that distdp carries one)."""
+    if config.epsilon is None:
+        raise AssertionError("distdp configuration without epsilon")
+    return config.epsilon
+
+
+def _factor(config: PrivacyConfig) -> int:
+    """2 under replace (one leaf path loses, another gains), 1 under add/remove."""
+    return 2 if config.relation is Relation.REPLACE else 1
+
+
+def sensitivity(config: PrivacyConfig) -> int:
+    """Δ of the release: levels·L, twice that under replace."""
+    return _factor(config) * len(config.levels) * config.examples_per_unit
+
+
+def tree_epsilon(config: PrivacyConfig) -> float:
+    """ε of the tree: the whole ε, less the probe's share s·ε after a probe."""
+    eps = _total_epsilon(config)
+    if config.probed:
+        return eps * (1.0 - config.probe_share)
+    return eps
+
+
+def count_alpha(config: PrivacyConfig) -> float:
+    """α = exp(−ε_tree/Δ) of every count."""
+    return laplace_alpha(tree_epsilon(config), sensitivity(config))
+
+
+def oue_epsilon(config: PrivacyConfig) -> None:
+    return None
+
+
+def probe_epsilon(config: PrivacyConfig) -> float | None:
+    """s·ε: the probe's share of ε (sequential composition with the tree's (1 − s)·ε)."""
+    if not config.probed:
+        return None
+    return _total_epsilon(config) * config.probe_share
+
+
+def probe_sensitivity(config: PrivacyConfig) -> int | None:
+    """Δ of the probe's two class totals: L under add/remove, 2L under replace."""
+    if not config.probed:
+        return None
+    return _factor(config) * config.examples_per_unit
+
+
+def sampler_delta(config: PrivacyConfig) -> float:
+    """δ the samplers' 53-bit floating point costs (`fedeval.privacy.generator.sampler_delta`)."""
+    return generator.sampler_delta(
+        _total_epsilon(config), released_counts(config), config.share_factor
+    )
+
+
+# --- the claim ---------------------------------------------------------------------------------
+
+
+def parameters(mech: Mechanism) -> dict[str, Any]:
+    cfg = mech.config
+    t = cfg.colluders
+    shares = (
+        "each of the m clients of a cohort adds Pólya(1/m, α) − Pólya(1/m, α) to "
+        "every count, so every cohort's secure sum carries discrete Laplace "
+        "P(k) ∝ α^|k| by itself"
+        if t == 0
+        else f"each of the m clients of a cohort adds Pólya(1/(m − {t}), α) − "
+        f"Pólya(1/(m − {t}), α) to every count, so the shares of any m − {t} of "
+        "them sum to discrete Laplace P(k) ∝ α^|k|: a cohort's sum carries "
+        f"m/(m − {t}) ≤ {cfg.share_factor:.6g} times that noise (m ≥ "
+        f"{cfg.cohort_floor})"
+    )
+    return {
+        "name": "discrete Laplace from per-client Pólya shares",
+        "alpha": mech.alpha,
+        "sensitivity": mech.sensitivity,
+        "noise_variance_per_count": mech.noise_variance,
+        "colluders": t,
+        "shares": shares,
+        "largest_fast_draw": generator.fast_sampler_bound(mech.alpha or 0.5),
+    }
+
+
+def probe_parameters(mech: Mechanism) -> dict[str, Any]:
+    a = mech.probe_alpha
+    assert a is not None
+    return {
+        "name": "discrete Laplace on the class totals",
+        "epsilon": mech.probe_epsilon,
+        "alpha": a,
+        "sensitivity": mech.probe_sensitivity,
+        "noise_variance_per_count": discrete_laplace_variance(a),
+        "composition": "sequential: ε_probe + ε_tree = ε",
+    }
+
+
+def event(mech: Mechanism) -> DpEvent:
+    """Discrete Laplace (a = ε_tree/Δ) on the tree, after the probe's (s·ε/Δ_probe) if any."""
+    cfg = mech.config
+    tree = DiscreteLaplaceEvent(
+        tree_epsilon(cfg) / sensitivity(cfg), sensitivity(cfg), cfg.colluders
+    )
+    sens = probe_sensitivity(cfg)
+    if sens is None:
+        return tree
+    probe = DiscreteLaplaceEvent(_total_epsilon(cfg) * cfg.probe_share / sens, sens)
+    return ComposedEvent((probe, tree))
+
+
+def claim(mech: Mechanism) -> str:
+    cfg = mech.config
+    eps = cfg.epsilon
+    tree = tree_epsilon(cfg)
+    text = (
+        f"{eps:g}-DP with δ = {mech.sampler_delta:.1e} for the whole release (pure "
+        f"{eps:g}-DP for exact discrete Laplace noise; δ is the noise the samplers' "
+        "53-bit floating point cannot draw, the draws within reach taken as exact); "
+        f"neighbouring datasets {mech.neighbouring()}; discrete Laplace "
+        f"α = {mech.alpha:.6g} on every count (Δ = {mech.sensitivity})"
+    )
+    if cfg.probed:
+        text += (
+            f" at ε_tree = {tree:.6g}, after a probe of the two class "
+            f"totals at ε_probe = {mech.probe_epsilon:.6g} (discrete Laplace "
+            f"α = {mech.probe_alpha:.6g}, Δ = {mech.probe_sensitivity}) that chose "
+            f"the height: {mech.probe_epsilon:.6g} + {tree:.6g} = {eps:g}"
+        )
+    if cfg.relation is Relation.ADD_REMOVE:
+        text += (
+            "; no exact count of examples, positives, clients or reports is "
+            "released (totals are estimated from the noisy counts)"
+        )
+    elif mech.examples_public:
+        text += "; the number of examples and of clients is public"
+    else:
+        text += (
+            "; the number of clients is public (each client's number of examples "
+            "is part of its data and is not released)"
+        )
+    t = cfg.colluders
+    collusion = (
+        "holds if every client of each cohort adds its noise share and none "
+        "colludes with the server (a server that colludes with c of a cohort's m "
+        "clients removes their shares, c/m of the noise: encode with --colluders)"
+        if t == 0
+        else f"holds if every client of each cohort adds its noise share, against a "
+        f"server that colludes with up to {t} clients of each cohort (the shares of "
+        f"the other m − {t} carry the whole noise)"
+    )
+    return f"{text}{mech._what_decides()}; {collusion}"
+
+
+def server_learns(mech: Mechanism) -> str:
+    t = mech.config.colluders
+    text = (
+        "which clients take part (public), and each cohort's noisy sum, which is "
+        f"{mech.config.epsilon:g}-DP on its own (shares are sized to the cohort) "
+        + (
+            "as long as no client of the cohort colludes with it (c colluding "
+            "clients of m hand it c/m of the noise)"
+            if t == 0
+            else f"even with up to {t} colluding clients of the cohort"
+        )
+        + "; a single report stays hidden unless all its masking neighbours collude "
+        "with the server"
+    )
+    if mech.config.probed:
+        text += (
+            "; first, the probe round's noisy class totals (each cohort's sum of the probe "
+            "shares carries the probe's whole noise) and the height chosen from them"
+        )
+    return text
+
+
+# --- the pipeline ------------------------------------------------------------------------------
+
 
 def alpha(config: PrivacyConfig) -> float:
-    """α = exp(−ε/Δ) of every count (the mechanism's)."""
-    a = mechanism_of(config).alpha
-    if a is None:
+    """α = exp(−ε/Δ) of the noise on every count: the claim's (`count_alpha`)."""
+    if config.model is not MODEL:
         raise ValueError(f"alpha is defined under distdp only; the model is {config.model.value}")
-    return a
+    return count_alpha(config)
 
 
 def draw(
@@ -55,7 +244,7 @@ def draw(
         None,
         n_clients,
         probe,
-        clients_public=mechanism_of(config).clients_public,
+        clients_public=counts_public(config),
     )
 
 

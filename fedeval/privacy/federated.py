@@ -1,13 +1,91 @@
-"""Secure aggregation without noise: the aggregator learns exact sums of one-hot level counts."""
+"""Secure aggregation without noise: the aggregator learns exact sums of one-hot level counts.
+
+A `fedeval.privacy.base.ReleaseModel`: no differential privacy, so no sensitivity, ε or noise;
+its claim says so.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig
+from fedeval.core.config import PrivacyConfig, PrivacyModel
 from fedeval.core.hierarchy import levels_from_leaves
 from fedeval.core.release import Release, example_nodes, level_offsets
-from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.base import counts_public
+from fedeval.privacy.events import DpEvent, NoNoiseEvent
+
+if TYPE_CHECKING:
+    from fedeval.privacy.mechanism import Mechanism
+
+MODEL = PrivacyModel.FEDERATED
+
+
+# --- the claim -------------------------------------------------------------------------------
+
+
+def sensitivity(config: PrivacyConfig) -> int | None:
+    return None
+
+
+def tree_epsilon(config: PrivacyConfig) -> float | None:
+    return None
+
+
+def count_alpha(config: PrivacyConfig) -> float | None:
+    return None
+
+
+def oue_epsilon(config: PrivacyConfig) -> float | None:
+    return None
+
+
+def probe_epsilon(config: PrivacyConfig) -> float | None:
+    return None
+
+
+def probe_sensitivity(config: PrivacyConfig) -> int | None:
+    return None
+
+
+def sampler_delta(config: PrivacyConfig) -> float | None:
+    return None
+
+
+def parameters(mech: Mechanism) -> dict[str, Any]:
+    return {
+        "name": "secure aggregation",
+        "noise": "none",
+        "note": "exact sums; no differential privacy: an adversary who knows every "
+        "other client's data can recover the remaining one",
+    }
+
+
+def probe_parameters(mech: Mechanism) -> dict[str, Any] | None:
+    return None
+
+
+def event(mech: Mechanism) -> DpEvent:
+    return NoNoiseEvent()
+
+
+def claim(mech: Mechanism) -> str:
+    return (
+        "no differential privacy: secure aggregation hides individual reports but "
+        "the released sums are exact"
+    )
+
+
+def server_learns(mech: Mechanism) -> str:
+    return (
+        "which clients take part, and the exact sum of each cohort's reports; a "
+        "single report stays hidden unless all its masking neighbours collude "
+        "with the server"
+    )
+
+
+# --- the pipeline ----------------------------------------------------------------------------
 
 
 def exact_counts(leaf_counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
@@ -33,7 +111,7 @@ def draw(
         exact_counts(leaf_counts, config),
         None,
         n_clients,
-        clients_public=mechanism_of(config).clients_public,
+        clients_public=counts_public(config),
     )
 
 

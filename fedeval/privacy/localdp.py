@@ -10,27 +10,172 @@ with fewer examples pads with empty reports (an all-zero one-hot, randomised lik
 neither the server nor the release learns how many examples a client holds. An empty report
 differs from a real one in one bit, by a factor p/q = (e^ε + 1)/2 ≤ e^ε, so the padding keeps
 every report ε/L-LDP, and the decoding (which counts every report, real or empty) stays unbiased.
+
+A `fedeval.privacy.base.ReleaseModel`: this module states the report ε and the claim
+(`fedeval.privacy.mechanism.Mechanism` reads them).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, Unit
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves
 from fedeval.core.release import Probe, Release, level_offsets
-from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.base import counts_public
+from fedeval.privacy.events import DpEvent, PureEvent
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
+
+if TYPE_CHECKING:
+    from fedeval.privacy.mechanism import Mechanism
+
+MODEL = PrivacyModel.LOCALDP
+
+
+# --- the numbers the claim is made of ---------------------------------------------------------
+
+
+def _total_epsilon(config: PrivacyConfig) -> float:
+    """ε of the release (PrivacyConfig has checked that localdp carries one)."""
+    if config.epsilon is None:
+        raise AssertionError("localdp configuration without epsilon")
+    return config.epsilon
+
+
+def sensitivity(config: PrivacyConfig) -> None:
+    return None
+
+
+def tree_epsilon(config: PrivacyConfig) -> float:
+    """ε of the tree: the whole ε (a probe takes reports, not ε: parallel composition)."""
+    return _total_epsilon(config)
+
+
+def count_alpha(config: PrivacyConfig) -> None:
+    return None
+
+
+def oue_epsilon(config: PrivacyConfig) -> float:
+    """ε of one OUE report: ε, or ε/L when a client's L reports share it."""
+    return tree_epsilon(config) / config.examples_per_unit
+
+
+def probe_epsilon(config: PrivacyConfig) -> float | None:
+    """Each probe report's ε: the report ε (probe and tree reports are disjoint)."""
+    return oue_epsilon(config) if config.probed else None
+
+
+def probe_sensitivity(config: PrivacyConfig) -> None:
+    return None
+
+
+def sampler_delta(config: PrivacyConfig) -> None:
+    return None
+
+
+# --- the claim ---------------------------------------------------------------------------------
+
+
+def parameters(mech: Mechanism) -> dict[str, Any]:
+    cfg = mech.config
+    p, q = oue_probabilities(oue_epsilon(cfg))
+    return {
+        "name": "Optimal Unary Encoding",
+        "p": p,
+        "q": q,
+        "epsilon_per_report": mech.report_epsilon,
+        "domain": "label × cell of one level",
+        "levels_per_example": 1,
+        "level_assignment": "uniform at random over the released levels"
+        if len(cfg.levels) > 1
+        else "the leaf level",
+        "reports_per_client": f"exactly {cfg.max_examples} (empty reports pad a "
+        "client with fewer examples)"
+        if cfg.unit is Unit.CLIENT
+        else "one per example",
+    }
+
+
+def probe_parameters(mech: Mechanism) -> dict[str, Any]:
+    cfg = mech.config
+    p, q = oue_probabilities(oue_epsilon(cfg))
+    return {
+        "name": "Optimal Unary Encoding of the label",
+        "epsilon_per_report": oue_epsilon(cfg),
+        "p": p,
+        "q": q,
+        "domain": "label (level 0: one cell per class)",
+        "report_share": "each report (padding too) is a probe report with probability "
+        f"{cfg.probe_share:g}, drawn before any data is read; the others go to the tree",
+        "composition": "parallel: every report is one probe or one tree report, so each "
+        "unit's reports compose to ε as without a probe",
+    }
+
+
+def event(mech: Mechanism) -> DpEvent:
+    """Pure ε-DP: each unit's reports compose to ε (each of them ε/L-LDP)."""
+    return PureEvent(_total_epsilon(mech.config))
+
+
+def claim(mech: Mechanism) -> str:
+    cfg = mech.config
+    eps = cfg.epsilon
+    probe = (
+        f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
+        "data is read, report the label alone (the probe that chose the height), "
+        "the others a level of the tree: each report is still sent once"
+        if cfg.probed
+        else ""
+    )
+    bits = (
+        "; the bits are drawn in 53-bit floating point (a uniform against p for "
+        "the report's own bit, numpy's binomial sampler for how many others turn "
+        "on) and taken as exact: p and q hold only to within floating-point "
+        "rounding, which this ε does not account for"
+    )
+    if cfg.unit is Unit.CLIENT:
+        return (
+            f"pure {eps:g}-local DP (δ = 0) for each client: exactly "
+            f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to "
+            f"{eps:g}; the release is {eps:g}-DP under replacing one client's data "
+            f"(the number of clients is public){probe}{bits}{mech._what_decides()}"
+        )
+    return (
+        f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
+        f"{eps:g}-DP under replacing one example's data (the number of examples "
+        f"and each client's number of examples are public){probe}{bits}"
+        f"{mech._what_decides()}"
+    )
+
+
+def server_learns(mech: Mechanism) -> str:
+    cfg = mech.config
+    per = (
+        f"exactly {cfg.max_examples} reports per client"
+        if cfg.unit is Unit.CLIENT
+        else "one report per example (so each client's number of examples)"
+    )
+    text = (
+        f"which clients take part and every randomised report, each "
+        f"{mech.report_epsilon:g}-local DP; {per}"
+    )
+    if cfg.probed:
+        text += "; which reports are probe reports (drawn before any data is read)"
+    return text
+
+
+# --- the pipeline ------------------------------------------------------------------------------
 
 
 def report_epsilon(config: PrivacyConfig) -> float:
     """ε of one example's report: the whole ε, or ε/L when a client's L reports share it (the
-    mechanism's)."""
-    eps = mechanism_of(config).report_epsilon
-    if eps is None:
+    claim's: `oue_epsilon`)."""
+    if config.model is not MODEL or config.epsilon is None:
         raise ValueError("a local-DP configuration needs ε")
-    return eps
+    return oue_epsilon(config)
 
 
 MAX_REPORTS = 1 << 26
@@ -87,7 +232,7 @@ def draw(
         np.asarray(reporters, np.int64),
         n_clients,
         probe,
-        clients_public=mechanism_of(config).clients_public,
+        clients_public=counts_public(config),
     )
 
 

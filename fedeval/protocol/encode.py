@@ -45,8 +45,9 @@ from fedeval.core.params import data_resolution, resolve_config
 from fedeval.core.release import level_offsets
 from fedeval.core.version import __version__
 from fedeval.documents.seals import seal
-from fedeval.privacy import localdp, model_module
+from fedeval.privacy import localdp
 from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.protocol import report_files as rf
 from fedeval.protocol import secagg
 from fedeval.protocol.simulate import batch_width, client_batches, probe_round, rng_and_seed
@@ -123,7 +124,7 @@ def masked_reports(
     """What clients c0..c1−1 of a cohort of n send under federated/distdp: their reports
     (`client` holds indices relative to c0), each plus its pairwise masks, (c1 − c0, D) uint32.
     Noise shares are sized to the cohort of n."""
-    reports, _ = model_module(config.model).client_reports(
+    reports, _ = model_of(config.model).client_reports(
         cells, labels, client, c1 - c0, config, n, rng
     )
     vectors = reports.astype(np.uint32)  # two's complement = mod 2^32

@@ -21,10 +21,11 @@ from fedeval.core.params import AUTO_MAX_HEIGHT, resolve_config
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
-from fedeval.privacy import localdp, model_module, probe
+from fedeval.privacy import distdp, localdp, probe
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.generator import private_generator
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.tables.scored import ScoredData, cap_examples
 
 
@@ -51,7 +52,7 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
     """Draw the aggregate of all clients' reports directly (equal in distribution). A two-phase
     configuration (`config.probed`) draws the probe round first and releases the tree at the
     height it chose (the release's config)."""
-    mech = model_module(config.model)
+    mech = model_of(config.model)
     if not config.probed:
         return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
     floor = data.axis.auto_floor(data.resolution)
@@ -59,7 +60,7 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
         found = probe.draw_distdp(np.array([data.negatives, data.positives]), config, rng)
         h = probe.height(found, config, 0, floor, data.resolution)
         config = replace(config, height=h)
-        return mech.draw(data.leaf_counts(h), data.n_clients, config, rng, probe=found)
+        return distdp.draw(data.leaf_counts(h), data.n_clients, config, rng, probe=found)
     # localdp: the probe's reports leave the cells they came from; the rest make the tree.
     fine = min(data.resolution, max(AUTO_MAX_HEIGHT[config.model], floor))
     pad = localdp.empty_reports(data.rows, data.n_clients, config)
@@ -174,7 +175,7 @@ def per_client_release(
     ex = data.examples
     if ex is None:
         raise UsageError("the per-client path needs per-example data (keep_examples=True).")
-    mech = model_module(config.model)
+    mech = model_of(config.model)
     rnd = probe_round(data, config, rng, max_cells) if config.probed else None
     if rnd is not None:
         config = rnd.config
