@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.audit.statistics import EpsilonBound, epsilon_lower_bound, laplace_statistic
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, check_relation, check_unit
 from fedeval.core.hierarchy import cell_index
 from fedeval.core.params import resolve_config
 from fedeval.core.release import Probe, Release
@@ -97,9 +97,11 @@ class Scenario:
             height=self.height,
             shape=Shape.HIERARCHY,
             epsilon=self.epsilon,
-            unit=self.unit,
+            # Validated and typed as the CLI's options are (PrivacyConfig would also accept the
+            # strings, but its fields are the enums).
+            unit=check_unit(self.unit, self.max_examples),
             max_examples=self.max_examples,
-            relation=self.relation,
+            relation=check_relation(PrivacyModel(self.model), self.relation),
             colluders=self.colluders,
             # `cohort_noise` splits the clients into two cohorts: the smaller is the floor.
             cohort_floor=self.clients // 2 if self.colluders else 0,
