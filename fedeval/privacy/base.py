@@ -76,6 +76,20 @@ class ReleaseModel(Protocol):
     @property
     def MODEL(self) -> PrivacyModel: ...
 
+    @property
+    def ADDS_NOISE(self) -> bool:
+        """Whether the release carries noise (a DP model: it has an ε, a seed makes it a
+        simulation, and its counts are not exact)."""
+
+    @property
+    def MASKED(self) -> bool:
+        """Whether clients' reports travel under pairwise masks (secure aggregation), so the
+        server sees cohort sums only; else each report is sent as it is (private by itself)."""
+
+    @property
+    def SHARES_NOISE(self) -> bool:
+        """Whether the noise is split over a cohort's clients (a dropout loses its share)."""
+
     # --- the numbers the claim is made of ------------------------------------------------------
     def sensitivity(self, config: PrivacyConfig) -> int | None:
         """L1 sensitivity Δ of the released counts to one unit (a model that adds count noise)."""

@@ -36,6 +36,12 @@ if TYPE_CHECKING:
     from fedeval.privacy.mechanism import Mechanism
 
 MODEL = PrivacyModel.DISTDP
+ADDS_NOISE = True
+MASKED = True
+"""Reports (counts plus Pólya shares) travel under pairwise masks: the server sees cohort sums."""
+SHARES_NOISE = True
+"""Each client of a cohort adds a share of the noise: a client that drops out takes its share
+with it, and the cohort's sum would be less private than claimed (refused)."""
 
 
 # --- the numbers the claim is made of ---------------------------------------------------------

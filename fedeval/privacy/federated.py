@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from fedeval.privacy.mechanism import Mechanism
 
 MODEL = PrivacyModel.FEDERATED
+ADDS_NOISE = False
+"""Exact sums: no noise, no ε, nothing drawn per client."""
+MASKED = True
+"""Reports travel under pairwise masks (secure aggregation): the server sees cohort sums."""
+SHARES_NOISE = False
+"""No noise is split over the clients, so a client that drops out takes none with it."""
 
 
 # --- the claim -------------------------------------------------------------------------------

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
     from fedeval.privacy.mechanism import Mechanism
 
 MODEL = PrivacyModel.LOCALDP
+ADDS_NOISE = True
+MASKED = False
+"""Each report is private by itself (OUE), so reports travel without masks, one per example."""
+SHARES_NOISE = False
 
 
 # --- the numbers the claim is made of ---------------------------------------------------------

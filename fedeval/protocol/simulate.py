@@ -189,7 +189,7 @@ def per_client_release(
     # materialise the batch's reports and sum them.
     chunk_sum = getattr(mech, "chunk_sum", None)
     width = batch_width(config)
-    if config.model is PrivacyModel.FEDERATED:
+    if not model_of(config.model).ADDS_NOISE:
         # Nothing is drawn per client, so batches need not match the encoder's (whose dense
         # reports they bound): a batch's one-hot counts are a bincount of its examples' nodes.
         width = FEDERATED_BATCH_WIDTH
@@ -316,7 +316,7 @@ class Simulated:
 
     @property
     def delta(self) -> float | None:
-        return None if self.config.model is PrivacyModel.FEDERATED else 0.0
+        return 0.0 if model_of(self.config.model).ADDS_NOISE else None
 
     @property
     def simulation(self) -> bool:
@@ -418,7 +418,7 @@ def simulate(
         relation=relation,
         min_height=data.axis.auto_floor(data.resolution),
     )
-    private = config.model is not PrivacyModel.FEDERATED and data.sorted_scores is None
+    private = model_of(config.model).ADDS_NOISE and data.sorted_scores is None
     if (data.positives == 0 or data.negatives == 0) and not private:
         # A private run decides from its noisy release, as `--from` does: refusing here would
         # tell a data set without positives from its neighbour with one (ε = ∞ for the exit
