@@ -128,6 +128,22 @@ class ReleaseModel(Protocol):
     def server_learns(self, mech: Mechanism) -> str:
         """What the aggregator learns in a deployment (honest-but-curious)."""
 
+    # --- the model's parameter choices and costs ----------------------------------------------
+    def error_rates(self) -> tuple[str, str]:
+        """The papers' error rates (Table 1) of P/R/A and the AUC, shown for orientation."""
+
+    def binning_buckets(self, n: float, epsilon: float | None) -> float:
+        """B for histogram binning of n examples, before rounding and clamping."""
+
+    def probe_words(self, config: PrivacyConfig) -> str:
+        """What the probe of a two-phase `auto` takes, in words ("" without a probe)."""
+
+    def report_bytes(self, config: PrivacyConfig) -> float:
+        """Payload one client sends per report (bytes)."""
+
+    def batch_width(self, config: PrivacyConfig) -> int:
+        """Entries one client's reports hold, for sizing batches of clients."""
+
     # --- the pipeline ----------------------------------------------------------------------
     def draw(
         self,
@@ -140,9 +156,9 @@ class ReleaseModel(Protocol):
 
     def client_reports(
         self,
-        cells: Any,
-        labels: Any,
-        client: Any,
+        cells: np.ndarray,
+        labels: np.ndarray,
+        client: np.ndarray,
         n_clients: int,
         config: PrivacyConfig,
         cohort_size: int,
@@ -152,9 +168,9 @@ class ReleaseModel(Protocol):
 
     def chunk_sum(
         self,
-        cells: Any,
-        labels: Any,
-        client: Any,
+        cells: np.ndarray,
+        labels: np.ndarray,
+        client: np.ndarray,
         n_clients: int,
         config: PrivacyConfig,
         cohort_size: int,

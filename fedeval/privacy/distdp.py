@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
-from fedeval.core.release import Probe, Release, level_offsets
+from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.privacy import federated, generator
 from fedeval.privacy.base import counts_public, released_counts
 from fedeval.privacy.events import ComposedEvent, DiscreteLaplaceEvent, DpEvent
@@ -221,6 +221,35 @@ def server_learns(mech: Mechanism) -> str:
     return text
 
 
+def error_rates() -> tuple[str, str]:
+    """The papers' error rates (Table 1) of P/R/A and the AUC, for orientation."""
+    return ("(εn)^(-2/3)", "1/B² + 1/(εn)")
+
+
+def binning_buckets(n: float, epsilon: float | None) -> float:
+    """B for histogram binning before rounding and clamping: n^{1/3}, as without noise
+    (sampling noise dominates; Cormode & Markov, section 5)."""
+    return federated.binning_buckets(n, epsilon)
+
+
+def probe_words(config: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words."""
+    return (
+        f"{config.probe_share:g}·ε buys noisy class totals that choose h; the tree gets "
+        f"{1 - config.probe_share:g}·ε"
+    )
+
+
+def report_bytes(config: PrivacyConfig) -> float:
+    """Payload one client sends per report: 4 bytes per masked entry (counts plus shares)."""
+    return federated.report_bytes(config)
+
+
+def batch_width(config: PrivacyConfig) -> int:
+    """Entries one client's report holds, for sizing batches of clients: its node vector."""
+    return federated.batch_width(config)
+
+
 # --- the pipeline ------------------------------------------------------------------------------
 
 
@@ -263,7 +292,15 @@ def share_clients(config: PrivacyConfig, cohort_size: int) -> int:
     return honest
 
 
-def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+def client_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, None]:
     """One-hot counts plus a fresh Pólya share sized to the cohort on every node, per client
     (to its m − t honest clients with t colluders tolerated).
 
@@ -275,7 +312,15 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     return reports + dense(at, value, (n_clients, d)), None
 
 
-def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+def chunk_sum(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, None]:
     """The sum of `client_reports` over the clients, drawn from the generator exactly as they
     are (same shares), without a dense (n_clients, D) array: the one-hot counts and each
     client's share events summed per node."""
@@ -296,7 +341,9 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     )
 
 
-def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+def measurement_noise(
+    hist: ScoreHistogram, n_draws: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Fresh noise on every released count, as the release got it (one discrete Laplace per
     cohort; with t colluders tolerated, Pólya(f, α) − Pólya(f, α) per cohort at the bound
     f = cohort_floor/(cohort_floor − t)): per level, (n_draws, 2, 2^k)."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel
 from fedeval.core.hierarchy import levels_from_leaves
-from fedeval.core.release import Release, example_nodes, level_offsets
+from fedeval.core.release import Release, ScoreHistogram, example_nodes, level_offsets
 from fedeval.privacy.base import counts_public
 from fedeval.privacy.events import DpEvent, NoNoiseEvent
 
@@ -91,6 +91,32 @@ def server_learns(mech: Mechanism) -> str:
     )
 
 
+def error_rates() -> tuple[str, str]:
+    """The papers' error rates (Table 1) of P/R/A and the AUC, for orientation."""
+    return ("2^-h", "1/B²")
+
+
+def binning_buckets(n: float, epsilon: float | None) -> float:
+    """B for histogram binning before rounding and clamping: n^{1/3} balances sampling error
+    against bucket width without noise (Cormode & Markov, section 5)."""
+    return float(n ** (1 / 3))
+
+
+def probe_words(config: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words (federated has none)."""
+    return ""
+
+
+def report_bytes(config: PrivacyConfig) -> float:
+    """Payload one client sends per report: 4 bytes per masked entry (every released node)."""
+    return 4.0 * int(level_offsets(config)[-1])
+
+
+def batch_width(config: PrivacyConfig) -> int:
+    """Entries one client's report holds, for sizing batches of clients: its node vector."""
+    return int(level_offsets(config)[-1])
+
+
 # --- the pipeline ----------------------------------------------------------------------------
 
 
@@ -121,12 +147,28 @@ def draw(
     )
 
 
-def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+def client_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, None]:
     """One-hot counts per client, and no separate count (None)."""
     return onehot_reports(cells, labels, client, n_clients, config), None
 
 
-def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+def chunk_sum(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, None]:
     """The sum of `client_reports` over the clients, without a dense (n_clients, D) array."""
     d = int(level_offsets(config)[-1])
     return np.bincount(example_nodes(cells, labels, config).ravel(), minlength=d), None
@@ -138,6 +180,6 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     )
 
 
-def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> None:
+def measurement_noise(hist: ScoreHistogram, n_draws: int, rng: np.random.Generator) -> None:
     """No noise: secure aggregation releases exact sums."""
     return None

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -312,7 +312,7 @@ class GaussianMechanism:
 
 def clip_scalars(x: np.ndarray, bound: float) -> np.ndarray:
     """Clip each value to [−bound, bound]: the L2 clip of a 1-D update."""
-    return np.clip(x, -bound, bound)
+    return cast(np.ndarray, np.clip(x, -bound, bound))
 
 
 def clip_factors(norm_sq: np.ndarray, bound: float | np.ndarray) -> np.ndarray:

@@ -58,7 +58,7 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from fedeval.core.config import Relation, Unit
 from fedeval.core.errors import FedevalError, InputError, UsageError
@@ -217,11 +217,11 @@ def _check_header(header: Any, where: str) -> dict[str, Any]:
     )
     if not ok:
         raise InputError(f"{where}: the ledger header has no valid budget {{epsilon, delta}}.")
-    return header
+    return cast(dict[str, Any], header)
 
 
 def read_ledger(
-    path: str | os.PathLike, *, verify_key: Any = None
+    path: str | os.PathLike[str], *, verify_key: Any = None
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The header and entries of a ledger (an absent or empty file: no header, no entries),
     once its hash chain holds (`fedeval.ledger_chain.check_chain`; with `verify_key`, every
@@ -281,7 +281,7 @@ def _read(
     return header, entries, head, signer(items[0]) if items else None
 
 
-def charged(path: str | os.PathLike, release: str, *, verify_key: Any = None) -> bool:
+def charged(path: str | os.PathLike[str], release: str, *, verify_key: Any = None) -> bool:
     """Whether the ledger holds an entry for the release with digest `release`."""
     _, entries = read_ledger(path, verify_key=verify_key)
     return any(e.get("release") == release for e in entries)
@@ -305,7 +305,7 @@ def totals(header: dict[str, Any] | None, entries: list[dict[str, Any]]) -> dict
 
 
 def check_budget(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     budget: float | None = None,
     delta: float | None = None,
     *,
@@ -395,7 +395,7 @@ def _admit(
 
 
 def charge(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     entry: dict[str, Any],
     budget: float | None = None,
     delta: float | None = None,
@@ -487,7 +487,7 @@ class Ledger:
 
     def __init__(
         self,
-        path: str | os.PathLike,
+        path: str | os.PathLike[str],
         budget: float | None = None,
         *,
         delta: float | None = None,

@@ -17,6 +17,7 @@ A `fedeval.privacy.base.ReleaseModel`: this module states the report ε and the 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +25,7 @@ import numpy as np
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves
-from fedeval.core.release import Probe, Release, level_offsets
+from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.privacy.base import counts_public
 from fedeval.privacy.events import DpEvent, PureEvent
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
@@ -169,6 +170,39 @@ def server_learns(mech: Mechanism) -> str:
     if cfg.probed:
         text += "; which reports are probe reports (drawn before any data is read)"
     return text
+
+
+def error_rates() -> tuple[str, str]:
+    """The papers' error rates (Table 1) of P/R/A and the AUC, for orientation."""
+    return ("ε^(-2/3)·n^(-1/3)", "h/(ε·√n)")
+
+
+def binning_buckets(n: float, epsilon: float | None) -> float:
+    """B for histogram binning before rounding and clamping: ε^{1/2} n^{1/4} under OUE
+    (Cormode & Markov, section 5)."""
+    if epsilon is None:
+        raise UsageError("localdp needs its `epsilon` to choose the buckets.")
+    return float(math.sqrt(epsilon) * n**0.25)
+
+
+def probe_words(config: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words."""
+    return (
+        f"{config.probe_share:g} of the reports report the label alone (the class totals "
+        "that choose h); the tree gets the rest"
+    )
+
+
+def report_bytes(config: PrivacyConfig) -> float:
+    """Payload one client sends per report: one level's OUE bits (2·2^k, packed into whole
+    bytes) and the level's index, averaged over the levels (one such report per example)."""
+    return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
+
+
+def batch_width(config: PrivacyConfig) -> int:
+    """Entries one client's reports hold, for sizing batches of clients: its node vector, or
+    its (at most L) reports' bits at the finest level."""
+    return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
 
 
 # --- the pipeline ------------------------------------------------------------------------------
@@ -321,7 +355,16 @@ def example_reports(
     return group, [r.dense() for r in levels]
 
 
-def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
+def client_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+    taken: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per report: pick a level, one-hot its (label, cell), randomise every bit; sum per client.
     `taken`: report slots per client a probe round used (they are not padded again).
 
@@ -343,7 +386,16 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, t
     return reports, reporters
 
 
-def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
+def chunk_sum(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+    taken: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The sum of `client_reports` over the clients: every report's OUE bits drawn from the
     generator exactly as they are (sparse), summed per bit without the (n_clients, D)
     per-client sums; and the reports per level."""
@@ -353,7 +405,9 @@ def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng, taken=
     return total, np.bincount(group, minlength=len(config.levels)).astype(np.int64)
 
 
-def cell_variance(n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float):
+def cell_variance(
+    n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float
+) -> np.ndarray | float:
     """Variance of decoded level-k counts whose true values are `counts`: OUE noise
     n_k·q(1−q) + c·(p(1−p) − q(1−q)) over (p − q)², rescaled by (n/n_k)², plus the sampling
     error of estimating a count c from the n_k/n of examples that report level k."""
@@ -413,7 +467,9 @@ JOINT_SAMPLING_CELLS = 1 << 24
 each level's sampling variance alone, a slight overestimate of prefix-sum variances)."""
 
 
-def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+def measurement_noise(
+    hist: ScoreHistogram, n_draws: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Fresh noise of each decoded count, per level (n_draws, 2, 2^k).
 
     Two parts. Sampling: each example reports one level, chosen uniformly, so a level-k count

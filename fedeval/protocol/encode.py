@@ -104,9 +104,7 @@ def bytes_per_report(config: PrivacyConfig) -> float:
     """Payload one client sends per report: 4 bytes per masked entry, or under localdp one
     level's OUE bits (2·2^k, packed into whole bytes) and the level's index, averaged over the
     levels (one such report per example)."""
-    if config.model is PrivacyModel.LOCALDP:
-        return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
-    return 4.0 * report_length(config)
+    return model_of(config.model).report_bytes(config)
 
 
 def masked_reports(

@@ -77,9 +77,7 @@ def _seeded(release: Release, seeded: bool) -> Release:
 def batch_width(config: PrivacyConfig) -> int:
     """Entries one client's reports hold, for sizing batches of clients: its node vector, or
     under localdp its (at most L) reports' bits at the finest level."""
-    if config.model is PrivacyModel.LOCALDP:
-        return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
-    return int(level_offsets(config)[-1])
+    return model_of(config.model).batch_width(config)
 
 
 def client_batches(
