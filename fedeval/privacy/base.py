@@ -17,6 +17,7 @@ same shape, the `PrivacyClaim` protocol every document's privacy section is read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -25,7 +26,7 @@ from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
 from fedeval.privacy.events import DpEvent
 
 if TYPE_CHECKING:  # annotations only: the mechanism asks the models, not the reverse
-    from fedeval.core.release import Release, ScoreHistogram
+    from fedeval.core.release import Probe, Release, ScoreHistogram
     from fedeval.privacy.mechanism import Mechanism
 
 
@@ -39,6 +40,16 @@ def released_counts(config: PrivacyConfig) -> int:
     """C, the noisy counts a release holds: 2·2^k per released level (and the probe's two class
     totals)."""
     return sum(2 << k for k in config.levels) + (2 if config.probed else 0)
+
+
+CLASSES = ("negatives", "positives")
+"""The two classes of a release, in the order of its counts (for messages)."""
+
+
+def first_cell(mask: np.ndarray) -> tuple[int, int]:
+    """(class, cell) of the first True of a (2, 2^k) mask."""
+    c, j = np.argwhere(mask)[0]
+    return int(c), int(j)
 
 
 class PrivacyClaim(Protocol):
@@ -143,6 +154,18 @@ class ReleaseModel(Protocol):
 
     def batch_width(self, config: PrivacyConfig) -> int:
         """Entries one client's reports hold, for sizing batches of clients."""
+
+    def check_counts(
+        self,
+        config: PrivacyConfig,
+        levels: list[np.ndarray],
+        reporters: np.ndarray | None,
+        n_clients: int | None,
+        fail: Callable[[str], Exception],
+        probe: Probe | None = None,
+    ) -> None:
+        """Raise `fail(what)` if a saved release's integer counts per level (2, 2^k), reports
+        per level and clients cannot have come from this model (`fedeval.documents.consistency`)."""
 
     # --- the pipeline ----------------------------------------------------------------------
     def draw(

@@ -14,6 +14,7 @@ examples), and totals are estimated from the noisy counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -248,6 +249,18 @@ def report_bytes(config: PrivacyConfig) -> float:
 def batch_width(config: PrivacyConfig) -> int:
     """Entries one client's report holds, for sizing batches of clients: its node vector."""
     return federated.batch_width(config)
+
+
+def check_counts(
+    config: PrivacyConfig,
+    levels: list[np.ndarray],
+    reporters: np.ndarray | None,
+    n_clients: int | None,
+    fail: Callable[[str], Exception],
+    probe: Probe | None = None,
+) -> None:
+    """Nothing beyond integer counts: discrete Laplace noise makes any integer possible."""
+    return None
 
 
 # --- the pipeline ------------------------------------------------------------------------------

@@ -6,14 +6,15 @@ its claim says so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, PrivacyModel
-from fedeval.core.hierarchy import levels_from_leaves
-from fedeval.core.release import Release, ScoreHistogram, example_nodes, level_offsets
-from fedeval.privacy.base import counts_public
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
+from fedeval.core.hierarchy import coarsen, levels_from_leaves
+from fedeval.core.release import Probe, Release, ScoreHistogram, example_nodes, level_offsets
+from fedeval.privacy.base import CLASSES, counts_public, first_cell
 from fedeval.privacy.events import DpEvent, NoNoiseEvent
 
 if TYPE_CHECKING:
@@ -115,6 +116,60 @@ def report_bytes(config: PrivacyConfig) -> float:
 def batch_width(config: PrivacyConfig) -> int:
     """Entries one client's report holds, for sizing batches of clients: its node vector."""
     return int(level_offsets(config)[-1])
+
+
+def check_counts(
+    config: PrivacyConfig,
+    levels: list[np.ndarray],
+    reporters: np.ndarray | None,
+    n_clients: int | None,
+    fail: Callable[[str], Exception],
+    probe: Probe | None = None,
+) -> None:
+    """What exact sums must satisfy (`fedeval.documents.consistency`): non-negative counts, each
+    level's cells summing to the level above, every level counting every row, positives ≤ rows,
+    rows ≤ clients × L under unit client."""
+    for k, lv in zip(config.levels, levels, strict=True):
+        if np.any(lv < 0):
+            c, j = first_cell(lv < 0)
+            raise fail(
+                f"level {k}, {CLASSES[c]}, cell {j} holds {int(lv[c, j])}; an exact federated "
+                "count cannot be negative"
+            )
+    rows = [int(lv.sum()) for lv in levels]
+    if reporters is not None:
+        rows = [int(r) for r in reporters]
+    for k, lv, n in zip(config.levels, levels, rows, strict=True):
+        positives = int(lv[1].sum())
+        if positives > n:
+            raise fail(f"level {k} counts {positives} positives among {n} rows (positives > rows)")
+    for i in range(len(levels) - 1):
+        k, parent, child = config.levels[i], levels[i], levels[i + 1]
+        summed = coarsen(child, k)
+        if np.any(summed != parent):
+            c, j = first_cell(summed != parent)
+            raise fail(
+                f"level {k}, {CLASSES[c]}, cell {j} holds {int(parent[c, j])} but its cells at "
+                f"level {config.levels[i + 1]} sum to {int(summed[c, j])} (exact levels must agree)"
+            )
+    totals = [int(lv.sum()) for lv in levels]
+    for k, total in zip(config.levels, totals, strict=True):
+        if total != totals[0]:
+            raise fail(
+                f"level {k} totals {total} rows but level {config.levels[0]} totals {totals[0]} "
+                "(every exact level counts every row)"
+            )
+    if reporters is not None:
+        for k, total, n in zip(config.levels, totals, reporters, strict=True):
+            if total != int(n):
+                raise fail(f"level {k} totals {total} rows but states {int(n)} reporters")
+    if config.unit is Unit.CLIENT and n_clients is not None and totals:
+        cap = int(n_clients) * config.examples_per_unit
+        if totals[0] > cap:
+            raise fail(
+                f"{totals[0]} rows from {n_clients} clients exceed the cap of "
+                f"{config.max_examples} per client"
+            )
 
 
 # --- the pipeline ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ A `fedeval.privacy.base.ReleaseModel`: this module states the report ε and the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
-from fedeval.privacy.base import counts_public
+from fedeval.privacy.base import CLASSES, counts_public, first_cell
 from fedeval.privacy.events import DpEvent, PureEvent
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
 
@@ -203,6 +204,48 @@ def batch_width(config: PrivacyConfig) -> int:
     """Entries one client's reports hold, for sizing batches of clients: its node vector, or
     its (at most L) reports' bits at the finest level."""
     return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
+
+
+def check_counts(
+    config: PrivacyConfig,
+    levels: list[np.ndarray],
+    reporters: np.ndarray | None,
+    n_clients: int | None,
+    fail: Callable[[str], Exception],
+    probe: Probe | None = None,
+) -> None:
+    """What OUE sums must satisfy (`fedeval.documents.consistency`): the reports per level stated,
+    every bit count within [0, that level's reports], and under unit client clients × L reports
+    in all (the probe's included)."""
+    if reporters is None:
+        raise fail("a localdp release must state its number of reports per level")
+    # A two-phase release: the probe's reports are some of every client's L report slots.
+    probe_reports = 0
+    if probe is not None:
+        probe_reports = int(probe.reports or 0)
+        bits = np.asarray(probe.counts)
+        if np.any((bits < 0) | (bits > probe_reports)):
+            raise fail(
+                f"the probe counts {bits.tolist()} set bits, outside [0, {probe_reports}] for "
+                f"its {probe_reports} reports"
+            )
+    for k, lv, n in zip(config.levels, levels, reporters, strict=True):
+        n = int(n)
+        bad = (lv < 0) | (lv > n)
+        if np.any(bad):
+            c, j = first_cell(bad)
+            raise fail(
+                f"level {k}, {CLASSES[c]}, cell {j} counts {int(lv[c, j])} set bits, outside "
+                f"[0, {n}] for the {n} reports of that level"
+            )
+    if config.unit is Unit.CLIENT and n_clients is not None:
+        expected = int(n_clients) * config.examples_per_unit
+        sent = int(reporters.sum()) + probe_reports
+        if sent != expected:
+            raise fail(
+                f"{sent} reports from {n_clients} clients, but under unit client every client "
+                f"sends exactly {config.max_examples} ({expected} in all)"
+            )
 
 
 # --- the pipeline ------------------------------------------------------------------------------
