@@ -36,7 +36,7 @@ from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, con
 from fedeval.core.release import Probe
 from fedeval.privacy import generator
 from fedeval.privacy.base import ReleaseModel, counts_public, released_counts
-from fedeval.privacy.events import DpEvent, NoNoiseEvent
+from fedeval.privacy.events import DpEvent
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha
 from fedeval.privacy.registry import model_of
 
@@ -84,7 +84,7 @@ class Mechanism:
     @property
     def private(self) -> bool:
         """Whether the release adds noise (a DP model), so that a seed makes it not private."""
-        return not isinstance(self.event(), NoNoiseEvent)
+        return self.kind.ADDS_NOISE
 
     @property
     def sensitivity(self) -> int | None:
