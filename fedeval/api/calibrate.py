@@ -10,7 +10,6 @@ True
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from fedeval.estimate.ece import discretisation_range, ece_estimate
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, noise_sd
 from fedeval.privacy.decode import noise_draws
+from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import (
     MAX_DRAW_VALUES,
     Simulated,
@@ -98,12 +98,7 @@ def auto_buckets(model: PrivacyModel, n: float, epsilon: float | None, n_leaves:
     """B for histogram binning (Cormode & Markov, section 5): B ≈ n^{1/3} balances sampling
     error against bucket width without noise and under distdp (sampling noise dominates);
     B ≈ ε^{1/2} n^{1/4} under OUE. Never more than half the leaves."""
-    if model is PrivacyModel.LOCALDP:
-        if epsilon is None:
-            raise UsageError("localdp needs its `epsilon` to choose the buckets.")
-        b = math.sqrt(epsilon) * n**0.25
-    else:
-        b = n ** (1 / 3)
+    b = model_of(model).binning_buckets(n, epsilon)
     return int(min(max(round(b), 2), max(2, n_leaves // 2)))
 
 

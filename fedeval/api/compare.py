@@ -113,6 +113,7 @@ from fedeval.core.results import Estimate
 from fedeval.documents.files import document_text
 from fedeval.documents.release_file import load_release
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, ROUNDING, Z95
+from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.views.compare import METRICS, compare_dict
@@ -255,7 +256,7 @@ def differences(
     sds_b = sds_c = None
     if kind is IntervalKind.GENERALISATION:
         sds_b, sds_c = _sampling_sds(baseline), _sampling_sds(candidate)
-    noisy = all(e.config.model is not PrivacyModel.FEDERATED for e in (baseline, candidate))
+    noisy = all(model_of(e.config.model).ADDS_NOISE for e in (baseline, candidate))
     out = []
     for name, b, c in pairs:
         d = mover(b, c, noisy=noisy)
@@ -329,7 +330,7 @@ def _shares(
     """ε of the baseline's and the candidate's release (None under federated, or to let each
     take its model's default and halve it)."""
     model = PrivacyModel(model)
-    if model is PrivacyModel.FEDERATED:
+    if not model_of(model).ADDS_NOISE:
         check_epsilon(model, epsilon)
         return None, None
     total = DEFAULT_EPSILON[model] if epsilon is None else epsilon

@@ -37,6 +37,7 @@ from fedeval.api.plan import _check, reference_population
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.estimate.uncertainty import Z95
+from fedeval.privacy.registry import model_of
 from fedeval.tables.scored import ScoredData, read_scored
 
 Z80 = 0.8416212335729143
@@ -214,7 +215,7 @@ def detect(
     n80 = needed(Z80)
     n95 = needed(Z90)
     w = None if n95 is None else cache.get(n95) or half(n95)
-    eps = None if model is PrivacyModel.FEDERATED else (epsilon or DEFAULT_EPSILON[model])
+    eps = (epsilon or DEFAULT_EPSILON[model]) if model_of(model).ADDS_NOISE else None
     return Detection(metric, delta, model, eps, n80, n95, w)
 
 

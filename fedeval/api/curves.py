@@ -38,6 +38,7 @@ from fedeval.estimate.roc_pr import (
 )
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
+from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
@@ -168,7 +169,7 @@ def _leaf_ap_interval(
 def _exact_counts(run: Simulated) -> bool:
     """Whether the release's counts are exact (no noise): the AP is then the random-order mean
     over the leaves ('shuffled'), not the integral rule."""
-    return run.config.model is PrivacyModel.FEDERATED
+    return not model_of(run.config.model).ADDS_NOISE
 
 
 def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str):

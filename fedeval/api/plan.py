@@ -44,19 +44,16 @@ from fedeval.core.params import (
     resolve_config,
 )
 from fedeval.core.release import Release
-from fedeval.privacy import distdp, localdp, model_module, probe
+from fedeval.privacy import distdp, localdp, probe
 from fedeval.privacy.decode import decode
+from fedeval.privacy.registry import MODELS, model_of
 from fedeval.protocol.simulate import fast_release
 from fedeval.tables.scored import ScoredData, read_scored
 
 RESOLUTION = 20
 """Reference populations are kept at 2^20 cells per class: the truth, up to 2^-20."""
 
-TABLE1 = {
-    PrivacyModel.FEDERATED: ("2^-h", "1/B²"),
-    PrivacyModel.DISTDP: ("(εn)^(-2/3)", "1/B² + 1/(εn)"),
-    PrivacyModel.LOCALDP: ("ε^(-2/3)·n^(-1/3)", "h/(ε·√n)"),
-}
+TABLE1 = {model: module.error_rates() for model, module in MODELS.items()}
 """The papers' error rates (Table 1) for P/R/A and AUC, shown for orientation."""
 
 
@@ -151,9 +148,7 @@ def predict(
     if truth is None:
         truth = population_truth(population, rng)
     leaves = population.leaf_counts(config.height)  # once, not once per run
-    draw = model_module(config.model).draw
-    if config.probed:
-        draw = _probed_draw
+    draw = _probed_draw if config.probed else model_of(config.model).draw
     errs = []
     for _ in range(runs):
         est = estimate_metrics(decode(draw(leaves, population.n_clients, config, rng)), thr)
@@ -347,15 +342,7 @@ class PlanReport:
 
 def probe_words(cfg: PrivacyConfig) -> str:
     """What the probe of a two-phase `auto` takes, in words."""
-    if cfg.model is PrivacyModel.LOCALDP:
-        return (
-            f"{cfg.probe_share:g} of the reports report the label alone (the class totals "
-            "that choose h); the tree gets the rest"
-        )
-    return (
-        f"{cfg.probe_share:g}·ε buys noisy class totals that choose h; the tree gets "
-        f"{1 - cfg.probe_share:g}·ε"
-    )
+    return model_of(cfg.model).probe_words(cfg)
 
 
 def _errors(p: Prediction) -> dict[str, float]:

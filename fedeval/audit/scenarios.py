@@ -7,11 +7,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from fedeval.audit.statistics import EpsilonBound, epsilon_lower_bound, laplace_statistic
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, check_relation, check_unit
 from fedeval.core.hierarchy import cell_index
 from fedeval.core.params import resolve_config
 from fedeval.core.release import Probe, Release
@@ -76,7 +77,7 @@ class Scenario:
         """`--height auto`: a probe of the class totals chooses the height first."""
         return self.height == "auto"
 
-    def config(self):
+    def config(self) -> PrivacyConfig:
         """The configuration; under `auto` the two-phase one before its probe has run (its
         height is a placeholder the probe replaces)."""
 
@@ -97,9 +98,11 @@ class Scenario:
             height=self.height,
             shape=Shape.HIERARCHY,
             epsilon=self.epsilon,
-            unit=self.unit,
+            # Validated and typed as the CLI's options are (PrivacyConfig would also accept the
+            # strings, but its fields are the enums).
+            unit=check_unit(self.unit, self.max_examples),
             max_examples=self.max_examples,
-            relation=self.relation,
+            relation=check_relation(PrivacyModel(self.model), self.relation),
             colluders=self.colluders,
             # `cohort_noise` splits the clients into two cohorts: the smaller is the floor.
             cohort_floor=self.clients // 2 if self.colluders else 0,
@@ -129,7 +132,7 @@ class Scenario:
             moved = 1 if self.short_client else self._cap
             zero_d, zero_dp = [(0.1, 0)] * self._cap, [(0.9, 1)] * moved
 
-        def table(zero):
+        def table(zero: list[tuple[float, int]]) -> dict[str, np.ndarray]:
             return {
                 "score": np.array([s for s, _ in zero] + rest_s, float),
                 "label": np.array([y for _, y in zero] + rest_y, np.int64),
@@ -179,7 +182,9 @@ def two_phase_scenarios(epsilon: float = 1.0) -> list[Scenario]:
     return out
 
 
-def _cells_labels_clients(table: dict[str, np.ndarray], height: int):
+def _cells_labels_clients(
+    table: dict[str, np.ndarray], height: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
 
     client = table["client"]
     # Client ids are 0..n−1 already; client 0 may be absent (removed): re-index densely.
@@ -234,7 +239,7 @@ def localdp_statistic(
     cells, labels, client, n = _cells_labels_clients(table, cfg.height)
     h = cfg.height
 
-    def bit_index(value, k):
+    def bit_index(value: tuple[int, float], k: int) -> int:
         label, score = value
         cell = min(int(score * (1 << h)), (1 << h) - 1)
         return (label << k) + (cell >> (h - k))
@@ -257,7 +262,9 @@ PROBE_RESOLUTION = 10
 up to it (AUTO_MAX_HEIGHT under localdp; the distdp boundary scenario stays far below 14)."""
 
 
-def _two_phase_exact(table: dict[str, np.ndarray], cfg) -> tuple[np.ndarray, np.ndarray]:
+def _two_phase_exact(
+    table: dict[str, np.ndarray], cfg: PrivacyConfig
+) -> tuple[np.ndarray, np.ndarray]:
     """(class totals [negatives, positives], exact node counts of the tree at cfg's height)."""
     labels = table["label"].astype(np.int64)
     leaves = np.zeros((2, cfg.n_leaves), np.int64)
@@ -281,7 +288,9 @@ def distdp_two_phase_statistic(
     d, dp = scenario.datasets()
     out: list[list[tuple[float, float]]] = [[], []]
     heights = []
-    exact_at: dict[int, tuple] = {}  # h → both datasets' exact totals and tree: the same each trial
+    exact_at: dict[
+        int, tuple[np.ndarray, ...]
+    ] = {}  # h → both datasets' exact totals and tree: the same each trial
     for side, table in enumerate((d, dp)):
         fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
         k = secagg.neighbours_per_side(n)
@@ -430,7 +439,7 @@ def _quantile_taus(sd: np.ndarray, sp: np.ndarray, count: int = 64) -> list[floa
     pooled = np.concatenate([sd, sp])
     distinct = np.unique(pooled)
     if len(distinct) <= count:
-        return distinct.tolist()
+        return cast(list[float], distinct.tolist())
     return sorted(set(np.quantile(pooled, np.linspace(0.005, 0.995, count)).tolist()))
 
 

@@ -15,6 +15,9 @@ re-sealed), before anything is estimated from them:
   client sends exactly L reports, so the reports add up to clients × L;
 - distdp: only the first check (discrete Laplace noise makes any integer possible).
 
+The model-specific checks are each model's own (`check_counts` of `fedeval.privacy.federated`,
+`distdp`, `localdp`).
+
 `check_release_consistency` raises `InputError` with one line naming the file and the check.
 """
 
@@ -24,12 +27,9 @@ import math
 
 import numpy as np
 
-from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import InputError
-from fedeval.core.hierarchy import coarsen
 from fedeval.core.release import Release, level_offsets
-
-CLASSES = ("negatives", "positives")
+from fedeval.privacy.registry import model_of
 
 
 def check_release_consistency(
@@ -64,10 +64,7 @@ def check_release_consistency(
 
     cfg = release.config
     levels = _levels(counts, release)
-    if cfg.model is PrivacyModel.FEDERATED:
-        _check_federated(cfg, levels, reporters, n_clients, fail)
-    elif cfg.model is PrivacyModel.LOCALDP:
-        _check_localdp(cfg, levels, reporters, n_clients, fail, release.probe)
+    model_of(cfg.model).check_counts(cfg, levels, reporters, n_clients, fail, release.probe)
 
 
 def _integer_array(values: np.ndarray) -> np.ndarray | None:
@@ -93,84 +90,3 @@ def _levels(counts: np.ndarray, release: Release) -> list[np.ndarray]:
     return [
         counts[off[i] : off[i + 1]].reshape(2, 1 << k) for i, k in enumerate(release.config.levels)
     ]
-
-
-def _first_cell(mask: np.ndarray) -> tuple[int, int]:
-    c, j = np.argwhere(mask)[0]
-    return int(c), int(j)
-
-
-def _check_federated(cfg, levels, reporters, n_clients, fail) -> None:
-    for k, lv in zip(cfg.levels, levels, strict=True):
-        if np.any(lv < 0):
-            c, j = _first_cell(lv < 0)
-            raise fail(
-                f"level {k}, {CLASSES[c]}, cell {j} holds {int(lv[c, j])}; an exact federated "
-                "count cannot be negative"
-            )
-    rows = [int(lv.sum()) for lv in levels]
-    if reporters is not None:
-        rows = [int(r) for r in reporters]
-    for k, lv, n in zip(cfg.levels, levels, rows, strict=True):
-        positives = int(lv[1].sum())
-        if positives > n:
-            raise fail(f"level {k} counts {positives} positives among {n} rows (positives > rows)")
-    for i in range(len(levels) - 1):
-        k, parent, child = cfg.levels[i], levels[i], levels[i + 1]
-        summed = coarsen(child, k)
-        if np.any(summed != parent):
-            c, j = _first_cell(summed != parent)
-            raise fail(
-                f"level {k}, {CLASSES[c]}, cell {j} holds {int(parent[c, j])} but its cells at "
-                f"level {cfg.levels[i + 1]} sum to {int(summed[c, j])} (exact levels must agree)"
-            )
-    totals = [int(lv.sum()) for lv in levels]
-    for k, total in zip(cfg.levels, totals, strict=True):
-        if total != totals[0]:
-            raise fail(
-                f"level {k} totals {total} rows but level {cfg.levels[0]} totals {totals[0]} "
-                "(every exact level counts every row)"
-            )
-    if reporters is not None:
-        for k, total, n in zip(cfg.levels, totals, reporters, strict=True):
-            if total != int(n):
-                raise fail(f"level {k} totals {total} rows but states {int(n)} reporters")
-    if cfg.unit is Unit.CLIENT and n_clients is not None and totals:
-        cap = int(n_clients) * cfg.max_examples
-        if totals[0] > cap:
-            raise fail(
-                f"{totals[0]} rows from {n_clients} clients exceed the cap of "
-                f"{cfg.max_examples} per client"
-            )
-
-
-def _check_localdp(cfg, levels, reporters, n_clients, fail, probe=None) -> None:
-    if reporters is None:
-        raise fail("a localdp release must state its number of reports per level")
-    # A two-phase release: the probe's reports are some of every client's L report slots.
-    probe_reports = 0
-    if probe is not None:
-        probe_reports = int(probe.reports or 0)
-        bits = np.asarray(probe.counts)
-        if np.any((bits < 0) | (bits > probe_reports)):
-            raise fail(
-                f"the probe counts {bits.tolist()} set bits, outside [0, {probe_reports}] for "
-                f"its {probe_reports} reports"
-            )
-    for k, lv, n in zip(cfg.levels, levels, reporters, strict=True):
-        n = int(n)
-        bad = (lv < 0) | (lv > n)
-        if np.any(bad):
-            c, j = _first_cell(bad)
-            raise fail(
-                f"level {k}, {CLASSES[c]}, cell {j} counts {int(lv[c, j])} set bits, outside "
-                f"[0, {n}] for the {n} reports of that level"
-            )
-    if cfg.unit is Unit.CLIENT and n_clients is not None:
-        expected = int(n_clients) * cfg.max_examples
-        sent = int(reporters.sum()) + probe_reports
-        if sent != expected:
-            raise fail(
-                f"{sent} reports from {n_clients} clients, but under unit client every client "
-                f"sends exactly {cfg.max_examples} ({expected} in all)"
-            )

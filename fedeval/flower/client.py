@@ -1,6 +1,6 @@
 """The client's side of the protocol (`fedeval.flower.job`): its rows read and capped as
 `fedeval encode` reads them, its key pair, its masks agreed with its neighbours, and its reply
-to each step, made with the same mechanism code as `encode` (`fedeval.privacy.model_module`).
+to each step, made with the same mechanism code as `encode` (`fedeval.privacy.registry.model_of`).
 Everything it keeps between messages (its private randomness, its private key) stays in its
 own state, never in a reply."""
 
@@ -19,9 +19,10 @@ from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit, config_from_d
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import cell_index
 from fedeval.flower.job import KEYS, PROBE, REPORT, REVEAL, STEPS, ClientData, Job, Payload
-from fedeval.privacy import localdp, model_module, probe
+from fedeval.privacy import localdp, probe
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import dense, polya_share_events
+from fedeval.privacy.registry import model_of
 from fedeval.protocol import secagg
 from fedeval.tables.read import Columns
 from fedeval.tables.scored import Examples, cap_examples, read_scored
@@ -174,7 +175,7 @@ def client_step(
         return {"public": np.frombuffer(public, np.uint8).copy()}
     job = Job.from_text(str(request["job"]))
     index, n, k = int(request["index"]), int(request["n"]), int(request["k"])
-    masked_model = job.config.model is not PrivacyModel.LOCALDP
+    masked_model = model_of(job.config.model).MASKED
     if masked_model and step != REVEAL and (not job.masked or k < 1) and not allow_unmasked:
         # A report without masks would show the server this client's data (federated) or its
         # noise share (distdp): only a measurement set up on the client's side may ask for it.
@@ -223,7 +224,7 @@ def client_step(
     if config.model is PrivacyModel.LOCALDP:
         return _local_report(rows, cells, config, job, secret, noise)
     one = np.zeros(len(cells), np.int64)
-    reports, _ = model_module(config.model).client_reports(
+    reports, _ = model_of(config.model).client_reports(
         cells, rows.positive, one, 1, config, n, noise
     )
     vector = reports[0].astype(np.uint32)  # two's complement = mod 2^32

@@ -20,6 +20,7 @@ from fedeval.flower.client import neighbour_indices
 from fedeval.flower.job import KEYS, PROBE, REPORT, REVEAL, ROUND_ID_BYTES, Job, Payload
 from fedeval.privacy import probe
 from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.protocol import secagg
 from fedeval.protocol.aggregate import unmasked
 from fedeval.protocol.encode import ABSOLUTE_MIN_COHORT, MIN_COHORT
@@ -189,7 +190,7 @@ class ServerProtocol:
         if seen.all():
             return unmasked(total), roster, 0
         survivors = [roster[i] for i in np.flatnonzero(seen)]
-        if self.job.config.model is not PrivacyModel.FEDERATED:
+        if model_of(self.job.config.model).ADDS_NOISE:
             return survivors  # distdp: the lost shares cannot be made up; re-run
         missing = np.flatnonzero(~seen)
         if len(secagg.exposed_survivors(missing, n, k)):

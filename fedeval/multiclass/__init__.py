@@ -18,9 +18,9 @@ from fedeval.multiclass.maps import (
     shareable_map,
     write_map,
 )
-from fedeval.multiclass.privacy import MulticlassMechanism
 from fedeval.multiclass.result import Method, MulticlassResult, multiclass_map_dict
 from fedeval.multiclass.views import render_multiclass_table
+from fedeval.privacy.gaussian import MulticlassMechanism
 
 __all__ = [
     "Method",

@@ -48,7 +48,6 @@ from fedeval.multiclass.privacy import (
     DEFAULT_POOLED_CLIP,
     DEFAULT_POSITIVE_CLIP,
     DEFAULT_TEMPERATURE_CLIP,
-    dp_statement,
 )
 from fedeval.multiclass.result import (
     DEFAULT_BINS,
@@ -73,6 +72,7 @@ from fedeval.multiclass.temperature import (
     check_temperature,
     fed_temperature,
 )
+from fedeval.privacy.gaussian import dp_statement
 from fedeval.protocol.simulate import rng_and_seed
 
 __all__ = [

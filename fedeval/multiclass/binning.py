@@ -23,7 +23,7 @@ from scipy.special import gammaln, logsumexp
 from fedeval.estimate.calibration import BBQ_PRIOR_STRENGTH
 from fedeval.multiclass.denoise import NoisyBinning, denoise_binning
 from fedeval.multiclass.federation import schedule
-from fedeval.multiclass.privacy import DPStatement, clip_factors
+from fedeval.privacy.gaussian import DPStatement, clip_factors
 
 NEGATIVE, POSITIVE = 0, 1
 

@@ -26,15 +26,12 @@ from fedeval.multiclass.maps import (
     calibrator_fields,
 )
 from fedeval.multiclass.metrics import Metrics
-from fedeval.multiclass.privacy import (
-    DPStatement,
-    MulticlassMechanism,
-)
 from fedeval.multiclass.temperature import (
     Safeguard,
     TemperatureCalibrator,
     TemperatureFit,
 )
+from fedeval.privacy.gaussian import DPStatement, MulticlassMechanism
 
 
 class Method(StrEnum):

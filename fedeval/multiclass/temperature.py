@@ -43,7 +43,7 @@ from scipy.special import logsumexp
 
 from fedeval.multiclass.data import softmax
 from fedeval.multiclass.federation import cohort_size, schedule
-from fedeval.multiclass.privacy import DPStatement
+from fedeval.privacy.gaussian import DPStatement
 
 T_MIN, T_MAX = 0.05, 20.0
 """Temperatures are kept in [T_MIN, T_MAX]. A client whose examples are all classified right

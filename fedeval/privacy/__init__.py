@@ -1,4 +1,7 @@
-"""Privacy models: one module each, with the same four functions, and the shared claim.
+"""Privacy models: one module each (`federated`, `distdp`, `localdp`), the same protocol
+(`fedeval.privacy.base.ReleaseModel`), listed by `fedeval.privacy.registry`.
+
+Each model's module carries its claim's numbers and words and the pipeline's four steps:
 
 - ``draw(leaf_counts, n_clients, config, rng)``: the fast path, the aggregate of one cohort of
   all clients drawn directly with the distribution of the sum of their reports;
@@ -8,22 +11,10 @@
 - ``measurement_noise(hist, n_draws, rng)``: fresh noise as the release got it (intervals).
 
 What each release claims (relation, unit, sensitivity, noise, guarantee, DP event) is stated by
-`fedeval.privacy.mechanism.Mechanism`, the single source every document and the ledger read.
+`fedeval.privacy.mechanism.Mechanism`, which asks the model's module for its parts: the single
+source every document and the ledger read. The multiclass calibration's Gaussian mechanism is
+`fedeval.privacy.gaussian`; DP events are `fedeval.privacy.events`, composed by the one
+accountant `fedeval.privacy.accounting`.
 """
 
 from __future__ import annotations
-
-from types import ModuleType
-
-from fedeval.core.config import PrivacyModel
-
-
-def model_module(model: PrivacyModel) -> ModuleType:
-    """The module that implements `model`."""
-    from fedeval.privacy import distdp, federated, localdp
-
-    return {
-        PrivacyModel.FEDERATED: federated,
-        PrivacyModel.DISTDP: distdp,
-        PrivacyModel.LOCALDP: localdp,
-    }[PrivacyModel(model)]

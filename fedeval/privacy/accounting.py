@@ -1,110 +1,104 @@
-"""Composition of DP events: the leaves (mechanism, parameter, sensitivity) of each release's DP
-event, composed by Rényi DP (dp-accounting's accountant, the optional 'accounting' extra) or,
-for pure ε-DP events, by summing; and the events in words."""
+"""The one accountant: composes DP events (`fedeval.privacy.events`) into an ε, and calibrates
+the Gaussian noise of a target (ε, δ).
+
+The ledger's totals (`compose`, `total_epsilon`), the multiclass user-level Gaussian calibration
+(`gaussian_epsilon`, `calibrate_gaussian`) and the comparison's composed event all go through
+here. Pure ε-DP events compose by summing (exact at δ = 0); anything with a Gaussian event by
+Rényi DP (dp-accounting's `RdpAccountant`, the optional 'accounting' extra). Why each, with
+sources: `fedeval.privacy.ledger`'s module docstring.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from fedeval.core.errors import UsageError
+from fedeval.privacy.events import (
+    ComposedEvent,
+    DiscreteLaplaceEvent,
+    DpEvent,
+    GaussianEvent,
+    NoNoiseEvent,
+    PureEvent,
+    event_from_dict,
+)
 
 RDP_ORDER_GRID = (1e-3, 1e5, 2000)
-"""Rényi orders α − 1 the ledger adds to dp_accounting's defaults: 2,000 log-spaced values from
-1e-3 to 1e5, the grid `fedeval.multiclass.privacy` calibrates its noise on. The minimum over a
-superset of its orders is never larger, so a release calibrated to (ε, δ) is charged at most ε."""
+"""Rényi orders α − 1 of the Gaussian calibration: 2,000 log-spaced values from 1e-3 to 1e5
+(≈ 1 % apart), so the minimum over this grid is within ≈ 1e-4 of Lemma B.3's minimum over all
+α > 1 for any (ε, δ) of practical use (the bound is flat near its optimum)."""
+
+CALIBRATION_ORDERS = tuple(float(a) for a in 1.0 + np.geomspace(*RDP_ORDER_GRID))
+"""The Rényi orders α the Gaussian noise is calibrated on (`RDP_ORDER_GRID`)."""
+
+Leaf = PureEvent | GaussianEvent
+"""What composition sees: a pure ε-DP event or k Gaussian releases."""
 
 
-def _accounting():
+def _accounting() -> tuple[Any, Any, Any, Any]:
+    """dp_accounting's events, accountant base, calibration and RDP accountant (lazily: an
+    optional dependency)."""
     try:
-        from dp_accounting import dp_event, privacy_accountant
+        from dp_accounting import dp_event, mechanism_calibration, privacy_accountant
         from dp_accounting.rdp import rdp_privacy_accountant
     except ImportError:
         raise UsageError(
-            "the privacy ledger needs dp-accounting: pip install dp-accounting (or fedeval's "
-            "'accounting' extra)"
+            "privacy accounting needs dp-accounting: pip install 'fedeval[accounting]' (or pip "
+            "install dp-accounting)"
         ) from None
-    return dp_event, privacy_accountant, rdp_privacy_accountant
+    return dp_event, privacy_accountant, mechanism_calibration, rdp_privacy_accountant
 
 
-def finite_number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise UsageError(f"dp_event: {what} must be a finite number. Found {value!r}.")
-    return float(value)
-
-
-def event_leaves(event: Any) -> list[tuple]:
-    """The event as a flat list of ("pure", ε) and ("gaussian", z, k) leaves.
-
-    Refuses unknown or malformed events, and events that add no noise.
-    """
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        raise UsageError(f"dp_event must be an object with a 'type'. Found {event!r}.")
-    kind = event["type"]
-    if kind == "none":
-        raise UsageError(
-            "this release adds no noise: it cannot be charged to a privacy budget (its ε is "
-            "unbounded)."
-        )
-    if kind == "discrete_laplace":
-        a = finite_number(event.get("parameter"), "discrete_laplace parameter")
-        sensitivity = event.get("sensitivity")
-        if isinstance(sensitivity, float) and sensitivity.is_integer():
-            sensitivity = int(sensitivity)
-        if isinstance(sensitivity, bool) or not isinstance(sensitivity, int) or sensitivity < 1:
+def leaves(event: DpEvent) -> list[Leaf]:
+    """The event as a flat list of pure and Gaussian events (a discrete Laplace event is pure
+    (a·Δ)-DP). Refuses events that add no noise: they cannot be charged."""
+    match event:
+        case NoNoiseEvent():
             raise UsageError(
-                f"dp_event: discrete_laplace sensitivity must be a positive integer. "
-                f"Found {event.get('sensitivity')!r}."
+                "this release adds no noise: it cannot be charged to a privacy budget (its ε is "
+                "unbounded)."
             )
-        if not a > 0:
-            raise UsageError(f"dp_event: discrete_laplace parameter must be > 0. Found {a!r}.")
-        # Pure (a·Δ)-DP: the privacy loss a·(|x + Δ| − |x|) lies in [−a·Δ, a·Δ].
-        return [("pure", a * sensitivity)]
-    if kind == "pure":
-        eps = finite_number(event.get("epsilon"), "pure epsilon")
-        if not eps > 0:
-            raise UsageError(f"dp_event: pure epsilon must be > 0. Found {eps!r}.")
-        return [("pure", eps)]
-    if kind == "gaussian":
-        z = finite_number(event.get("noise_multiplier"), "gaussian noise_multiplier")
-        count = event.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise UsageError(
-                f"dp_event: gaussian count must be a positive integer. Found {count!r}."
-            )
-        if not z > 0:
-            raise UsageError(f"dp_event: gaussian noise_multiplier must be > 0. Found {z!r}.")
-        return [("gaussian", z, count)]
-    if kind == "composed":
-        events = event.get("events")
-        if not isinstance(events, list) or not events:
-            raise UsageError("dp_event: a composed event needs a non-empty list of events.")
-        return [leaf for e in events for leaf in event_leaves(e)]
-    raise UsageError(
-        f"dp_event: unknown type {kind!r} (known: discrete_laplace, pure, gaussian, composed, "
-        "none)."
-    )
+        case DiscreteLaplaceEvent():
+            return [PureEvent(event.epsilon)]
+        case PureEvent() | GaussianEvent():
+            return [event]
+        case ComposedEvent():
+            return [leaf for e in event.events for leaf in leaves(e)]
+    raise UsageError(f"dp_event: cannot account for {event!r}.")
 
 
-def all_leaves(entries: list[dict[str, Any]]) -> list[tuple]:
-    return [leaf for e in entries for leaf in event_leaves(e.get("dp_event"))]
+def event_leaves(event: Any) -> list[Leaf]:
+    """The leaves of a document's `dp_event` (a dict): `event_from_dict`, then `leaves`."""
+    return leaves(event_from_dict(event))
 
 
-def _rdp_orders(rdp) -> list[float]:
-    import numpy as np
-
-    grid = (float(a) for a in 1.0 + np.geomspace(*RDP_ORDER_GRID))
-    return sorted({float(a) for a in rdp.DEFAULT_RDP_ORDERS} | set(grid))
+def entry_events(entries: Iterable[dict[str, Any]]) -> list[DpEvent]:
+    """The DP events of ledger entries (each entry's `dp_event`, read once)."""
+    return [event_from_dict(e.get("dp_event")) for e in entries]
 
 
-def _rdp_epsilon(leaves: list[tuple], delta: float) -> float:
+def _rdp_orders(rdp: Any) -> list[float]:
+    """dp_accounting's default orders and the calibration grid: the minimum over a superset of
+    the calibration's orders is never larger, so a release calibrated to (ε, δ) is charged at
+    most ε."""
+    return sorted({float(a) for a in rdp.DEFAULT_RDP_ORDERS} | set(CALIBRATION_ORDERS))
+
+
+def _rdp_epsilon(flat: Sequence[Leaf], delta: float) -> float:
     """ε at δ of the leaves composed by one dp_accounting RdpAccountant (pure events enter as
     binary randomized response of the same ε, an upper bound on any pure ε-DP mechanism)."""
-    dp_event, privacy_accountant, rdp = _accounting()
-    counts: dict[tuple, int] = {}
-    for leaf in leaves:  # identical events composed once, k-fold
-        key = leaf[:2]
-        counts[key] = counts.get(key, 0) + (1 if leaf[0] == "pure" else leaf[2])
+    dp_event, privacy_accountant, _, rdp = _accounting()
+    counts: dict[tuple[str, float], int] = {}
+    for leaf in flat:  # identical events composed once, k-fold (in order of first appearance)
+        if isinstance(leaf, PureEvent):
+            key, k = ("pure", leaf.epsilon), 1
+        else:
+            key, k = ("gaussian", leaf.noise_multiplier), leaf.count
+        counts[key] = counts.get(key, 0) + k
     events = []
     for (kind, value), count in counts.items():
         if kind == "pure":
@@ -121,33 +115,45 @@ def _rdp_epsilon(leaves: list[tuple], delta: float) -> float:
     accountant = rdp.RdpAccountant(
         _rdp_orders(rdp), neighboring_relation=privacy_accountant.NeighboringRelation.REPLACE_ONE
     )
-    event = dp_event.ComposedDpEvent(events)
-    if not accountant.supports(event):
+    composed = dp_event.ComposedDpEvent(events)
+    if not accountant.supports(composed):
         raise UsageError(
             "this dp-accounting cannot compose these events; upgrade: pip install -U dp-accounting"
         )
-    accountant.compose(event)
+    accountant.compose(composed)
     return float(accountant.get_epsilon(delta))
 
 
-def compose(leaves: list[tuple], delta: float) -> float:
-    if not leaves:
+def compose_leaves(flat: Sequence[Leaf], delta: float) -> float:
+    """ε of the leaves composed: Σ ε_i at δ = 0 if all are pure (exact), else the smaller of
+    one RDP accountant over all of them and basic composition Σ ε_pure + ε_Gaussian(δ)."""
+    if not flat:
         return 0.0
-    pure = [leaf[1] for leaf in leaves if leaf[0] == "pure"]
-    if len(pure) == len(leaves):
-        return math.fsum(pure)  # exact at δ = 0 (see the module docstring)
+    pure = [leaf.epsilon for leaf in flat if isinstance(leaf, PureEvent)]
+    if len(pure) == len(flat):
+        return math.fsum(pure)  # exact at δ = 0 (see fedeval.privacy.ledger)
     if not delta > 0:
         raise UsageError(
             "a Gaussian release has no finite ε at δ = 0, and this total is kept at δ = 0: "
             "charge it to a ledger created with a δ > 0."
         )
-    joint = _rdp_epsilon(leaves, delta)
-    gaussian = [leaf for leaf in leaves if leaf[0] == "gaussian"]
+    joint = _rdp_epsilon(flat, delta)
+    gaussian = [leaf for leaf in flat if isinstance(leaf, GaussianEvent)]
     basic = math.fsum(pure) + _rdp_epsilon(gaussian, delta) if pure else joint
     eps = min(joint, basic)
     if not math.isfinite(eps):  # cannot happen for finite, positive parameters
         raise UsageError(f"the composed ε at δ = {delta:g} is not finite.")
     return eps
+
+
+def compose(events: Iterable[DpEvent], delta: float) -> float:
+    """ε at `delta` of `events` composed (releases about the same units)."""
+    return compose_leaves([leaf for e in events for leaf in leaves(e)], delta)
+
+
+def is_pure(events: Iterable[DpEvent]) -> bool:
+    """Whether every event is pure ε-DP (their ε add up exactly, at δ = 0)."""
+    return all(isinstance(leaf, PureEvent) for e in events for leaf in leaves(e))
 
 
 def check_same_units(entries: list[dict[str, Any]], what: str) -> None:
@@ -164,27 +170,52 @@ def total_epsilon(entries: list[dict[str, Any]], delta: float = 0.0) -> float:
     """ε of `entries` composed: Σ ε_i at δ = 0 if every event is pure (exact), else ε at `delta`
     by one RDP accountant over every event. The entries must share unit and relation."""
     check_same_units(entries, "these entries")
-    return compose(all_leaves(entries), delta)
+    return compose(entry_events(entries), delta)
 
 
 def composition(entries: list[dict[str, Any]], delta: float = 0.0) -> str:
     """How `total_epsilon` composes `entries`, in words."""
-    if all(leaf[0] == "pure" for leaf in all_leaves(entries)):
+    if is_pure(entry_events(entries)):
         return "pure ε-DP: ε adds up exactly (δ = 0)"
     return f"Rényi DP (dp_accounting RdpAccountant, all events) at δ = {delta:g}"
 
 
 def describe_event(event: Any) -> str:
-    """A DP event in a few words (for tables)."""
-    if not isinstance(event, dict):
-        return "?"
-    match event.get("type"):
-        case "discrete_laplace":
-            return f"DLap Δ={event.get('sensitivity')}"
-        case "pure":
-            return "pure"
-        case "gaussian":
-            return f"Gauss z={event.get('noise_multiplier')}×{event.get('count', 1)}"
-        case "composed":
-            return " + ".join(describe_event(e) for e in event.get("events") or [])
-    return str(event.get("type"))
+    """A document's `dp_event` in a few words (for tables); "?" if it is not one."""
+    try:
+        return event_from_dict(event).describe()
+    except UsageError:
+        return "?" if not isinstance(event, dict) else str(event.get("type"))
+
+
+# --- the Gaussian mechanism's calibration ------------------------------------------------------
+
+
+def gaussian_epsilon(noise_multiplier: float, count: int, delta: float) -> float:
+    """ε at δ of `count` Gaussian releases of noise σ = `noise_multiplier` × sensitivity, by
+    dp_accounting's RDP accountant on `CALIBRATION_ORDERS` (Canonne, Kamath & Steinke 2020)."""
+    dp_event, _, _, rdp = _accounting()
+    acc = rdp.RdpAccountant(list(CALIBRATION_ORDERS))
+    acc.compose(dp_event.GaussianDpEvent(noise_multiplier), count)
+    return float(acc.get_epsilon(delta))
+
+
+def calibrate_gaussian(epsilon: float, delta: float, count: int) -> float:
+    """The smallest noise multiplier z (σ = z × sensitivity) for which `count` Gaussian releases
+    are (ε, δ)-DP, found by dp_accounting's mechanism calibration."""
+    dp_event, _, mc, rdp = _accounting()
+    if count < 1:
+        raise UsageError(f"the number of releases must be ≥ 1. Found {count}.")
+    z = mc.calibrate_dp_mechanism(
+        lambda: rdp.RdpAccountant(list(CALIBRATION_ORDERS)),
+        lambda m: dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(m), count),
+        epsilon,
+        delta,
+        mc.LowerEndpointAndGuess(1e-3, math.sqrt(count)),
+        tol=1e-7,
+    )
+    # The search brackets the threshold; never return a z whose ε exceeds the target (that
+    # would claim more privacy than the noise gives), so step up until it holds.
+    while gaussian_epsilon(z, count, delta) > epsilon:
+        z *= 1 + 1e-9
+    return float(z)

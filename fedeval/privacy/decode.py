@@ -12,12 +12,12 @@ import numpy as np
 
 from fedeval.core.hierarchy import class_variances, consistent_leaves
 from fedeval.core.release import Release, ScoreHistogram
-from fedeval.privacy import model_module
+from fedeval.privacy.registry import model_of
 
 
 def decode(release: Release) -> ScoreHistogram:
     """Decode: unbiased level estimates, then constrained inference to consistent leaves."""
-    measured, variances = model_module(release.config.model).decode(release)
+    measured, variances = model_of(release.config.model).decode(release)
     leaves = np.stack(
         [
             consistent_leaves(
@@ -45,7 +45,7 @@ def noise_draws(hist: ScoreHistogram, n_draws: int, rng: np.random.Generator) ->
     (released counts + fresh noise) are these leaves + consistency(noise): adding the draws
     to `leaves` resamples the whole release (a parametric bootstrap over the known noise).
     """
-    noise = model_module(hist.config.model).measurement_noise(hist, n_draws, rng)
+    noise = model_of(hist.config.model).measurement_noise(hist, n_draws, rng)
     if noise is None:
         return None
     return np.stack(

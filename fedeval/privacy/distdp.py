@@ -1,7 +1,8 @@
 """Distributed DP: every client adds Pólya noise shares; each cohort's sum is discrete Laplace.
 
-The sensitivity, α and the claim come from `fedeval.privacy.mechanism.Mechanism` (Δ = levels·L
-under add/remove, twice that under replace). Noise α = exp(−ε/Δ) on every count gives pure ε-DP
+A `fedeval.privacy.base.ReleaseModel`: this module states the sensitivity, α and the claim
+(`fedeval.privacy.mechanism.Mechanism` reads them; Δ = levels·L under add/remove, twice that
+under replace). Noise α = exp(−ε/Δ) on every count gives pure ε-DP
 (Cormode & Markov, section 2.2 and appendix A). Shares are sized to the cohort: each of its m
 clients adds Pólya(1/m, α) − Pólya(1/m, α), so every secure sum the server unmasks on its own
 already carries the whole discrete Laplace (a cohort sized for N > m clients would carry only
@@ -13,27 +14,263 @@ examples), and totals are estimated from the noisy counts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig
-from fedeval.core.release import Probe, Release, level_offsets
-from fedeval.privacy import federated
-from fedeval.privacy.mechanism import mechanism_of
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
+from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
+from fedeval.privacy import federated, generator
+from fedeval.privacy.base import counts_public, released_counts
+from fedeval.privacy.events import ComposedEvent, DiscreteLaplaceEvent, DpEvent
 from fedeval.privacy.noise import (
     dense,
     discrete_laplace,
     discrete_laplace_variance,
+    laplace_alpha,
     polya,
     polya_share_events,
 )
 
+if TYPE_CHECKING:
+    from fedeval.privacy.mechanism import Mechanism
+
+MODEL = PrivacyModel.DISTDP
+ADDS_NOISE = True
+MASKED = True
+"""Reports (counts plus Pólya shares) travel under pairwise masks: the server sees cohort sums."""
+SHARES_NOISE = True
+"""Each client of a cohort adds a share of the noise: a client that drops out takes its share
+with it, and the cohort's sum would be less private than claimed (refused)."""
+
+
+# --- the numbers the claim is made of ---------------------------------------------------------
+
+
+def _total_epsilon(config: PrivacyConfig) -> float:
+    """ε of the whole release (PrivacyConfig has checked that distdp carries one)."""
+    if config.epsilon is None:
+        raise AssertionError("distdp configuration without epsilon")
+    return config.epsilon
+
+
+def _factor(config: PrivacyConfig) -> int:
+    """2 under replace (one leaf path loses, another gains), 1 under add/remove."""
+    return 2 if config.relation is Relation.REPLACE else 1
+
+
+def sensitivity(config: PrivacyConfig) -> int:
+    """Δ of the release: levels·L, twice that under replace."""
+    return _factor(config) * len(config.levels) * config.examples_per_unit
+
+
+def tree_epsilon(config: PrivacyConfig) -> float:
+    """ε of the tree: the whole ε, less the probe's share s·ε after a probe."""
+    eps = _total_epsilon(config)
+    if config.probed:
+        return eps * (1.0 - config.probe_share)
+    return eps
+
+
+def count_alpha(config: PrivacyConfig) -> float:
+    """α = exp(−ε_tree/Δ) of every count."""
+    return laplace_alpha(tree_epsilon(config), sensitivity(config))
+
+
+def oue_epsilon(config: PrivacyConfig) -> None:
+    return None
+
+
+def probe_epsilon(config: PrivacyConfig) -> float | None:
+    """s·ε: the probe's share of ε (sequential composition with the tree's (1 − s)·ε)."""
+    if not config.probed:
+        return None
+    return _total_epsilon(config) * config.probe_share
+
+
+def probe_sensitivity(config: PrivacyConfig) -> int | None:
+    """Δ of the probe's two class totals: L under add/remove, 2L under replace."""
+    if not config.probed:
+        return None
+    return _factor(config) * config.examples_per_unit
+
+
+def sampler_delta(config: PrivacyConfig) -> float:
+    """δ the samplers' 53-bit floating point costs (`fedeval.privacy.generator.sampler_delta`)."""
+    return generator.sampler_delta(
+        _total_epsilon(config), released_counts(config), config.share_factor
+    )
+
+
+# --- the claim ---------------------------------------------------------------------------------
+
+
+def parameters(mech: Mechanism) -> dict[str, Any]:
+    cfg = mech.config
+    t = cfg.colluders
+    shares = (
+        "each of the m clients of a cohort adds Pólya(1/m, α) − Pólya(1/m, α) to "
+        "every count, so every cohort's secure sum carries discrete Laplace "
+        "P(k) ∝ α^|k| by itself"
+        if t == 0
+        else f"each of the m clients of a cohort adds Pólya(1/(m − {t}), α) − "
+        f"Pólya(1/(m − {t}), α) to every count, so the shares of any m − {t} of "
+        "them sum to discrete Laplace P(k) ∝ α^|k|: a cohort's sum carries "
+        f"m/(m − {t}) ≤ {cfg.share_factor:.6g} times that noise (m ≥ "
+        f"{cfg.cohort_floor})"
+    )
+    return {
+        "name": "discrete Laplace from per-client Pólya shares",
+        "alpha": mech.alpha,
+        "sensitivity": mech.sensitivity,
+        "noise_variance_per_count": mech.noise_variance,
+        "colluders": t,
+        "shares": shares,
+        "largest_fast_draw": generator.fast_sampler_bound(mech.alpha or 0.5),
+    }
+
+
+def probe_parameters(mech: Mechanism) -> dict[str, Any]:
+    a = mech.probe_alpha
+    assert a is not None
+    return {
+        "name": "discrete Laplace on the class totals",
+        "epsilon": mech.probe_epsilon,
+        "alpha": a,
+        "sensitivity": mech.probe_sensitivity,
+        "noise_variance_per_count": discrete_laplace_variance(a),
+        "composition": "sequential: ε_probe + ε_tree = ε",
+    }
+
+
+def event(mech: Mechanism) -> DpEvent:
+    """Discrete Laplace (a = ε_tree/Δ) on the tree, after the probe's (s·ε/Δ_probe) if any."""
+    cfg = mech.config
+    tree = DiscreteLaplaceEvent(
+        tree_epsilon(cfg) / sensitivity(cfg), sensitivity(cfg), cfg.colluders
+    )
+    sens = probe_sensitivity(cfg)
+    if sens is None:
+        return tree
+    probe = DiscreteLaplaceEvent(_total_epsilon(cfg) * cfg.probe_share / sens, sens)
+    return ComposedEvent((probe, tree))
+
+
+def claim(mech: Mechanism) -> str:
+    cfg = mech.config
+    eps = cfg.epsilon
+    tree = tree_epsilon(cfg)
+    text = (
+        f"{eps:g}-DP with δ = {mech.sampler_delta:.1e} for the whole release (pure "
+        f"{eps:g}-DP for exact discrete Laplace noise; δ is the noise the samplers' "
+        "53-bit floating point cannot draw, the draws within reach taken as exact); "
+        f"neighbouring datasets {mech.neighbouring()}; discrete Laplace "
+        f"α = {mech.alpha:.6g} on every count (Δ = {mech.sensitivity})"
+    )
+    if cfg.probed:
+        text += (
+            f" at ε_tree = {tree:.6g}, after a probe of the two class "
+            f"totals at ε_probe = {mech.probe_epsilon:.6g} (discrete Laplace "
+            f"α = {mech.probe_alpha:.6g}, Δ = {mech.probe_sensitivity}) that chose "
+            f"the height: {mech.probe_epsilon:.6g} + {tree:.6g} = {eps:g}"
+        )
+    if cfg.relation is Relation.ADD_REMOVE:
+        text += (
+            "; no exact count of examples, positives, clients or reports is "
+            "released (totals are estimated from the noisy counts)"
+        )
+    elif mech.examples_public:
+        text += "; the number of examples and of clients is public"
+    else:
+        text += (
+            "; the number of clients is public (each client's number of examples "
+            "is part of its data and is not released)"
+        )
+    t = cfg.colluders
+    collusion = (
+        "holds if every client of each cohort adds its noise share and none "
+        "colludes with the server (a server that colludes with c of a cohort's m "
+        "clients removes their shares, c/m of the noise: encode with --colluders)"
+        if t == 0
+        else f"holds if every client of each cohort adds its noise share, against a "
+        f"server that colludes with up to {t} clients of each cohort (the shares of "
+        f"the other m − {t} carry the whole noise)"
+    )
+    return f"{text}{mech._what_decides()}; {collusion}"
+
+
+def server_learns(mech: Mechanism) -> str:
+    t = mech.config.colluders
+    text = (
+        "which clients take part (public), and each cohort's noisy sum, which is "
+        f"{mech.config.epsilon:g}-DP on its own (shares are sized to the cohort) "
+        + (
+            "as long as no client of the cohort colludes with it (c colluding "
+            "clients of m hand it c/m of the noise)"
+            if t == 0
+            else f"even with up to {t} colluding clients of the cohort"
+        )
+        + "; a single report stays hidden unless all its masking neighbours collude "
+        "with the server"
+    )
+    if mech.config.probed:
+        text += (
+            "; first, the probe round's noisy class totals (each cohort's sum of the probe "
+            "shares carries the probe's whole noise) and the height chosen from them"
+        )
+    return text
+
+
+def error_rates() -> tuple[str, str]:
+    """The papers' error rates (Table 1) of P/R/A and the AUC, for orientation."""
+    return ("(εn)^(-2/3)", "1/B² + 1/(εn)")
+
+
+def binning_buckets(n: float, epsilon: float | None) -> float:
+    """B for histogram binning before rounding and clamping: n^{1/3}, as without noise
+    (sampling noise dominates; Cormode & Markov, section 5)."""
+    return federated.binning_buckets(n, epsilon)
+
+
+def probe_words(config: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words."""
+    return (
+        f"{config.probe_share:g}·ε buys noisy class totals that choose h; the tree gets "
+        f"{1 - config.probe_share:g}·ε"
+    )
+
+
+def report_bytes(config: PrivacyConfig) -> float:
+    """Payload one client sends per report: 4 bytes per masked entry (counts plus shares)."""
+    return federated.report_bytes(config)
+
+
+def batch_width(config: PrivacyConfig) -> int:
+    """Entries one client's report holds, for sizing batches of clients: its node vector."""
+    return federated.batch_width(config)
+
+
+def check_counts(
+    config: PrivacyConfig,
+    levels: list[np.ndarray],
+    reporters: np.ndarray | None,
+    n_clients: int | None,
+    fail: Callable[[str], Exception],
+    probe: Probe | None = None,
+) -> None:
+    """Nothing beyond integer counts: discrete Laplace noise makes any integer possible."""
+    return None
+
+
+# --- the pipeline ------------------------------------------------------------------------------
+
 
 def alpha(config: PrivacyConfig) -> float:
-    """α = exp(−ε/Δ) of every count (the mechanism's)."""
-    a = mechanism_of(config).alpha
-    if a is None:
+    """α = exp(−ε/Δ) of the noise on every count: the claim's (`count_alpha`)."""
+    if config.model is not MODEL:
         raise ValueError(f"alpha is defined under distdp only; the model is {config.model.value}")
-    return a
+    return count_alpha(config)
 
 
 def draw(
@@ -55,7 +292,7 @@ def draw(
         None,
         n_clients,
         probe,
-        clients_public=mechanism_of(config).clients_public,
+        clients_public=counts_public(config),
     )
 
 
@@ -68,7 +305,15 @@ def share_clients(config: PrivacyConfig, cohort_size: int) -> int:
     return honest
 
 
-def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
+def client_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, None]:
     """One-hot counts plus a fresh Pólya share sized to the cohort on every node, per client
     (to its m − t honest clients with t colluders tolerated).
 
@@ -80,7 +325,15 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng):
     return reports + dense(at, value, (n_clients, d)), None
 
 
-def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng):
+def chunk_sum(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, None]:
     """The sum of `client_reports` over the clients, drawn from the generator exactly as they
     are (same shares), without a dense (n_clients, D) array: the one-hot counts and each
     client's share events summed per node."""
@@ -101,7 +354,9 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     )
 
 
-def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+def measurement_noise(
+    hist: ScoreHistogram, n_draws: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Fresh noise on every released count, as the release got it (one discrete Laplace per
     cohort; with t colluders tolerated, Pólya(f, α) − Pólya(f, α) per cohort at the bound
     f = cohort_floor/(cohort_floor − t)): per level, (n_draws, 2, 2^k)."""

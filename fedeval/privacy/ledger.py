@@ -45,8 +45,9 @@ Composition (see `total_epsilon`):
   bound, whatever Δ; for discrete Laplace with Δ = 1 it is exact (that pair is binary
   randomized response). The ledger reports the smaller of that and basic composition
   Σ ε_pure + ε_Gaussian(δ) — both are valid (ε, δ) bounds for the same composition. The Rényi
-  orders are dp_accounting's defaults plus the grid `fedeval.multiclass` calibrates its noise on
-  (`RDP_ORDER_GRID`), so a release calibrated to exactly (ε, δ) is charged at most ε.
+  orders are dp_accounting's defaults plus the grid the Gaussian noise is calibrated on
+  (`fedeval.privacy.accounting.CALIBRATION_ORDERS`), so a release calibrated to exactly (ε, δ)
+  is charged at most ε (`fedeval.privacy.accounting`, the one accountant).
 """
 
 from __future__ import annotations
@@ -57,17 +58,19 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from fedeval.core.config import Relation, Unit
 from fedeval.core.errors import FedevalError, InputError, UsageError
 from fedeval.privacy.accounting import (
-    all_leaves,
     check_same_units,
     compose,
     composition,
-    event_leaves,
+    entry_events,
+    is_pure,
+    leaves,
 )
+from fedeval.privacy.events import DpEvent, NoNoiseEvent, PureEvent, event_from_dict
 from fedeval.privacy.ledger_file import (
     GENESIS,
     check_chain,
@@ -93,9 +96,6 @@ _LEAKY_KEYS = frozenset({"seed", "source", "path"})
 
 class BudgetExceeded(FedevalError):
     """The release would take the ledger past its budget; nothing was released."""
-
-
-# --- DP events -------------------------------------------------------------------------------
 
 
 # --- entries ---------------------------------------------------------------------------------
@@ -130,12 +130,12 @@ def make_entry(
     event = p.get("dp_event")
     if event is None:
         if p.get("model") == "federated":
-            event_leaves({"type": "none"})
+            leaves(NoNoiseEvent())
         raise UsageError(
             "this document's privacy section states no dp_event (written by an older fedeval?): "
             "it cannot be charged."
         )
-    event_leaves(event)
+    leaves(event_from_dict(event))
     if p.get("reproducible_simulation"):
         raise UsageError(
             "a `seed` run is a reproducible simulation, not a private release; it cannot be "
@@ -167,8 +167,8 @@ def _check_digest(release: Any) -> str:
     return release
 
 
-def _check_entry(entry: Any) -> list[tuple]:
-    """Validate an entry before it is charged; its event's leaves."""
+def _check_entry(entry: Any) -> DpEvent:
+    """Validate an entry before it is charged; its DP event."""
     if not isinstance(entry, dict) or entry.get("schema") != ENTRY_SCHEMA:
         raise UsageError(f"not a fedeval ledger entry (schema {ENTRY_SCHEMA}).")
     if _LEAKY_KEYS & entry.keys():
@@ -180,7 +180,8 @@ def _check_entry(entry: Any) -> list[tuple]:
         if entry[key] not in {k.value for k in kind}:
             choices = ", ".join(k.value for k in kind)
             raise UsageError(f"a ledger entry's {key} is one of {choices}. Found {entry[key]!r}.")
-    leaves = event_leaves(entry.get("dp_event"))
+    event = event_from_dict(entry.get("dp_event"))
+    flat = leaves(event)
     claimed = entry.get("epsilon")
     if isinstance(claimed, bool) or not isinstance(claimed, int | float) or not claimed >= 0:
         raise UsageError(f"a ledger entry needs its ε. Found {claimed!r}.")
@@ -189,14 +190,15 @@ def _check_entry(entry: Any) -> list[tuple]:
         isinstance(delta, bool) or not isinstance(delta, int | float) or not 0 <= delta < 1
     ):
         raise UsageError(f"a ledger entry's δ must be in [0, 1). Found {delta!r}.")
-    if all(leaf[0] == "pure" for leaf in leaves):
-        implied = math.fsum(leaf[1] for leaf in leaves)
+    pure = [leaf.epsilon for leaf in flat if isinstance(leaf, PureEvent)]
+    if len(pure) == len(flat):
+        implied = math.fsum(pure)
         if not math.isclose(claimed, implied, rel_tol=TOLERANCE):
             raise UsageError(
                 f"the release's ε ({claimed!r}) disagrees with its dp_event (ε = {implied:g}): "
                 "refusing to charge it."
             )
-    return leaves
+    return event
 
 
 # --- the file --------------------------------------------------------------------------------
@@ -215,11 +217,11 @@ def _check_header(header: Any, where: str) -> dict[str, Any]:
     )
     if not ok:
         raise InputError(f"{where}: the ledger header has no valid budget {{epsilon, delta}}.")
-    return header
+    return cast(dict[str, Any], header)
 
 
 def read_ledger(
-    path: str | os.PathLike, *, verify_key: Any = None
+    path: str | os.PathLike[str], *, verify_key: Any = None
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The header and entries of a ledger (an absent or empty file: no header, no entries),
     once its hash chain holds (`fedeval.ledger_chain.check_chain`; with `verify_key`, every
@@ -279,7 +281,7 @@ def _read(
     return header, entries, head, signer(items[0]) if items else None
 
 
-def charged(path: str | os.PathLike, release: str, *, verify_key: Any = None) -> bool:
+def charged(path: str | os.PathLike[str], release: str, *, verify_key: Any = None) -> bool:
     """Whether the ledger holds an entry for the release with digest `release`."""
     _, entries = read_ledger(path, verify_key=verify_key)
     return any(e.get("release") == release for e in entries)
@@ -298,12 +300,12 @@ def totals(header: dict[str, Any] | None, entries: list[dict[str, Any]]) -> dict
     out = {}
     for dataset, group in _group(entries).items():
         check_same_units(group, f"dataset '{dataset}'")
-        out[dataset] = compose(all_leaves(group), delta)
+        out[dataset] = compose(entry_events(group), delta)
     return out
 
 
 def check_budget(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     budget: float | None = None,
     delta: float | None = None,
     *,
@@ -335,7 +337,7 @@ def check_budget(
 def _admit(
     path: Path,
     entry: dict[str, Any],
-    leaves: list[tuple],
+    event: DpEvent,
     budget: float | None,
     delta: float | None,
     sign_key: Any = None,
@@ -357,7 +359,7 @@ def _admit(
                 "(an ε); it is stored in the ledger."
             )
         if delta is None:
-            gaussian = any(leaf[0] == "gaussian" for leaf in leaves)
+            gaussian = not is_pure([event])
             delta = float(entry.get("delta") or 0.0) if gaussian else 0.0
         header = {
             "schema": SCHEMA,
@@ -380,9 +382,9 @@ def _admit(
                 "same people would leave their total uncounted, so use one only for data about "
                 "other people."
             )
-    before_leaves = all_leaves(same)
-    before = compose(before_leaves, ledger_delta)
-    after = compose([*before_leaves, *leaves], ledger_delta)
+    before_events = entry_events(same)
+    before = compose(before_events, ledger_delta)
+    after = compose([*before_events, event], ledger_delta)
     if after > limit * (1 + TOLERANCE):
         raise BudgetExceeded(
             f"this release (ε = {entry['epsilon']:g}) would take dataset '{dataset}' of the "
@@ -393,7 +395,7 @@ def _admit(
 
 
 def charge(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     entry: dict[str, Any],
     budget: float | None = None,
     delta: float | None = None,
@@ -414,15 +416,15 @@ def charge(
     read first to be signed by that public key.
     """
     path = Path(path)
-    leaves = _check_entry(entry)  # refuse unchargeable releases before taking the lock
+    event = _check_entry(entry)  # refuse unchargeable releases before taking the lock
     if "release" in entry:
         _check_digest(entry["release"])
     # Fail fast, without the lock (taking it leaves its lock file behind): the same admission
     # is judged again under the lock, against the ledger as it then is.
-    _admit(path, entry, leaves, budget, delta, sign_key, verify_key)
+    _admit(path, entry, event, budget, delta, sign_key, verify_key)
     with locked(path):
         header, created, after, prev = _admit(
-            path, entry, leaves, budget, delta, sign_key, verify_key
+            path, entry, event, budget, delta, sign_key, verify_key
         )
         lines = []
         if created:
@@ -485,7 +487,7 @@ class Ledger:
 
     def __init__(
         self,
-        path: str | os.PathLike,
+        path: str | os.PathLike[str],
         budget: float | None = None,
         *,
         delta: float | None = None,

@@ -109,7 +109,7 @@ def locked(path: Path) -> Iterator[None]:
         lock.release()
 
 
-def check_writable(path: str | os.PathLike) -> None:
+def check_writable(path: str | os.PathLike[str]) -> None:
     """Refuse, before any work, a ledger that could not take a new entry."""
     path = Path(path)
     target = path if path.exists() else path.parent if str(path.parent) else Path(".")

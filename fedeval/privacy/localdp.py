@@ -10,27 +10,253 @@ with fewer examples pads with empty reports (an all-zero one-hot, randomised lik
 neither the server nor the release learns how many examples a client holds. An empty report
 differs from a real one in one bit, by a factor p/q = (e^ε + 1)/2 ≤ e^ε, so the padding keeps
 every report ε/L-LDP, and the decoding (which counts every report, real or empty) stays unbiased.
+
+A `fedeval.privacy.base.ReleaseModel`: this module states the report ε and the claim
+(`fedeval.privacy.mechanism.Mechanism` reads them).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, Unit
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves
-from fedeval.core.release import Probe, Release, level_offsets
-from fedeval.privacy.mechanism import mechanism_of
+from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
+from fedeval.privacy.base import CLASSES, counts_public, first_cell
+from fedeval.privacy.events import DpEvent, PureEvent
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
+
+if TYPE_CHECKING:
+    from fedeval.privacy.mechanism import Mechanism
+
+MODEL = PrivacyModel.LOCALDP
+ADDS_NOISE = True
+MASKED = False
+"""Each report is private by itself (OUE), so reports travel without masks, one per example."""
+SHARES_NOISE = False
+
+
+# --- the numbers the claim is made of ---------------------------------------------------------
+
+
+def _total_epsilon(config: PrivacyConfig) -> float:
+    """ε of the release (PrivacyConfig has checked that localdp carries one)."""
+    if config.epsilon is None:
+        raise AssertionError("localdp configuration without epsilon")
+    return config.epsilon
+
+
+def sensitivity(config: PrivacyConfig) -> None:
+    return None
+
+
+def tree_epsilon(config: PrivacyConfig) -> float:
+    """ε of the tree: the whole ε (a probe takes reports, not ε: parallel composition)."""
+    return _total_epsilon(config)
+
+
+def count_alpha(config: PrivacyConfig) -> None:
+    return None
+
+
+def oue_epsilon(config: PrivacyConfig) -> float:
+    """ε of one OUE report: ε, or ε/L when a client's L reports share it."""
+    return tree_epsilon(config) / config.examples_per_unit
+
+
+def probe_epsilon(config: PrivacyConfig) -> float | None:
+    """Each probe report's ε: the report ε (probe and tree reports are disjoint)."""
+    return oue_epsilon(config) if config.probed else None
+
+
+def probe_sensitivity(config: PrivacyConfig) -> None:
+    return None
+
+
+def sampler_delta(config: PrivacyConfig) -> None:
+    return None
+
+
+# --- the claim ---------------------------------------------------------------------------------
+
+
+def parameters(mech: Mechanism) -> dict[str, Any]:
+    cfg = mech.config
+    p, q = oue_probabilities(oue_epsilon(cfg))
+    return {
+        "name": "Optimal Unary Encoding",
+        "p": p,
+        "q": q,
+        "epsilon_per_report": mech.report_epsilon,
+        "domain": "label × cell of one level",
+        "levels_per_example": 1,
+        "level_assignment": "uniform at random over the released levels"
+        if len(cfg.levels) > 1
+        else "the leaf level",
+        "reports_per_client": f"exactly {cfg.max_examples} (empty reports pad a "
+        "client with fewer examples)"
+        if cfg.unit is Unit.CLIENT
+        else "one per example",
+    }
+
+
+def probe_parameters(mech: Mechanism) -> dict[str, Any]:
+    cfg = mech.config
+    p, q = oue_probabilities(oue_epsilon(cfg))
+    return {
+        "name": "Optimal Unary Encoding of the label",
+        "epsilon_per_report": oue_epsilon(cfg),
+        "p": p,
+        "q": q,
+        "domain": "label (level 0: one cell per class)",
+        "report_share": "each report (padding too) is a probe report with probability "
+        f"{cfg.probe_share:g}, drawn before any data is read; the others go to the tree",
+        "composition": "parallel: every report is one probe or one tree report, so each "
+        "unit's reports compose to ε as without a probe",
+    }
+
+
+def event(mech: Mechanism) -> DpEvent:
+    """Pure ε-DP: each unit's reports compose to ε (each of them ε/L-LDP)."""
+    return PureEvent(_total_epsilon(mech.config))
+
+
+def claim(mech: Mechanism) -> str:
+    cfg = mech.config
+    eps = cfg.epsilon
+    probe = (
+        f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
+        "data is read, report the label alone (the probe that chose the height), "
+        "the others a level of the tree: each report is still sent once"
+        if cfg.probed
+        else ""
+    )
+    bits = (
+        "; the bits are drawn in 53-bit floating point (a uniform against p for "
+        "the report's own bit, numpy's binomial sampler for how many others turn "
+        "on) and taken as exact: p and q hold only to within floating-point "
+        "rounding, which this ε does not account for"
+    )
+    if cfg.unit is Unit.CLIENT:
+        return (
+            f"pure {eps:g}-local DP (δ = 0) for each client: exactly "
+            f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to "
+            f"{eps:g}; the release is {eps:g}-DP under replacing one client's data "
+            f"(the number of clients is public){probe}{bits}{mech._what_decides()}"
+        )
+    return (
+        f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
+        f"{eps:g}-DP under replacing one example's data (the number of examples "
+        f"and each client's number of examples are public){probe}{bits}"
+        f"{mech._what_decides()}"
+    )
+
+
+def server_learns(mech: Mechanism) -> str:
+    cfg = mech.config
+    per = (
+        f"exactly {cfg.max_examples} reports per client"
+        if cfg.unit is Unit.CLIENT
+        else "one report per example (so each client's number of examples)"
+    )
+    text = (
+        f"which clients take part and every randomised report, each "
+        f"{mech.report_epsilon:g}-local DP; {per}"
+    )
+    if cfg.probed:
+        text += "; which reports are probe reports (drawn before any data is read)"
+    return text
+
+
+def error_rates() -> tuple[str, str]:
+    """The papers' error rates (Table 1) of P/R/A and the AUC, for orientation."""
+    return ("ε^(-2/3)·n^(-1/3)", "h/(ε·√n)")
+
+
+def binning_buckets(n: float, epsilon: float | None) -> float:
+    """B for histogram binning before rounding and clamping: ε^{1/2} n^{1/4} under OUE
+    (Cormode & Markov, section 5)."""
+    if epsilon is None:
+        raise UsageError("localdp needs its `epsilon` to choose the buckets.")
+    return float(math.sqrt(epsilon) * n**0.25)
+
+
+def probe_words(config: PrivacyConfig) -> str:
+    """What the probe of a two-phase `auto` takes, in words."""
+    return (
+        f"{config.probe_share:g} of the reports report the label alone (the class totals "
+        "that choose h); the tree gets the rest"
+    )
+
+
+def report_bytes(config: PrivacyConfig) -> float:
+    """Payload one client sends per report: one level's OUE bits (2·2^k, packed into whole
+    bytes) and the level's index, averaged over the levels (one such report per example)."""
+    return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
+
+
+def batch_width(config: PrivacyConfig) -> int:
+    """Entries one client's reports hold, for sizing batches of clients: its node vector, or
+    its (at most L) reports' bits at the finest level."""
+    return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
+
+
+def check_counts(
+    config: PrivacyConfig,
+    levels: list[np.ndarray],
+    reporters: np.ndarray | None,
+    n_clients: int | None,
+    fail: Callable[[str], Exception],
+    probe: Probe | None = None,
+) -> None:
+    """What OUE sums must satisfy (`fedeval.documents.consistency`): the reports per level stated,
+    every bit count within [0, that level's reports], and under unit client clients × L reports
+    in all (the probe's included)."""
+    if reporters is None:
+        raise fail("a localdp release must state its number of reports per level")
+    # A two-phase release: the probe's reports are some of every client's L report slots.
+    probe_reports = 0
+    if probe is not None:
+        probe_reports = int(probe.reports or 0)
+        bits = np.asarray(probe.counts)
+        if np.any((bits < 0) | (bits > probe_reports)):
+            raise fail(
+                f"the probe counts {bits.tolist()} set bits, outside [0, {probe_reports}] for "
+                f"its {probe_reports} reports"
+            )
+    for k, lv, n in zip(config.levels, levels, reporters, strict=True):
+        n = int(n)
+        bad = (lv < 0) | (lv > n)
+        if np.any(bad):
+            c, j = first_cell(bad)
+            raise fail(
+                f"level {k}, {CLASSES[c]}, cell {j} counts {int(lv[c, j])} set bits, outside "
+                f"[0, {n}] for the {n} reports of that level"
+            )
+    if config.unit is Unit.CLIENT and n_clients is not None:
+        expected = int(n_clients) * config.examples_per_unit
+        sent = int(reporters.sum()) + probe_reports
+        if sent != expected:
+            raise fail(
+                f"{sent} reports from {n_clients} clients, but under unit client every client "
+                f"sends exactly {config.max_examples} ({expected} in all)"
+            )
+
+
+# --- the pipeline ------------------------------------------------------------------------------
 
 
 def report_epsilon(config: PrivacyConfig) -> float:
     """ε of one example's report: the whole ε, or ε/L when a client's L reports share it (the
-    mechanism's)."""
-    eps = mechanism_of(config).report_epsilon
-    if eps is None:
+    claim's: `oue_epsilon`)."""
+    if config.model is not MODEL or config.epsilon is None:
         raise ValueError("a local-DP configuration needs ε")
-    return eps
+    return oue_epsilon(config)
 
 
 MAX_REPORTS = 1 << 26
@@ -87,7 +313,7 @@ def draw(
         np.asarray(reporters, np.int64),
         n_clients,
         probe,
-        clients_public=mechanism_of(config).clients_public,
+        clients_public=counts_public(config),
     )
 
 
@@ -172,7 +398,16 @@ def example_reports(
     return group, [r.dense() for r in levels]
 
 
-def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
+def client_reports(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+    taken: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Per report: pick a level, one-hot its (label, cell), randomise every bit; sum per client.
     `taken`: report slots per client a probe round used (they are not padded again).
 
@@ -194,7 +429,16 @@ def client_reports(cells, labels, client, n_clients, config, cohort_size, rng, t
     return reports, reporters
 
 
-def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng, taken=None):
+def chunk_sum(
+    cells: np.ndarray,
+    labels: np.ndarray,
+    client: np.ndarray,
+    n_clients: int,
+    config: PrivacyConfig,
+    cohort_size: int,
+    rng: np.random.Generator,
+    taken: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The sum of `client_reports` over the clients: every report's OUE bits drawn from the
     generator exactly as they are (sparse), summed per bit without the (n_clients, D)
     per-client sums; and the reports per level."""
@@ -204,7 +448,9 @@ def chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng, taken=
     return total, np.bincount(group, minlength=len(config.levels)).astype(np.int64)
 
 
-def cell_variance(n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float):
+def cell_variance(
+    n_total: int, n_k: int, counts: np.ndarray | float, epsilon: float
+) -> np.ndarray | float:
     """Variance of decoded level-k counts whose true values are `counts`: OUE noise
     n_k·q(1−q) + c·(p(1−p) − q(1−q)) over (p − q)², rescaled by (n/n_k)², plus the sampling
     error of estimating a count c from the n_k/n of examples that report level k."""
@@ -264,7 +510,9 @@ JOINT_SAMPLING_CELLS = 1 << 24
 each level's sampling variance alone, a slight overestimate of prefix-sum variances)."""
 
 
-def measurement_noise(hist, n_draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+def measurement_noise(
+    hist: ScoreHistogram, n_draws: int, rng: np.random.Generator
+) -> list[np.ndarray]:
     """Fresh noise of each decoded count, per level (n_draws, 2, 2^k).
 
     Two parts. Sampling: each example reports one level, chosen uniformly, so a level-k count

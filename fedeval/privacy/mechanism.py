@@ -4,7 +4,7 @@ Every document fedeval writes (reports, saved releases, report manifests, maps),
 header, the ledger and the privacy audit read the claim from a `Mechanism`, so they cannot
 disagree: the neighbouring relation and unit, the L1 sensitivity, the noise and its parameters,
 the guarantee in words, what the server and the analyst learn, and a machine-readable DP event
-(the dicts `fedeval.privacy.ledger` composes with dp_accounting).
+(`fedeval.privacy.events`, composed by `fedeval.privacy.accounting`).
 
 Sensitivities (DESIGN.md, privacy models). One example touches one node per released level of its
 class's tree; a client under unit client up to L examples. So a unit moves the release by at
@@ -35,7 +35,10 @@ import numpy as np
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
 from fedeval.core.release import Probe
 from fedeval.privacy import generator
-from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha, oue_probabilities
+from fedeval.privacy.base import ReleaseModel, counts_public, released_counts
+from fedeval.privacy.events import DpEvent
+from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha
+from fedeval.privacy.registry import model_of
 
 if TYPE_CHECKING:
     from fedeval.core.release import Probe
@@ -50,6 +53,11 @@ NOT_PRIVATE = (
 class Mechanism:
     """The privacy claim of releases made under `config`.
 
+    What every model shares lives here (the relation and unit in words, which counts are
+    public, the seed's warning, the section's layout); the rest is asked of the model's module
+    (`kind`, a `fedeval.privacy.base.ReleaseModel` from `fedeval.privacy.registry`), so this
+    class does not branch on the model.
+
     `seeded` marks a reproducible simulation: the noise came from a user-given seed, so the
     release is not private whatever ε says (the guarantee says so, the ledger refuses it).
     `probe` is the released probe round of a two-phase release (its noisy counts are part of
@@ -61,6 +69,11 @@ class Mechanism:
     probe: Probe | None = field(default=None, compare=False)
 
     @property
+    def kind(self) -> ReleaseModel:
+        """The model's module: its numbers, words and pipeline."""
+        return model_of(self.config.model)
+
+    @property
     def model(self) -> PrivacyModel:
         return self.config.model
 
@@ -69,54 +82,30 @@ class Mechanism:
         return self.config.relation
 
     @property
+    def private(self) -> bool:
+        """Whether the release adds noise (a DP model), so that a seed makes it not private."""
+        return self.kind.ADDS_NOISE
+
+    @property
     def sensitivity(self) -> int | None:
         """L1 sensitivity of the whole release to one unit under the relation (distdp), or None."""
-        cfg = self.config
-        if cfg.model is not PrivacyModel.DISTDP:
-            return None
-        return self._sensitivity()
-
-    def _sensitivity(self) -> int:
-        """Δ of the release under the relation, for a model that adds noise to counts."""
-        cfg = self.config
-        factor = 2 if cfg.relation is Relation.REPLACE else 1
-        return factor * len(cfg.levels) * cfg.examples_per_unit
-
-    def _total_epsilon(self) -> float:
-        """ε of a DP model (PrivacyConfig has checked that distdp and localdp carry one)."""
-        if self.config.epsilon is None:
-            raise AssertionError(f"{self.config.model.value} configuration without epsilon")
-        return self.config.epsilon
-
-    def _epsilon(self) -> float:
-        """ε of the tree: the whole ε, less the probe's share under distdp."""
-        eps = self._total_epsilon()
-        if self.config.model is PrivacyModel.DISTDP and self.config.probed:
-            return eps * (1.0 - self.config.probe_share)
-        return eps
+        return self.kind.sensitivity(self.config)
 
     @property
     def tree_epsilon(self) -> float | None:
         """ε the tree of counts is released at: (1 − s)·ε after a distdp probe, else ε."""
-        return None if self.config.epsilon is None else self._epsilon()
+        return self.kind.tree_epsilon(self.config)
 
     @property
     def probe_epsilon(self) -> float | None:
         """ε of the probe round: s·ε under distdp; under localdp each probe report's ε (the
         report ε: probe and tree reports are disjoint); None without a probe."""
-        if not self.config.probed:
-            return None
-        if self.config.model is PrivacyModel.LOCALDP:
-            return self._report_epsilon()
-        return self._total_epsilon() * self.config.probe_share
+        return self.kind.probe_epsilon(self.config)
 
     @property
     def probe_sensitivity(self) -> int | None:
         """Δ of the probe's two class totals (distdp): L under add/remove, 2L under replace."""
-        if not self.config.probed or self.config.model is not PrivacyModel.DISTDP:
-            return None
-        factor = 2 if self.config.relation is Relation.REPLACE else 1
-        return factor * self.config.examples_per_unit
+        return self.kind.probe_sensitivity(self.config)
 
     @property
     def probe_alpha(self) -> float | None:
@@ -127,7 +116,8 @@ class Mechanism:
     def probe_parameters(self) -> dict[str, Any] | None:
         """The probe round and its parameters, as stored in every document (None without)."""
         cfg = self.config
-        if not cfg.probed:
+        own = self.kind.probe_parameters(self) if cfg.probed else None
+        if own is None:
             return None
         common = {
             "share": cfg.probe_share,
@@ -135,46 +125,17 @@ class Mechanism:
             "chooses": "the height h, by fedeval.core.params.probe_height from the noisy totals "
             "(post-processing of the probe)",
         }
-        if cfg.model is PrivacyModel.DISTDP:
-            a = self.probe_alpha
-            assert a is not None
-            return common | {
-                "name": "discrete Laplace on the class totals",
-                "epsilon": self.probe_epsilon,
-                "alpha": a,
-                "sensitivity": self.probe_sensitivity,
-                "noise_variance_per_count": discrete_laplace_variance(a),
-                "composition": "sequential: ε_probe + ε_tree = ε",
-            }
-        p, q = oue_probabilities(self._report_epsilon())
-        return common | {
-            "name": "Optimal Unary Encoding of the label",
-            "epsilon_per_report": self._report_epsilon(),
-            "p": p,
-            "q": q,
-            "domain": "label (level 0: one cell per class)",
-            "report_share": "each report (padding too) is a probe report with probability "
-            f"{cfg.probe_share:g}, drawn before any data is read; the others go to the tree",
-            "composition": "parallel: every report is one probe or one tree report, so each "
-            "unit's reports compose to ε as without a probe",
-        }
+        return common | own
 
     @property
     def alpha(self) -> float | None:
         """Discrete Laplace parameter α = exp(−ε/Δ) of every count (distdp), else None."""
-        if self.config.model is not PrivacyModel.DISTDP:
-            return None
-        return laplace_alpha(self._epsilon(), self._sensitivity())
+        return self.kind.count_alpha(self.config)
 
     @property
     def report_epsilon(self) -> float | None:
         """ε of one OUE report (localdp): ε, or ε/L when a client's L reports share it."""
-        if self.config.model is not PrivacyModel.LOCALDP:
-            return None
-        return self._report_epsilon()
-
-    def _report_epsilon(self) -> float:
-        return self._epsilon() / self.config.examples_per_unit
+        return self.kind.oue_epsilon(self.config)
 
     @property
     def noise_variance(self) -> float | None:
@@ -195,21 +156,17 @@ class Mechanism:
     def released_counts(self) -> int:
         """C, the noisy counts a release holds: 2·2^k per released level (and the probe's
         two class totals)."""
-        return sum(2 << k for k in self.config.levels) + (2 if self.config.probed else 0)
+        return released_counts(self.config)
 
     @property
     def sampler_delta(self) -> float | None:
         """δ the samplers' 53-bit floating point costs a distdp release
         (`fedeval.privacy.generator.sampler_delta`); None for the other models."""
-        if self.config.model is not PrivacyModel.DISTDP:
-            return None
-        return generator.sampler_delta(
-            self._total_epsilon(), self.released_counts, self.config.share_factor
-        )
+        return self.kind.sampler_delta(self.config)
 
     def randomness(self) -> str | None:
         """The generator the noise comes from, in words (None without noise)."""
-        if self.config.model is PrivacyModel.FEDERATED:
+        if not self.private:
             return None
         return generator.SEEDED_NAME if self.seeded else generator.NAME
 
@@ -217,7 +174,7 @@ class Mechanism:
     def exact_counts_public(self) -> bool:
         """Whether the number of units (clients taking part, or examples under unit example)
         may appear in a release: yes without DP and under replace, never under add-remove."""
-        return self.config.relation is not Relation.ADD_REMOVE
+        return counts_public(self.config)
 
     @property
     def clients_public(self) -> bool:
@@ -230,9 +187,7 @@ class Mechanism:
         """Whether the exact number of examples may be released: without DP, and under replace
         with unit example. Under unit client a client's number of examples is part of its data
         (padding hides it under localdp), so it stays secret under either relation."""
-        return self.exact_counts_public and (
-            self.config.model is PrivacyModel.FEDERATED or self.config.unit is Unit.EXAMPLE
-        )
+        return self.exact_counts_public and (not self.private or self.config.unit is Unit.EXAMPLE)
 
     @property
     def unit_words(self) -> str:
@@ -252,156 +207,15 @@ class Mechanism:
 
     def parameters(self) -> dict[str, Any]:
         """The noise and its parameters, as stored in every document."""
-        cfg = self.config
-        match cfg.model:
-            case PrivacyModel.FEDERATED:
-                return {
-                    "name": "secure aggregation",
-                    "noise": "none",
-                    "note": "exact sums; no differential privacy: an adversary who knows every "
-                    "other client's data can recover the remaining one",
-                }
-            case PrivacyModel.DISTDP:
-                t = cfg.colluders
-                shares = (
-                    "each of the m clients of a cohort adds Pólya(1/m, α) − Pólya(1/m, α) to "
-                    "every count, so every cohort's secure sum carries discrete Laplace "
-                    "P(k) ∝ α^|k| by itself"
-                    if t == 0
-                    else f"each of the m clients of a cohort adds Pólya(1/(m − {t}), α) − "
-                    f"Pólya(1/(m − {t}), α) to every count, so the shares of any m − {t} of "
-                    "them sum to discrete Laplace P(k) ∝ α^|k|: a cohort's sum carries "
-                    f"m/(m − {t}) ≤ {cfg.share_factor:.6g} times that noise (m ≥ "
-                    f"{cfg.cohort_floor})"
-                )
-                return {
-                    "name": "discrete Laplace from per-client Pólya shares",
-                    "alpha": self.alpha,
-                    "sensitivity": self.sensitivity,
-                    "noise_variance_per_count": self.noise_variance,
-                    "colluders": t,
-                    "shares": shares,
-                    "largest_fast_draw": generator.fast_sampler_bound(self.alpha or 0.5),
-                }
-            case PrivacyModel.LOCALDP:
-                p, q = oue_probabilities(self._report_epsilon())
-                return {
-                    "name": "Optimal Unary Encoding",
-                    "p": p,
-                    "q": q,
-                    "epsilon_per_report": self.report_epsilon,
-                    "domain": "label × cell of one level",
-                    "levels_per_example": 1,
-                    "level_assignment": "uniform at random over the released levels"
-                    if len(cfg.levels) > 1
-                    else "the leaf level",
-                    "reports_per_client": f"exactly {cfg.max_examples} (empty reports pad a "
-                    "client with fewer examples)"
-                    if cfg.unit is Unit.CLIENT
-                    else "one per example",
-                }
-        raise AssertionError(cfg.model)
+        return self.kind.parameters(self)
+
+    def event(self) -> DpEvent:
+        """The DP event the accountant composes (`fedeval.privacy.events`)."""
+        return self.kind.event(self)
 
     def dp_event(self) -> dict[str, Any]:
-        """The machine-readable DP event `fedeval.privacy.ledger` composes (dp_accounting's
-        vocabulary)."""
-        match self.config.model:
-            case PrivacyModel.DISTDP:
-                tree: dict[str, Any] = {
-                    "type": "discrete_laplace",
-                    "parameter": self._epsilon() / self._sensitivity(),
-                    "sensitivity": self.sensitivity,
-                }
-                if self.config.colluders:
-                    tree["colluders"] = self.config.colluders
-                sens = self.probe_sensitivity
-                if sens is None:
-                    return tree
-                probe = {
-                    "type": "discrete_laplace",
-                    "parameter": self._total_epsilon() * self.config.probe_share / sens,
-                    "sensitivity": sens,
-                }
-                return {"type": "composed", "events": [probe, tree]}
-            case PrivacyModel.LOCALDP:
-                return {"type": "pure", "epsilon": self.config.epsilon}
-        return {"type": "none"}
-
-    def _claim(self) -> str:
-        cfg = self.config
-        eps = cfg.epsilon
-        match cfg.model:
-            case PrivacyModel.FEDERATED:
-                return (
-                    "no differential privacy: secure aggregation hides individual reports but "
-                    "the released sums are exact"
-                )
-            case PrivacyModel.DISTDP:
-                text = (
-                    f"{eps:g}-DP with δ = {self.sampler_delta:.1e} for the whole release (pure "
-                    f"{eps:g}-DP for exact discrete Laplace noise; δ is the noise the samplers' "
-                    "53-bit floating point cannot draw, the draws within reach taken as exact); "
-                    f"neighbouring datasets {self.neighbouring()}; discrete Laplace "
-                    f"α = {self.alpha:.6g} on every count (Δ = {self.sensitivity})"
-                )
-                if cfg.probed:
-                    text += (
-                        f" at ε_tree = {self._epsilon():.6g}, after a probe of the two class "
-                        f"totals at ε_probe = {self.probe_epsilon:.6g} (discrete Laplace "
-                        f"α = {self.probe_alpha:.6g}, Δ = {self.probe_sensitivity}) that chose "
-                        f"the height: {self.probe_epsilon:.6g} + {self._epsilon():.6g} = {eps:g}"
-                    )
-                if cfg.relation is Relation.ADD_REMOVE:
-                    text += (
-                        "; no exact count of examples, positives, clients or reports is "
-                        "released (totals are estimated from the noisy counts)"
-                    )
-                elif self.examples_public:
-                    text += "; the number of examples and of clients is public"
-                else:
-                    text += (
-                        "; the number of clients is public (each client's number of examples "
-                        "is part of its data and is not released)"
-                    )
-                t = cfg.colluders
-                collusion = (
-                    "holds if every client of each cohort adds its noise share and none "
-                    "colludes with the server (a server that colludes with c of a cohort's m "
-                    "clients removes their shares, c/m of the noise: encode with --colluders)"
-                    if t == 0
-                    else f"holds if every client of each cohort adds its noise share, against a "
-                    f"server that colludes with up to {t} clients of each cohort (the shares of "
-                    f"the other m − {t} carry the whole noise)"
-                )
-                return f"{text}{self._what_decides()}; {collusion}"
-            case PrivacyModel.LOCALDP:
-                probe = (
-                    f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
-                    "data is read, report the label alone (the probe that chose the height), "
-                    "the others a level of the tree: each report is still sent once"
-                    if cfg.probed
-                    else ""
-                )
-                bits = (
-                    "; the bits are drawn in 53-bit floating point (a uniform against p for "
-                    "the report's own bit, numpy's binomial sampler for how many others turn "
-                    "on) and taken as exact: p and q hold only to within floating-point "
-                    "rounding, which this ε does not account for"
-                )
-                if cfg.unit is Unit.CLIENT:
-                    return (
-                        f"pure {eps:g}-local DP (δ = 0) for each client: exactly "
-                        f"{cfg.max_examples} reports at ε/{cfg.max_examples} each compose to "
-                        f"{eps:g}; the release is {eps:g}-DP under replacing one client's data "
-                        f"(the number of clients is public){probe}{bits}{self._what_decides()}"
-                    )
-                return (
-                    f"pure {eps:g}-local DP (δ = 0) for each example's report; the release is "
-                    f"{eps:g}-DP under replacing one example's data (the number of examples "
-                    f"and each client's number of examples are public){probe}{bits}"
-                    f"{self._what_decides()}"
-                )
-        raise AssertionError(cfg.model)
+        """The DP event as every document's privacy section stores it (`event().to_dict()`)."""
+        return self.event().to_dict()
 
     @staticmethod
     def _what_decides() -> str:
@@ -418,59 +232,17 @@ class Mechanism:
 
     def guarantee(self) -> str:
         """The privacy claim in words: exactly what the added noise supports."""
-        if self.seeded and self.config.model is not PrivacyModel.FEDERATED:
-            return f"{NOT_PRIVATE}. Without --seed: {self._claim()}"
-        return self._claim()
+        if self.seeded and self.private:
+            return f"{NOT_PRIVATE}. Without --seed: {self.kind.claim(self)}"
+        return self.kind.claim(self)
 
     def server_learns(self) -> str:
         """What the aggregator learns in a deployment (honest-but-curious)."""
-        text = self._server_learns()
-        if self.config.probed:
-            text += (
-                "; first, the probe round's noisy class totals (each cohort's sum of the probe "
-                "shares carries the probe's whole noise) and the height chosen from them"
-                if self.config.model is PrivacyModel.DISTDP
-                else "; which reports are probe reports (drawn before any data is read)"
-            )
-        return text
-
-    def _server_learns(self) -> str:
-        match self.config.model:
-            case PrivacyModel.FEDERATED:
-                return (
-                    "which clients take part, and the exact sum of each cohort's reports; a "
-                    "single report stays hidden unless all its masking neighbours collude "
-                    "with the server"
-                )
-            case PrivacyModel.DISTDP:
-                t = self.config.colluders
-                return (
-                    "which clients take part (public), and each cohort's noisy sum, which is "
-                    f"{self.config.epsilon:g}-DP on its own (shares are sized to the cohort) "
-                    + (
-                        "as long as no client of the cohort colludes with it (c colluding "
-                        "clients of m hand it c/m of the noise)"
-                        if t == 0
-                        else f"even with up to {t} colluding clients of the cohort"
-                    )
-                    + "; a single report stays hidden unless all its masking neighbours collude "
-                    "with the server"
-                )
-            case PrivacyModel.LOCALDP:
-                per = (
-                    f"exactly {self.config.max_examples} reports per client"
-                    if self.config.unit is Unit.CLIENT
-                    else "one report per example (so each client's number of examples)"
-                )
-                return (
-                    f"which clients take part and every randomised report, each "
-                    f"{self.report_epsilon:g}-local DP; {per}"
-                )
-        raise AssertionError(self.config.model)
+        return self.kind.server_learns(self)
 
     def analyst_learns(self) -> str:
         """What whoever receives only the release (and estimates from it) learns."""
-        if self.config.model is PrivacyModel.FEDERATED:
+        if not self.private:
             return "the exact summed counts (no DP)"
         what = "the noisy counts"
         if self.examples_public:
@@ -494,7 +266,7 @@ class Mechanism:
         out = {
             "model": cfg.model.value,
             "epsilon": cfg.epsilon,
-            "delta": None if cfg.model is PrivacyModel.FEDERATED else 0.0,
+            "delta": 0.0 if self.private else None,
             "unit": cfg.unit.value,
             "max_examples": cfg.max_examples,
             "relation": None if cfg.relation is None else cfg.relation.value,

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
+
+Size = int | tuple[int, ...] | None
+"""A sampler's `size`: numpy's (None: one value)."""
 
 
 def laplace_alpha(epsilon: float, sensitivity: int) -> float:
@@ -27,9 +31,9 @@ def discrete_laplace_variance(alpha: float) -> float:
     return 2.0 * alpha / (1.0 - alpha) ** 2
 
 
-def polya(r: float, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
+def polya(r: float, alpha: float, size: Size, rng: np.random.Generator) -> np.ndarray:
     """Pólya(r, α): P(k) = Γ(k + r)/(k! Γ(r)) · (1 − α)^r · α^k, k ≥ 0."""
-    return rng.negative_binomial(r, 1.0 - alpha, size=size)
+    return cast(np.ndarray, rng.negative_binomial(r, 1.0 - alpha, size=size))
 
 
 def polya_events(
@@ -61,46 +65,51 @@ def polya_share_events(
     return np.concatenate([up_at, down_at]), np.concatenate([up, -down])
 
 
-def dense(cells: np.ndarray, values: np.ndarray, shape) -> np.ndarray:
+def dense(cells: np.ndarray, values: np.ndarray, shape: int | tuple[int, ...]) -> np.ndarray:
     """Sparse events summed into a dense int64 array of `shape`."""
     out = np.zeros(int(np.prod(shape)), np.int64)
     np.add.at(out, cells, values)
     return out.reshape(shape)
 
 
-def polya_share(n_clients: int, alpha: float, size, rng: np.random.Generator) -> np.ndarray:
+def polya_share(n_clients: int, alpha: float, size: Size, rng: np.random.Generator) -> np.ndarray:
     """One client's noise share: Pólya(1/n, α) − Pólya(1/n, α); n shares sum to discrete Laplace."""
     r = 1.0 / n_clients
-    return polya(r, alpha, size, rng) - polya(r, alpha, size, rng)
+    return cast(np.ndarray, polya(r, alpha, size, rng) - polya(r, alpha, size, rng))
 
 
 def polya_sum(
-    n_shares: int, n_clients: int, alpha: float, size, rng: np.random.Generator
+    n_shares: int, n_clients: int, alpha: float, size: Size, rng: np.random.Generator
 ) -> np.ndarray:
     """The sum of `n_shares` clients' shares, drawn at once (Pólya is closed under r-addition)."""
     r = n_shares / n_clients
-    return polya(r, alpha, size, rng) - polya(r, alpha, size, rng)
+    return cast(np.ndarray, polya(r, alpha, size, rng) - polya(r, alpha, size, rng))
 
 
 def discrete_laplace(
-    alpha: float, size, rng: np.random.Generator, dtype: type = np.int64
+    alpha: float, size: Size, rng: np.random.Generator, dtype: type = np.int64
 ) -> np.ndarray:
     """Discrete Laplace P(k) ∝ α^|k| as the difference of two geometric draws (numpy's
     ``geometric(1 − α)`` counts trials, so both are shifted by one, which cancels). Pólya(1, α)
     is the same geometric; this sampler is four times faster than ``negative_binomial``.
     `dtype=np.float64` gives the same values as floats (exact: integers far below 2^53),
     without the integer round trip, for resamples that are added to float counts."""
-    return _geometric(1.0 - alpha, size, rng, dtype) - _geometric(1.0 - alpha, size, rng, dtype)
+    return cast(
+        np.ndarray,
+        _geometric(1.0 - alpha, size, rng, dtype) - _geometric(1.0 - alpha, size, rng, dtype),
+    )
 
 
-def _geometric(p: float, size, rng: np.random.Generator, dtype: type = np.int64) -> np.ndarray:
+def _geometric(
+    p: float, size: Size, rng: np.random.Generator, dtype: type = np.int64
+) -> np.ndarray:
     """``rng.geometric(p, size)``, the same draws, about a third faster: for p < 1/3 numpy
     draws ⌈E / −ln(1 − p)⌉ with E a standard exponential one at a time (inversion), and here
     the exponentials are drawn as one array and mapped in place. E stays below 45 (its tail is
     −ln of a 53-bit uniform), so every value is an integer-valued float well below 2^63."""
     if size is None or not 1e-15 <= p < 1.0 / 3.0:  # numpy's search method, or degenerate
         g = rng.geometric(p, size)
-        return g if dtype is np.int64 else np.asarray(g).astype(dtype)
+        return cast(np.ndarray, g) if dtype is np.int64 else np.asarray(g).astype(dtype)
     x = rng.standard_exponential(size)
     x /= -math.log1p(-p)
     np.ceil(x, out=x)

@@ -25,11 +25,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fedeval.core.axis import ScoreAxis
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
+from fedeval.core.config import PrivacyConfig, Unit
 from fedeval.core.errors import FedevalError, InputError, UsageError
 from fedeval.core.release import Probe, Release, level_offsets
 from fedeval.documents.files import load_document
 from fedeval.privacy.mechanism import mechanism_from_section, mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.protocol import report_files as rf
 from fedeval.protocol import secagg
 from fedeval.protocol.encode import MIN_COHORT, check_min_cohort
@@ -96,7 +97,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
         clients = int(doc["cohort"]["clients"])
         if not 1 <= clients <= population:
             raise ValueError(f"a cohort of {clients} clients in a population of {population}")
-        masked = config.model is not PrivacyModel.LOCALDP
+        masked = model_of(config.model).MASKED
         if masked:
             sa = doc["secure_aggregation"]
             if int(sa["modulus"]) != 1 << secagg.MODULUS_BITS:
@@ -190,7 +191,7 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
     """The cohort's unmasked sum, clients reported, clients recovered, bytes read."""
     cfg, n, d = cohort.config, cohort.clients, cohort.directory
     width = int(level_offsets(cfg)[-1])
-    masked = cfg.model is not PrivacyModel.LOCALDP
+    masked = model_of(cfg.model).MASKED
     seen = np.zeros(n, bool)
     total = np.zeros(width, np.uint32)
     local_counts = np.zeros(width, np.int64)
@@ -292,7 +293,7 @@ def _fixed_width(arr: pa.BinaryArray, nbytes: int) -> np.ndarray | None:
 def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
     """The correction that removes dropped clients' uncancelled masks, from revealed seeds."""
     d, n, cfg = cohort.directory, cohort.clients, cohort.config
-    if cfg.model is PrivacyModel.DISTDP:
+    if model_of(cfg.model).SHARES_NOISE:
         raise InputError(
             f"'{d}': {len(missing)} of {n} clients sent no report. Under distdp their noise "
             "shares are lost with them, so the sum would be less private than the claimed ε; "

@@ -45,8 +45,9 @@ from fedeval.core.params import data_resolution, resolve_config
 from fedeval.core.release import level_offsets
 from fedeval.core.version import __version__
 from fedeval.documents.seals import seal
-from fedeval.privacy import localdp, model_module
+from fedeval.privacy import localdp
 from fedeval.privacy.mechanism import mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.protocol import report_files as rf
 from fedeval.protocol import secagg
 from fedeval.protocol.simulate import batch_width, client_batches, probe_round, rng_and_seed
@@ -103,9 +104,7 @@ def bytes_per_report(config: PrivacyConfig) -> float:
     """Payload one client sends per report: 4 bytes per masked entry, or under localdp one
     level's OUE bits (2·2^k, packed into whole bytes) and the level's index, averaged over the
     levels (one such report per example)."""
-    if config.model is PrivacyModel.LOCALDP:
-        return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
-    return 4.0 * report_length(config)
+    return model_of(config.model).report_bytes(config)
 
 
 def masked_reports(
@@ -123,7 +122,7 @@ def masked_reports(
     """What clients c0..c1−1 of a cohort of n send under federated/distdp: their reports
     (`client` holds indices relative to c0), each plus its pairwise masks, (c1 − c0, D) uint32.
     Noise shares are sized to the cohort of n."""
-    reports, _ = model_module(config.model).client_reports(
+    reports, _ = model_of(config.model).client_reports(
         cells, labels, client, c1 - c0, config, n, rng
     )
     vectors = reports.astype(np.uint32)  # two's complement = mod 2^32
@@ -317,7 +316,7 @@ def encode_file(
         )
     if not 0.0 <= dropout < 1.0:
         raise UsageError(f"`dropout` must be a fraction in [0, 1). Found {dropout}.")
-    if dropout > 0 and config.model is PrivacyModel.DISTDP:
+    if dropout > 0 and model_of(config.model).SHARES_NOISE:
         raise UsageError(
             "`dropout` cannot be simulated under distdp: a client that drops out takes its noise "
             "share with it, and the sum would be less private than claimed. Use federated, or "
@@ -341,7 +340,7 @@ def encode_file(
     if rnd is not None:
         config = rnd.config
     cells = cell_index(ex.unit_scores, config.height)
-    masked = config.model is not PrivacyModel.LOCALDP
+    masked = model_of(config.model).MASKED
     k = secagg.neighbours_per_side(n, neighbours) if masked else 0
     key = secagg.round_key()
     missing = np.zeros(n, bool)

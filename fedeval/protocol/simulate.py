@@ -21,10 +21,11 @@ from fedeval.core.params import AUTO_MAX_HEIGHT, resolve_config
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
-from fedeval.privacy import localdp, model_module, probe
+from fedeval.privacy import distdp, localdp, probe
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.generator import private_generator
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.tables.scored import ScoredData, cap_examples
 
 
@@ -51,7 +52,7 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
     """Draw the aggregate of all clients' reports directly (equal in distribution). A two-phase
     configuration (`config.probed`) draws the probe round first and releases the tree at the
     height it chose (the release's config)."""
-    mech = model_module(config.model)
+    mech = model_of(config.model)
     if not config.probed:
         return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
     floor = data.axis.auto_floor(data.resolution)
@@ -59,7 +60,7 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
         found = probe.draw_distdp(np.array([data.negatives, data.positives]), config, rng)
         h = probe.height(found, config, 0, floor, data.resolution)
         config = replace(config, height=h)
-        return mech.draw(data.leaf_counts(h), data.n_clients, config, rng, probe=found)
+        return distdp.draw(data.leaf_counts(h), data.n_clients, config, rng, probe=found)
     # localdp: the probe's reports leave the cells they came from; the rest make the tree.
     fine = min(data.resolution, max(AUTO_MAX_HEIGHT[config.model], floor))
     pad = localdp.empty_reports(data.rows, data.n_clients, config)
@@ -76,9 +77,7 @@ def _seeded(release: Release, seeded: bool) -> Release:
 def batch_width(config: PrivacyConfig) -> int:
     """Entries one client's reports hold, for sizing batches of clients: its node vector, or
     under localdp its (at most L) reports' bits at the finest level."""
-    if config.model is PrivacyModel.LOCALDP:
-        return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
-    return int(level_offsets(config)[-1])
+    return model_of(config.model).batch_width(config)
 
 
 def client_batches(
@@ -174,7 +173,7 @@ def per_client_release(
     ex = data.examples
     if ex is None:
         raise UsageError("the per-client path needs per-example data (keep_examples=True).")
-    mech = model_module(config.model)
+    mech = model_of(config.model)
     rnd = probe_round(data, config, rng, max_cells) if config.probed else None
     if rnd is not None:
         config = rnd.config
@@ -188,7 +187,7 @@ def per_client_release(
     # materialise the batch's reports and sum them.
     chunk_sum = getattr(mech, "chunk_sum", None)
     width = batch_width(config)
-    if config.model is PrivacyModel.FEDERATED:
+    if not model_of(config.model).ADDS_NOISE:
         # Nothing is drawn per client, so batches need not match the encoder's (whose dense
         # reports they bound): a batch's one-hot counts are a bincount of its examples' nodes.
         width = FEDERATED_BATCH_WIDTH
@@ -315,7 +314,7 @@ class Simulated:
 
     @property
     def delta(self) -> float | None:
-        return None if self.config.model is PrivacyModel.FEDERATED else 0.0
+        return 0.0 if model_of(self.config.model).ADDS_NOISE else None
 
     @property
     def simulation(self) -> bool:
@@ -417,7 +416,7 @@ def simulate(
         relation=relation,
         min_height=data.axis.auto_floor(data.resolution),
     )
-    private = config.model is not PrivacyModel.FEDERATED and data.sorted_scores is None
+    private = model_of(config.model).ADDS_NOISE and data.sorted_scores is None
     if (data.positives == 0 or data.negatives == 0) and not private:
         # A private run decides from its noisy release, as `--from` does: refusing here would
         # tell a data set without positives from its neighbour with one (ε = ∞ for the exit

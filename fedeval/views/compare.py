@@ -19,6 +19,7 @@ from rich.table import Table
 
 from fedeval.core.results import Estimate
 from fedeval.core.version import __version__
+from fedeval.privacy.events import ComposedEvent, DpEvent, NoNoiseEvent
 from fedeval.views.dicts import _estimate
 from fedeval.views.dicts import evaluation_dict as report_dict
 from fedeval.views.terminal import NOTE_MARK, _notes, _pm
@@ -59,10 +60,10 @@ def pair_privacy(c: Comparison) -> dict[str, Any]:
     eps = {k: s["epsilon"] for k, s in sections.items()}
     total = _sum_or_none(list(eps.values()))
     seeded = any(s["reproducible_simulation"] for s in sections.values())
-    events = [s["dp_event"] for s in sections.values()]
-    private = all(e.get("type") != "none" for e in events)
+    events = tuple(m.event() for m in sides.values())
+    private = not any(isinstance(e, NoNoiseEvent) for e in events)
     if private:
-        event: dict[str, Any] = {"type": "composed", "events": events}
+        event: DpEvent = ComposedEvent(events)
         claim = (
             f"pure {total:g}-DP (δ = 0) for the pair: the baseline's release at ε = "
             f"{eps['baseline']:g} and the candidate's at ε = {eps['candidate']:g}, independent "
@@ -74,7 +75,7 @@ def pair_privacy(c: Comparison) -> dict[str, Any]:
                 "to this only if they cover the same population"
             )
     else:
-        event = {"type": "none"}
+        event = NoNoiseEvent()
         claim = (
             "no differential privacy for the pair: at least one release has exact sums (federated)"
         )
@@ -99,7 +100,7 @@ def pair_privacy(c: Comparison) -> dict[str, Any]:
             "baseline": sections["baseline"]["mechanism"],
             "candidate": sections["candidate"]["mechanism"],
         },
-        "dp_event": event,
+        "dp_event": event.to_dict(),
         "guarantee": claim,
         "server_learns": "both releases' inputs, as for each release: "
         + sections["baseline"]["server_learns"],

@@ -19,6 +19,7 @@ from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.results import Estimate
 from fedeval.core.version import __version__
 from fedeval.documents.map_file import SCHEMA as MAP_SCHEMA
+from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated
 
 if TYPE_CHECKING:  # the result types only annotate: the API modules import these views
@@ -71,7 +72,7 @@ def privacy_section(run: Simulated) -> dict[str, Any]:
                 "client (chosen at random); the exact values cover every example, so the errors "
                 "include the cap's effect"
             )
-    elif run.clients != run.rows and cfg.model is not PrivacyModel.FEDERATED:
+    elif run.clients != run.rows and model_of(cfg.model).ADDS_NOISE:
         privacy["note"] = (
             f"{run.rows} examples are held by {run.clients} clients; the guarantee covers one "
             "example, so a client holding k examples is protected at k·ε (group privacy)"
@@ -238,7 +239,7 @@ def group_privacy_caveat(run: Simulated) -> str | None:
     tell, always.
     """
     cfg = run.config
-    if cfg.model is PrivacyModel.FEDERATED or cfg.unit is not Unit.EXAMPLE:
+    if not model_of(cfg.model).ADDS_NOISE or cfg.unit is not Unit.EXAMPLE:
         return None
     if not run.simulation:
         return GROUP_PRIVACY
