@@ -197,11 +197,13 @@ def calibrate_run(
             )
             check_edges = equidepth_edges(leaves[0] + leaves[1], b)
 
+        draw_sums = np.cumsum(draws, axis=-1)  # one pass over the draws for every refit's check
+
         def fit(x: np.ndarray) -> CalibrationMap:
             edges = check_edges
             if edges is not None and x is not leaves:  # a noise draw: its own binning's buckets
                 edges = equidepth_edges(x[0] + x[1], len(edges) - 1)
-            return check_noisy_map(plain(x), x, draws, mids, edges)[0]
+            return check_noisy_map(plain(x), x, draws, mids, edges, draw_sums)[0]
 
         cmap, check = check_noisy_map(plain(leaves), leaves, draws, mids, check_edges)
     else:
