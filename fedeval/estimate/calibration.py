@@ -22,8 +22,18 @@ from fedeval.core.hierarchy import (
     equidepth_edges,
     monotone_cumulative,
 )
+from fedeval.estimate.calibration_rows import (
+    bucket_counts_rows,
+    histogram_binning_rows,
+    isotonic_rows,
+)
 from fedeval.estimate.exact import SortedScores, exact_ece_of
-from fedeval.estimate.shrinkage import Shrunk, ratio_variance, shrink_toward_identity
+from fedeval.estimate.shrinkage import (
+    Shrunk,
+    kept_rows,
+    ratio_variance,
+    shrink_toward_identity,
+)
 
 BBQ_PRIOR_STRENGTH = 2.0
 """N′ of BBQ's Beta prior per binning (Naeini et al. 2015)."""
@@ -70,6 +80,14 @@ def histogram_binning(leaves: np.ndarray, n_buckets: int) -> CalibrationMap:
     with np.errstate(divide="ignore", invalid="ignore"):
         rates = pos / mass
     return CalibrationMap(edges, _monotone(rates, mass), mass, "binning")
+
+
+def histogram_binning_maps(stack: np.ndarray, n_buckets: int) -> list[CalibrationMap]:
+    """`histogram_binning` of each release of a stack (R, 2, L), fitted all at once
+    (`estimate.calibration_rows`): the same edges and masses bit for bit, the values to within
+    a few ulps (the monotone fit's block means summed in another order)."""
+    edges, values, mass = histogram_binning_rows(stack, n_buckets, TINY_WEIGHT)
+    return [CalibrationMap(e, v, m, "binning") for e, v, m in zip(edges, values, mass, strict=True)]
 
 
 def bbq_bucket_range(n: float, n_leaves: int) -> np.ndarray:
@@ -255,12 +273,65 @@ def check_noisy_map(
     )
     if check.kept:
         return cmap, check
+    return identity_map(leaves, leaf_scores, cmap.method), check
+
+
+def identity_map(leaves: np.ndarray, leaf_scores: np.ndarray, method: str) -> CalibrationMap:
+    """The scores themselves as a map, what a noisy map that failed its check falls back to: a
+    step on the leaves (at most IDENTITY_STEPS steps), each at its step's centre score."""
     fine = _identity_edges(leaves.shape[-1])
     centre = (fine[:-1] + fine[1:]) / 2
     n = len(leaf_scores)
     values = np.interp(centre, (np.arange(n) + 0.5) / n, leaf_scores)  # non-decreasing
     mass = np.diff(cumulative(leaves[0] + leaves[1], fine))
-    return CalibrationMap(fine, np.clip(values, 0.0, 1.0), mass, cmap.method), check
+    return CalibrationMap(fine, np.clip(values, 0.0, 1.0), mass, method)
+
+
+def checks_kept(
+    stack: np.ndarray,
+    draws: np.ndarray,
+    leaf_scores: np.ndarray,
+    edges: np.ndarray,
+    fit: np.ndarray | None,
+    draw_sums: np.ndarray,
+) -> np.ndarray:
+    """Whether `check_noisy_map` keeps the map of each release of a stack (R, 2, L), checked on
+    that release's buckets `edges` (R, K + 1) with the map's values `fit` (R, K) (binning) or
+    the buckets' monotone frequencies (None: BBQ's check), all rows at once: (R,) booleans.
+
+    The buckets' counts, noise variances and mean scores are `_shrunk_buckets`' bit for bit;
+    the isotonic fit (`isotonic_rows`, on each row's usable buckets moved to its front) and
+    the shrinkage's sums (`estimate.shrinkage.kept_rows`) to within a few ulps, so a row's
+    verdict can differ only where its gain is within those ulps of 1.645 SDs."""
+    pos = bucket_counts_rows(stack[:, 1], edges)
+    neg = bucket_counts_rows(stack[:, 0], edges)
+    mass = pos + neg
+    # The draws' counts in every row's buckets: (draws, R, K), averaged over the draws.
+    var_pos = np.mean(bucket_counts(draws[:, 1], edges, draw_sums[:, 1]) ** 2, axis=0)
+    var_neg = np.mean(bucket_counts(draws[:, 0], edges, draw_sums[:, 0]) ** 2, axis=0)
+    m = np.clip(stack[:, 0] + stack[:, 1], 0.0, None)
+    w, s = bucket_counts_rows(m, edges), bucket_counts_rows(m * leaf_scores, edges)
+    n = len(leaf_scores)
+    centre = np.interp((edges[:, :-1] + edges[:, 1:]) / 2, (np.arange(n) + 0.5) / n, leaf_scores)
+    ident = np.where(w > 0, s / np.where(w > 0, w, 1.0), centre)
+    ok = mass > MASS_Z * np.sqrt(var_pos + var_neg)
+    a = np.where(ok, mass, 1.0)
+    raw = np.clip(pos / a, 0.0, 1.0)
+    if fit is None:
+        # Each row's usable buckets first (in order), the rest after them at +inf: the fit of
+        # the front is that of the usable buckets alone.
+        order = np.argsort(~ok, axis=-1, kind="stable")
+        front = np.take_along_axis(ok, order, axis=-1)
+        y = np.where(front, np.take_along_axis(raw, order, axis=-1), np.inf)
+        f = np.empty_like(raw)
+        np.put_along_axis(f, order, isotonic_rows(y, np.take_along_axis(a, order, axis=-1)), -1)
+        f = np.where(ok, f, 0.0)
+    else:
+        f = fit
+    var = np.maximum(
+        ratio_variance(f, a, var_pos, var_neg), ratio_variance(ident, a, var_pos, var_neg)
+    )
+    return kept_rows(raw, f, var, ident, a, ok)
 
 
 def ece_from_histogram(
@@ -283,7 +354,8 @@ def ece_rows(
     scores: np.ndarray | None = None,
 ) -> np.ndarray:
     """`ece_from_histogram` of each of a stack of leaves (R, 2, L), shape (R,): one bincount
-    over the stack (the noise draws behind an interval), the same sums in the same order."""
+    over the stack (the noise draws behind an interval), the same sums in the same order.
+    `scores` may be (R, L), each row's own (a map refitted on each draw)."""
     n_rows, n_leaves = leaves.shape[0], leaves.shape[-1]
     mid = (np.arange(n_leaves) + 0.5) / n_leaves
     if calibration is not None:
