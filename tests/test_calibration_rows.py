@@ -13,6 +13,8 @@ from fedeval.core.hierarchy import equidepth_edges
 from fedeval.estimate.calibration import (
     TINY_WEIGHT,
     bbq,
+    bbq_bucket_range,
+    bbq_maps,
     check_noisy_map,
     checks_kept,
     ece_from_histogram,
@@ -88,6 +90,20 @@ def test_batched_binning_is_the_one_release_binning(n_buckets):
         np.testing.assert_allclose(m.values, ref.values, rtol=0, atol=1e-12)
         assert np.array_equal(equidepth_edges(x[0] + x[1], n_buckets), e)
     assert TINY_WEIGHT > 0
+
+
+def test_batched_bbq_is_the_one_release_bbq_bit_for_bit():
+    # Totals from ~0 to 64·40·20: the rows fall into several ranges of B, fitted group by group.
+    rng = np.random.default_rng(7)
+    stack = _noisy_stack(12, 128, 5.0, rng) * np.geomspace(0.01, 20.0, 12)[:, None, None]
+    stack[5] = 0.0
+    ranges = {tuple(bbq_bucket_range(float(p.sum()), 128)) for p in stack[:, 0] + stack[:, 1]}
+    assert len(ranges) >= 3
+    for x, m in zip(stack, bbq_maps(stack), strict=True):
+        ref = bbq(x)
+        assert np.array_equal(m.edges, ref.edges)
+        assert np.array_equal(m.values, ref.values)
+        assert np.array_equal(m.mass, ref.mass)
 
 
 @pytest.mark.parametrize("method", ["binning", "bbq"])

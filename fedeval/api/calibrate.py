@@ -30,6 +30,7 @@ from fedeval.estimate.calibration import (
     CalibrationMap,
     MapCheck,
     bbq,
+    bbq_maps,
     check_noisy_map,
     checks_kept,
     ece_from_histogram,
@@ -190,7 +191,7 @@ def calibrate_run(
             return bbq(x)
 
         def fit_rows(xs: np.ndarray) -> list[CalibrationMap]:
-            return [bbq(x) for x in xs]  # merged edges differ in number from draw to draw
+            return bbq_maps(xs)
 
     # ECE of the raw scores is only meaningful if they are probabilities.
     is_probability = run.score_range == (0.0, 1.0)

@@ -24,6 +24,7 @@ from fedeval.core.hierarchy import (
 )
 from fedeval.estimate.calibration_rows import (
     bucket_counts_rows,
+    equidepth_edges_rows,
     histogram_binning_rows,
     isotonic_rows,
 )
@@ -119,23 +120,66 @@ def bbq(leaves: np.ndarray, buckets: np.ndarray | None = None) -> CalibrationMap
         edges = equidepth_edges(pooled, int(b), prefix)
         m = np.clip(bucket_counts(leaves[1], edges, sums[1]), 0.0, None)
         n = np.clip(bucket_counts(leaves[0], edges, sums[0]), 0.0, None)
-        prior = BBQ_PRIOR_STRENGTH / b
-        s = np.clip((edges[:-1] + edges[1:]) / 2, 1e-6, 1 - 1e-6)
-        a, c = prior * s, prior * (1 - s)
-        log_scores.append(
-            float(
-                np.sum(
-                    gammaln(prior)
-                    - gammaln(m + n + prior)
-                    + gammaln(m + a)
-                    - gammaln(a)
-                    + gammaln(n + c)
-                    - gammaln(c)
-                )
-            )
-        )
-        binnings.append((edges, (m + a) / (m + n + a + c)))
+        score, means = _bbq_binning(m, n, edges, int(b))
+        log_scores.append(float(score))
+        binnings.append((edges, means))
     weights = np.exp(np.asarray(log_scores) - logsumexp(log_scores))
+    return _bbq_merged(pooled, binnings, weights)
+
+
+def bbq_maps(stack: np.ndarray) -> list[CalibrationMap]:
+    """`bbq` of each release of a stack (R, 2, L), bit for bit: each binning's edges, counts
+    and score for all rows at once (rows grouped by their range of B, which follows each row's
+    total), the merge of the binnings (edges that differ in number from row to row) per row."""
+    stack = np.asarray(stack, dtype=np.float64)
+    pooled = stack[:, 0] + stack[:, 1]
+    ranges = [tuple(int(b) for b in bbq_bucket_range(float(p.sum()), p.shape[-1])) for p in pooled]
+    maps: dict[int, CalibrationMap] = {}
+    for key in dict.fromkeys(ranges):
+        rows = [i for i, r in enumerate(ranges) if r == key]
+        sub, p = stack[rows], pooled[rows]
+        prefix = monotone_cumulative(p)
+        sums = np.cumsum(sub, axis=-1)
+        log_scores, binnings = [], []
+        for b in key:
+            edges = equidepth_edges_rows(p, b, prefix)
+            m = np.clip(bucket_counts_rows(sub[:, 1], edges, sums[:, 1]), 0.0, None)
+            n = np.clip(bucket_counts_rows(sub[:, 0], edges, sums[:, 0]), 0.0, None)
+            score, means = _bbq_binning(m, n, edges, b)
+            log_scores.append(score)
+            binnings.append((edges, means))
+        scores = np.stack(log_scores, axis=-1)  # (rows, binnings)
+        weights = np.exp(scores - logsumexp(scores, axis=-1, keepdims=True))
+        for k, i in enumerate(rows):
+            maps[i] = _bbq_merged(pooled[i], [(e[k], v[k]) for e, v in binnings], weights[k])
+    return [maps[i] for i in range(len(stack))]
+
+
+def _bbq_binning(
+    m: np.ndarray, n: np.ndarray, edges: np.ndarray, b: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(log marginal likelihood, posterior means) of one binning of B buckets (`bbq`), from its
+    clamped counts m, n (..., B) and edges (..., B + 1); the score summed over the last axis."""
+    prior = BBQ_PRIOR_STRENGTH / b
+    s = np.clip((edges[..., :-1] + edges[..., 1:]) / 2, 1e-6, 1 - 1e-6)
+    a, c = prior * s, prior * (1 - s)
+    score = np.sum(
+        gammaln(prior)
+        - gammaln(m + n + prior)
+        + gammaln(m + a)
+        - gammaln(a)
+        + gammaln(n + c)
+        - gammaln(c),
+        axis=-1,
+    )
+    return score, (m + a) / (m + n + a + c)
+
+
+def _bbq_merged(
+    pooled: np.ndarray, binnings: list[tuple[np.ndarray, np.ndarray]], weights: np.ndarray
+) -> CalibrationMap:
+    """BBQ's map: the binnings' posterior means averaged with `weights` on their merged edges,
+    made monotone."""
     edges = np.unique(np.concatenate([e for e, _ in binnings]))
     # Binnings share quantiles up to rounding: merge edges closer than MERGE_EDGE_TOLERANCE so the
     # map has no zero-width buckets.

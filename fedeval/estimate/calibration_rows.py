@@ -55,11 +55,13 @@ def searchsorted_rows(a: np.ndarray, v: np.ndarray) -> np.ndarray:
     return lo
 
 
-def equidepth_edges_rows(pooled: np.ndarray, n_buckets: int) -> np.ndarray:
+def equidepth_edges_rows(
+    pooled: np.ndarray, n_buckets: int, prefix: np.ndarray | None = None
+) -> np.ndarray:
     """`fedeval.core.hierarchy.equidepth_edges` of each row of `pooled` (R, L): (R, B + 1),
     the same operations per row (monotone prefix sums, the first knot reaching each target,
-    linear inside its leaf)."""
-    cs = monotone_cumulative(pooled)
+    linear inside its leaf); `prefix`: their `monotone_cumulative`, taken once for several."""
+    cs = monotone_cumulative(pooled) if prefix is None else prefix
     n = cs.shape[-1] - 1
     q = np.linspace(0.0, 1.0, n_buckets + 1)
     total = cs[:, -1:]
@@ -74,11 +76,14 @@ def equidepth_edges_rows(pooled: np.ndarray, n_buckets: int) -> np.ndarray:
     return np.maximum.accumulate(edges, axis=-1)
 
 
-def bucket_counts_rows(leaves: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def bucket_counts_rows(
+    leaves: np.ndarray, edges: np.ndarray, sums: np.ndarray | None = None
+) -> np.ndarray:
     """`fedeval.core.hierarchy.bucket_counts` of each row of `leaves` (R, L) on its own
-    `edges` (R, K + 1): (R, K), the same interpolation inside the leaf holding each edge."""
+    `edges` (R, K + 1): (R, K), the same interpolation inside the leaf holding each edge;
+    `sums`: `np.cumsum(leaves, axis=-1)`, taken once for several."""
     n = leaves.shape[-1]
-    cs = np.cumsum(leaves, axis=-1)
+    cs = np.cumsum(leaves, axis=-1) if sums is None else sums
     pos = np.clip(edges, 0.0, 1.0) * n
     j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
     frac = pos - j
