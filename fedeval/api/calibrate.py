@@ -200,7 +200,7 @@ def calibrate_run(
     if draws is not None:
         # Under noise a map is kept only where the release shows it beats the scores
         # themselves (never worse in expectation); else the map is the scores.
-        plain, plain_rows = fit, fit_rows
+        plain_rows = fit_rows
         mids = run.axis.leaf_midpoints(leaves.shape[-1])
         check_edges = None
         if method is Method.BBQ:
@@ -210,12 +210,6 @@ def calibrate_run(
             check_edges = equidepth_edges(leaves[0] + leaves[1], b)
 
         draw_sums = np.cumsum(draws, axis=-1)  # one pass over the draws for every refit's check
-
-        def fit(x: np.ndarray) -> CalibrationMap:
-            edges = check_edges
-            if edges is not None and x is not leaves:  # a noise draw: its own binning's buckets
-                edges = equidepth_edges(x[0] + x[1], len(edges) - 1)
-            return check_noisy_map(plain(x), x, draws, mids, edges, draw_sums)[0]
 
         def fit_rows(xs: np.ndarray) -> list[CalibrationMap]:
             # The maps fitted and checked on all draws at once, each on its draw's own buckets.
@@ -232,7 +226,7 @@ def calibrate_run(
                 for m, x, k in zip(maps, xs, kept, strict=True)
             ]
 
-        cmap, check = check_noisy_map(plain(leaves), leaves, draws, mids, check_edges)
+        cmap, check = check_noisy_map(fit(leaves), leaves, draws, mids, check_edges)
     else:
         cmap = fit(leaves)
 

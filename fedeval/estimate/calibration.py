@@ -244,17 +244,14 @@ def _shrunk_buckets(
     leaf_scores: np.ndarray,
     edges: np.ndarray,
     fit: np.ndarray | None,
-    draw_sums: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Shrunk | None]:
     """(ok, mean scores, shrinkage) of the buckets `edges`: the buckets whose noisy mass is
     MASS_Z noise SDs above 0, each bucket's mean score, and the shrinkage of their
-    frequencies (or of `fit`, the map's values) toward it (`estimate.shrinkage`); `draw_sums`
-    as in `check_noisy_map`."""
+    frequencies (or of `fit`, the map's values) toward it (`estimate.shrinkage`)."""
     pos, neg = bucket_counts(leaves[1], edges), bucket_counts(leaves[0], edges)
     mass = pos + neg
-    sp, sn = (None, None) if draw_sums is None else (draw_sums[:, 1], draw_sums[:, 0])
-    var_pos = np.mean(bucket_counts(draws[:, 1], edges, sp) ** 2, axis=0)  # zero-mean noise
-    var_neg = np.mean(bucket_counts(draws[:, 0], edges, sn) ** 2, axis=0)
+    var_pos = np.mean(bucket_counts(draws[:, 1], edges) ** 2, axis=0)  # zero-mean noise
+    var_neg = np.mean(bucket_counts(draws[:, 0], edges) ** 2, axis=0)
     ident = bucket_mean_scores(leaves, leaf_scores, edges)
     ok = mass > MASS_Z * np.sqrt(var_pos + var_neg)
     if not ok.any():
@@ -286,7 +283,6 @@ def check_noisy_map(
     draws: np.ndarray,
     leaf_scores: np.ndarray,
     check_edges: np.ndarray | None = None,
-    draw_sums: np.ndarray | None = None,
 ) -> tuple[CalibrationMap, MapCheck]:
     """A map fitted on a noisy release (scores that are probabilities), kept only where the
     release shows it beats the scores themselves, so that it is never worse than them in
@@ -295,9 +291,7 @@ def check_noisy_map(
     the mass-weighted squared gap removed), must be above 1.645 of its SD. Kept, the map is
     `cmap` as fitted; else it is the scores themselves, a step on the leaves (at most
     IDENTITY_STEPS steps, each at its step's centre score). `draws` (R, 2, L): fresh draws of
-    the release's noise (the buckets' noise variances); `leaf_scores` (L,): each leaf's score;
-    `draw_sums`: `np.cumsum(draws, axis=-1)`, where a caller checks many maps on the same draws
-    (the same result, without a pass over every draw per check).
+    the release's noise (the buckets' noise variances); `leaf_scores` (L,): each leaf's score.
 
     The shrunk map is only the check's: measured on the sample data (localdp ε = 5, held-out
     ECE), mapping each bucket to w·value + (1 − w)·score cost 7.0e-3 → 8.5e-3, since the part
@@ -307,9 +301,9 @@ def check_noisy_map(
     binning's buckets, with the binning's frequencies).
     """
     if check_edges is None:  # binning: its own buckets and values
-        _, _, s = _shrunk_buckets(leaves, draws, leaf_scores, cmap.edges, cmap.values, draw_sums)
+        _, _, s = _shrunk_buckets(leaves, draws, leaf_scores, cmap.edges, cmap.values)
     else:
-        _, _, s = _shrunk_buckets(leaves, draws, leaf_scores, check_edges, None, draw_sums)
+        _, _, s = _shrunk_buckets(leaves, draws, leaf_scores, check_edges, None)
     check = MapCheck(
         0.0 if s is None else s.gain_per_mass,
         0.0 if s is None else s.sd_per_mass,
