@@ -29,11 +29,17 @@ from fedeval.estimate.calibration import (
     CalibrationMap,
     MapCheck,
     bbq,
+    bbq_maps,
     check_noisy_map,
+    checks_kept,
     ece_from_histogram,
+    ece_rows,
     exact_ece,
     histogram_binning,
+    histogram_binning_maps,
+    identity_map,
 )
+from fedeval.estimate.calibration_rows import equidepth_edges_rows
 from fedeval.estimate.ece import discretisation_range, ece_estimate
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, noise_sd
@@ -170,12 +176,18 @@ def calibrate_run(
 
         def fit(x: np.ndarray) -> CalibrationMap:
             return histogram_binning(x, b)
+
+        def fit_rows(xs: np.ndarray) -> list[CalibrationMap]:  # every draw's refit at once
+            return histogram_binning_maps(xs, b)
     else:
         if buckets != "auto":
             raise UsageError("`buckets` does not apply to bbq, which averages many binnings.")
 
         def fit(x: np.ndarray) -> CalibrationMap:
             return bbq(x)
+
+        def fit_rows(xs: np.ndarray) -> list[CalibrationMap]:
+            return bbq_maps(xs)
 
     # ECE of the raw scores is only meaningful if they are probabilities.
     is_probability = run.score_range == (0.0, 1.0)
@@ -184,7 +196,7 @@ def calibrate_run(
     if draws is not None:
         # Under noise a map is kept only where the release shows it beats the scores
         # themselves (never worse in expectation); else the map is the scores.
-        plain = fit
+        plain_rows = fit_rows
         mids = run.axis.leaf_midpoints(leaves.shape[-1])
         check_edges = None
         if method is Method.BBQ:
@@ -193,13 +205,24 @@ def calibrate_run(
             )
             check_edges = equidepth_edges(leaves[0] + leaves[1], b)
 
-        def fit(x: np.ndarray) -> CalibrationMap:
-            edges = check_edges
-            if edges is not None and x is not leaves:  # a noise draw: its own binning's buckets
-                edges = equidepth_edges(x[0] + x[1], len(edges) - 1)
-            return check_noisy_map(plain(x), x, draws, mids, edges)[0]
+        draw_sums = np.cumsum(draws, axis=-1)  # one pass over the draws for every refit's check
 
-        cmap, check = check_noisy_map(plain(leaves), leaves, draws, mids, check_edges)
+        def fit_rows(xs: np.ndarray) -> list[CalibrationMap]:
+            # The maps fitted and checked on all draws at once, each on its draw's own buckets.
+            maps = plain_rows(xs)
+            if check_edges is None:
+                edges = np.stack([m.edges for m in maps])
+                values: np.ndarray | None = np.stack([m.values for m in maps])
+            else:
+                edges = equidepth_edges_rows(xs[:, 0] + xs[:, 1], len(check_edges) - 1)
+                values = None
+            kept = checks_kept(xs, draws, mids, edges, values, draw_sums)
+            return [
+                m if k else identity_map(x, mids, m.method)
+                for m, x, k in zip(maps, xs, kept, strict=True)
+            ]
+
+        cmap, check = check_noisy_map(fit(leaves), leaves, draws, mids, check_edges)
     else:
         cmap = fit(leaves)
 
@@ -215,7 +238,7 @@ def calibrate_run(
         n_bins=n_bins,
         ece_raw=release_ece(run, n_bins, exact_raw) if is_probability else None,
         ece_calibrated=Estimate(
-            cal_value, exact_cal, _calibrated_interval(run, cal_value, n_bins, fit)
+            cal_value, exact_cal, _calibrated_interval(run, cal_value, n_bins, fit_rows)
         ),
         check=check,
     )
@@ -263,10 +286,15 @@ def release_ece(
     return Estimate(est.estimate, exact, est.ci95, est.note)
 
 
-def _calibrated_interval(run: Simulated, calibrated: float, n_bins: int, fit):
+def _calibrated_interval(
+    run: Simulated,
+    calibrated: float,
+    n_bins: int,
+    fit_rows: Callable[[np.ndarray], list[CalibrationMap]],
+):
     """95% interval of the calibrated ECE: the noise spread over the run's draws (the map
-    refitted on each), widened by half a leaf width, which bounds what placing each leaf's
-    examples at its midpoint can change."""
+    refitted on each by `fit_rows`, all draws at once), widened by half a leaf width, which
+    bounds what placing each leaf's examples at its midpoint can change."""
     if run.ci_draws == 0:
         return None
     leaves = run.histogram.leaves
@@ -274,7 +302,10 @@ def _calibrated_interval(run: Simulated, calibrated: float, n_bins: int, fit):
     if run.noise_draws is not None:
         resampled = leaves + run.noise_draws[:REFIT_DRAWS]
         # The map is refitted on each draw: one ECE per draw, under its own map.
-        eces = np.array([ece_from_histogram(r, n_bins, fit(r)) for r in resampled])
+        n_leaves = leaves.shape[-1]
+        mid = (np.arange(n_leaves) + 0.5) / n_leaves
+        scores = np.stack([m(mid) for m in fit_rows(resampled)])
+        eces = ece_rows(resampled, n_bins, scores=scores)
         sd_cal = float(noise_sd(eces))
     half_leaf = 0.5 * float(np.max(np.diff(run.axis.leaf_edges(leaves.shape[-1]))))
     lo, hi = interval(calibrated, sd_cal, 0.0, half_leaf)

@@ -181,14 +181,19 @@ def _pair_sum(a: np.ndarray) -> np.ndarray:
     return a[..., 0::2] + a[..., 1::2]
 
 
-def cumulative(leaves: np.ndarray, x: np.ndarray | float) -> np.ndarray:
+def cumulative(
+    leaves: np.ndarray, x: np.ndarray | float, sums: np.ndarray | None = None
+) -> np.ndarray:
     """Mass of [0, x) for x in [0, 1], taking each leaf as uniform inside (linear interpolation).
 
-    `leaves` has shape (..., L); the result has shape (..., *shape(x)).
+    `leaves` has shape (..., L); the result has shape (..., *shape(x)). `sums`, where given, is
+    `np.cumsum(leaves, axis=-1)` taken once for many queries on the same leaves (the same
+    result, without the pass over the leaves).
     """
     leaves = np.asarray(leaves, dtype=np.float64)
     n = leaves.shape[-1]
-    cs = np.cumsum(leaves, axis=-1)  # cs[..., j - 1] = mass of the first j leaves
+    # cs[..., j - 1] = mass of the first j leaves
+    cs = np.cumsum(leaves, axis=-1) if sums is None else sums
     pos = np.clip(np.asarray(x, dtype=np.float64), 0.0, 1.0) * n
     j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
     frac = pos - j
@@ -273,7 +278,12 @@ def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:
     Works on the monotone prefix sums (`monotone_cumulative`); interpolating inside the leaf
     avoids the bias of returning the leaf's left edge.
     """
-    cs = monotone_cumulative(leaves)
+    return quantiles_of(monotone_cumulative(leaves), q)
+
+
+def quantiles_of(cs: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """`quantiles` from the leaves' monotone prefix sums `cs` (`monotone_cumulative`), taken
+    once for many queries on the same leaves."""
     n = len(cs) - 1
     total = cs[-1]
     if total <= 0:
@@ -287,13 +297,20 @@ def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:
     return (j - 1 + frac) / n
 
 
-def equidepth_edges(pooled_leaves: np.ndarray, n_buckets: int) -> np.ndarray:
-    """B + 1 bucket edges at the estimated 0, 1/B, …, 1 quantiles of the pooled scores."""
-    edges = quantiles(pooled_leaves, np.linspace(0.0, 1.0, n_buckets + 1))
+def equidepth_edges(
+    pooled_leaves: np.ndarray, n_buckets: int, prefix: np.ndarray | None = None
+) -> np.ndarray:
+    """B + 1 bucket edges at the estimated 0, 1/B, …, 1 quantiles of the pooled scores;
+    `prefix`, where given, is their `monotone_cumulative`, taken once for several binnings."""
+    q = np.linspace(0.0, 1.0, n_buckets + 1)
+    edges = quantiles(pooled_leaves, q) if prefix is None else quantiles_of(prefix, q)
     edges[0], edges[-1] = 0.0, 1.0
     return np.maximum.accumulate(edges)
 
 
-def bucket_counts(leaves: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Counts of each bucket [edges[i], edges[i+1]): a range query per bucket."""
-    return np.diff(cumulative(leaves, edges), axis=-1)
+def bucket_counts(
+    leaves: np.ndarray, edges: np.ndarray, sums: np.ndarray | None = None
+) -> np.ndarray:
+    """Counts of each bucket [edges[i], edges[i+1]): a range query per bucket (`sums` as in
+    `cumulative`)."""
+    return np.diff(cumulative(leaves, edges, sums), axis=-1)

@@ -16,9 +16,25 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.special import gammaln, logsumexp
 
-from fedeval.core.hierarchy import bucket_counts, cumulative, equidepth_edges
+from fedeval.core.hierarchy import (
+    bucket_counts,
+    cumulative,
+    equidepth_edges,
+    monotone_cumulative,
+)
+from fedeval.estimate.calibration_rows import (
+    bucket_counts_rows,
+    equidepth_edges_rows,
+    histogram_binning_rows,
+    isotonic_rows,
+)
 from fedeval.estimate.exact import SortedScores, exact_ece_of
-from fedeval.estimate.shrinkage import Shrunk, ratio_variance, shrink_toward_identity
+from fedeval.estimate.shrinkage import (
+    Shrunk,
+    kept_rows,
+    ratio_variance,
+    shrink_toward_identity,
+)
 
 BBQ_PRIOR_STRENGTH = 2.0
 """N′ of BBQ's Beta prior per binning (Naeini et al. 2015)."""
@@ -67,6 +83,14 @@ def histogram_binning(leaves: np.ndarray, n_buckets: int) -> CalibrationMap:
     return CalibrationMap(edges, _monotone(rates, mass), mass, "binning")
 
 
+def histogram_binning_maps(stack: np.ndarray, n_buckets: int) -> list[CalibrationMap]:
+    """`histogram_binning` of each release of a stack (R, 2, L), fitted all at once
+    (`estimate.calibration_rows`): the same edges and masses bit for bit, the values to within
+    a few ulps (the monotone fit's block means summed in another order)."""
+    edges, values, mass = histogram_binning_rows(stack, n_buckets, TINY_WEIGHT)
+    return [CalibrationMap(e, v, m, "binning") for e, v, m in zip(edges, values, mass, strict=True)]
+
+
 def bbq_bucket_range(n: float, n_leaves: int) -> np.ndarray:
     """The binnings BBQ averages: B from N^{1/3}/10 to 10·N^{1/3} (Naeini et al.), log-spaced,
     and no finer than half the leaves (a bucket inside one leaf would only split it uniformly)."""
@@ -89,27 +113,73 @@ def bbq(leaves: np.ndarray, buckets: np.ndarray | None = None) -> CalibrationMap
     if buckets is None:
         buckets = bbq_bucket_range(float(pooled.sum()), leaves.shape[-1])
     log_scores, binnings = [], []
+    # Every binning reads the same prefix sums: taken once.
+    prefix = monotone_cumulative(pooled)
+    sums = np.cumsum(np.asarray(leaves, dtype=np.float64), axis=-1)
     for b in buckets:
-        edges = equidepth_edges(pooled, int(b))
-        m = np.clip(bucket_counts(leaves[1], edges), 0.0, None)
-        n = np.clip(bucket_counts(leaves[0], edges), 0.0, None)
-        prior = BBQ_PRIOR_STRENGTH / b
-        s = np.clip((edges[:-1] + edges[1:]) / 2, 1e-6, 1 - 1e-6)
-        a, c = prior * s, prior * (1 - s)
-        log_scores.append(
-            float(
-                np.sum(
-                    gammaln(prior)
-                    - gammaln(m + n + prior)
-                    + gammaln(m + a)
-                    - gammaln(a)
-                    + gammaln(n + c)
-                    - gammaln(c)
-                )
-            )
-        )
-        binnings.append((edges, (m + a) / (m + n + a + c)))
+        edges = equidepth_edges(pooled, int(b), prefix)
+        m = np.clip(bucket_counts(leaves[1], edges, sums[1]), 0.0, None)
+        n = np.clip(bucket_counts(leaves[0], edges, sums[0]), 0.0, None)
+        score, means = _bbq_binning(m, n, edges, int(b))
+        log_scores.append(float(score))
+        binnings.append((edges, means))
     weights = np.exp(np.asarray(log_scores) - logsumexp(log_scores))
+    return _bbq_merged(pooled, binnings, weights)
+
+
+def bbq_maps(stack: np.ndarray) -> list[CalibrationMap]:
+    """`bbq` of each release of a stack (R, 2, L), bit for bit: each binning's edges, counts
+    and score for all rows at once (rows grouped by their range of B, which follows each row's
+    total), the merge of the binnings (edges that differ in number from row to row) per row."""
+    stack = np.asarray(stack, dtype=np.float64)
+    pooled = stack[:, 0] + stack[:, 1]
+    ranges = [tuple(int(b) for b in bbq_bucket_range(float(p.sum()), p.shape[-1])) for p in pooled]
+    maps: dict[int, CalibrationMap] = {}
+    for key in dict.fromkeys(ranges):
+        rows = [i for i, r in enumerate(ranges) if r == key]
+        sub, p = stack[rows], pooled[rows]
+        prefix = monotone_cumulative(p)
+        sums = np.cumsum(sub, axis=-1)
+        log_scores, binnings = [], []
+        for b in key:
+            edges = equidepth_edges_rows(p, b, prefix)
+            m = np.clip(bucket_counts_rows(sub[:, 1], edges, sums[:, 1]), 0.0, None)
+            n = np.clip(bucket_counts_rows(sub[:, 0], edges, sums[:, 0]), 0.0, None)
+            score, means = _bbq_binning(m, n, edges, b)
+            log_scores.append(score)
+            binnings.append((edges, means))
+        scores = np.stack(log_scores, axis=-1)  # (rows, binnings)
+        weights = np.exp(scores - logsumexp(scores, axis=-1, keepdims=True))
+        for k, i in enumerate(rows):
+            maps[i] = _bbq_merged(pooled[i], [(e[k], v[k]) for e, v in binnings], weights[k])
+    return [maps[i] for i in range(len(stack))]
+
+
+def _bbq_binning(
+    m: np.ndarray, n: np.ndarray, edges: np.ndarray, b: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(log marginal likelihood, posterior means) of one binning of B buckets (`bbq`), from its
+    clamped counts m, n (..., B) and edges (..., B + 1); the score summed over the last axis."""
+    prior = BBQ_PRIOR_STRENGTH / b
+    s = np.clip((edges[..., :-1] + edges[..., 1:]) / 2, 1e-6, 1 - 1e-6)
+    a, c = prior * s, prior * (1 - s)
+    score = np.sum(
+        gammaln(prior)
+        - gammaln(m + n + prior)
+        + gammaln(m + a)
+        - gammaln(a)
+        + gammaln(n + c)
+        - gammaln(c),
+        axis=-1,
+    )
+    return score, (m + a) / (m + n + a + c)
+
+
+def _bbq_merged(
+    pooled: np.ndarray, binnings: list[tuple[np.ndarray, np.ndarray]], weights: np.ndarray
+) -> CalibrationMap:
+    """BBQ's map: the binnings' posterior means averaged with `weights` on their merged edges,
+    made monotone."""
     edges = np.unique(np.concatenate([e for e, _ in binnings]))
     # Binnings share quantiles up to rounding: merge edges closer than MERGE_EDGE_TOLERANCE so the
     # map has no zero-width buckets.
@@ -241,12 +311,65 @@ def check_noisy_map(
     )
     if check.kept:
         return cmap, check
+    return identity_map(leaves, leaf_scores, cmap.method), check
+
+
+def identity_map(leaves: np.ndarray, leaf_scores: np.ndarray, method: str) -> CalibrationMap:
+    """The scores themselves as a map, what a noisy map that failed its check falls back to: a
+    step on the leaves (at most IDENTITY_STEPS steps), each at its step's centre score."""
     fine = _identity_edges(leaves.shape[-1])
     centre = (fine[:-1] + fine[1:]) / 2
     n = len(leaf_scores)
     values = np.interp(centre, (np.arange(n) + 0.5) / n, leaf_scores)  # non-decreasing
     mass = np.diff(cumulative(leaves[0] + leaves[1], fine))
-    return CalibrationMap(fine, np.clip(values, 0.0, 1.0), mass, cmap.method), check
+    return CalibrationMap(fine, np.clip(values, 0.0, 1.0), mass, method)
+
+
+def checks_kept(
+    stack: np.ndarray,
+    draws: np.ndarray,
+    leaf_scores: np.ndarray,
+    edges: np.ndarray,
+    fit: np.ndarray | None,
+    draw_sums: np.ndarray,
+) -> np.ndarray:
+    """Whether `check_noisy_map` keeps the map of each release of a stack (R, 2, L), checked on
+    that release's buckets `edges` (R, K + 1) with the map's values `fit` (R, K) (binning) or
+    the buckets' monotone frequencies (None: BBQ's check), all rows at once: (R,) booleans.
+
+    The buckets' counts, noise variances and mean scores are `_shrunk_buckets`' bit for bit;
+    the isotonic fit (`isotonic_rows`, on each row's usable buckets moved to its front) and
+    the shrinkage's sums (`estimate.shrinkage.kept_rows`) to within a few ulps, so a row's
+    verdict can differ only where its gain is within those ulps of 1.645 SDs."""
+    pos = bucket_counts_rows(stack[:, 1], edges)
+    neg = bucket_counts_rows(stack[:, 0], edges)
+    mass = pos + neg
+    # The draws' counts in every row's buckets: (draws, R, K), averaged over the draws.
+    var_pos = np.mean(bucket_counts(draws[:, 1], edges, draw_sums[:, 1]) ** 2, axis=0)
+    var_neg = np.mean(bucket_counts(draws[:, 0], edges, draw_sums[:, 0]) ** 2, axis=0)
+    m = np.clip(stack[:, 0] + stack[:, 1], 0.0, None)
+    w, s = bucket_counts_rows(m, edges), bucket_counts_rows(m * leaf_scores, edges)
+    n = len(leaf_scores)
+    centre = np.interp((edges[:, :-1] + edges[:, 1:]) / 2, (np.arange(n) + 0.5) / n, leaf_scores)
+    ident = np.where(w > 0, s / np.where(w > 0, w, 1.0), centre)
+    ok = mass > MASS_Z * np.sqrt(var_pos + var_neg)
+    a = np.where(ok, mass, 1.0)
+    raw = np.clip(pos / a, 0.0, 1.0)
+    if fit is None:
+        # Each row's usable buckets first (in order), the rest after them at +inf: the fit of
+        # the front is that of the usable buckets alone.
+        order = np.argsort(~ok, axis=-1, kind="stable")
+        front = np.take_along_axis(ok, order, axis=-1)
+        y = np.where(front, np.take_along_axis(raw, order, axis=-1), np.inf)
+        f = np.empty_like(raw)
+        np.put_along_axis(f, order, isotonic_rows(y, np.take_along_axis(a, order, axis=-1)), -1)
+        f = np.where(ok, f, 0.0)
+    else:
+        f = fit
+    var = np.maximum(
+        ratio_variance(f, a, var_pos, var_neg), ratio_variance(ident, a, var_pos, var_neg)
+    )
+    return kept_rows(raw, f, var, ident, a, ok)
 
 
 def ece_from_histogram(
@@ -269,7 +392,8 @@ def ece_rows(
     scores: np.ndarray | None = None,
 ) -> np.ndarray:
     """`ece_from_histogram` of each of a stack of leaves (R, 2, L), shape (R,): one bincount
-    over the stack (the noise draws behind an interval), the same sums in the same order."""
+    over the stack (the noise draws behind an interval), the same sums in the same order.
+    `scores` may be (R, L), each row's own (a map refitted on each draw)."""
     n_rows, n_leaves = leaves.shape[0], leaves.shape[-1]
     mid = (np.arange(n_leaves) + 0.5) / n_leaves
     if calibration is not None:

@@ -93,3 +93,33 @@ def shrink_toward_identity(
         float(np.sum(mass**2 * 4 * (e - ident) ** 2 * var)),
         float(mass.sum()),
     )
+
+
+def kept_rows(
+    raw: np.ndarray,
+    fit: np.ndarray,
+    var: np.ndarray,
+    ident: np.ndarray,
+    mass: np.ndarray,
+    ok: np.ndarray,
+) -> np.ndarray:
+    """`shrink_toward_identity(raw, fit, var, var, 1, ident, mass).kept` of each row of a stack
+    (R, k) over its bins where `ok` (R, k): the same formulas, each row's sums over its own bins
+    (masked, so summed in another order: equal to within a few ulps). A row with no bin is not
+    kept."""
+    prec = np.where(ok, 1.0 / np.where(ok, var, 1.0), 0.0)
+    k = ok.sum(axis=-1)
+    q = np.sum(prec * np.where(ok, raw - ident, 0.0) ** 2, axis=-1)
+    total_prec = prec.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau2 = np.maximum((q - k) / total_prec, 0.0)[:, None]
+        w = tau2 / (tau2 + var)
+    e = w * fit + (1 - w) * ident
+    gain = (ident - raw) ** 2 - (e - raw) ** 2 - 2 * var * w
+    m = np.where(ok, mass, 0.0)
+    total_gain = np.sum(np.where(ok, m * gain, 0.0), axis=-1)
+    gain_var = np.sum(np.where(ok, m**2 * 4 * (e - ident) ** 2 * var, 0.0), axis=-1)
+    total_mass = m.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = total_gain / total_mass - GAIN_Z * np.sqrt(gain_var) / total_mass
+    return (k > 0) & (total_mass > 0) & (score > 0)
