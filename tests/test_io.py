@@ -160,6 +160,15 @@ def test_renamed_columns_are_used(tmp_path):
     assert data.positives == int(_labels().sum())
 
 
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_csv_with_another_separator_says_so(tmp_path, sep):
+    path = write_csv(tmp_path / "t.csv", f"score{sep}label\n0.1{sep}0\n0.9{sep}1\n")
+    msg = raises_input_error(read_all, path)
+    assert f"'{path}' has no column 'score'" in msg
+    assert f"The header looks {sep!r}-separated" in msg
+    assert "\n" not in msg
+
+
 def test_client_col_naming_a_missing_column(tmp_path):
     path = write_parquet(tmp_path / "t.parquet", score=_scores(), label=_labels())
     msg = raises_input_error(read_all, path, Columns(client="hospital"))

@@ -196,7 +196,7 @@ def _scan_file(
         if col not in names:
             raise InputError(
                 f"'{name}' has no column '{col}' (it has: {', '.join(names) or 'none'}); "
-                f"name the right one with {option}."
+                f"name the right one with {option}.{separator_hint(names, is_csv)}"
             )
     if columns.client and columns.client not in names:
         raise InputError(
@@ -373,7 +373,7 @@ def read_with_scores(
     if score_col not in names:
         raise InputError(
             f"'{name}' has no column '{score_col}' (it has: {', '.join(names) or 'none'}); "
-            "name the right one with `score_col`."
+            f"name the right one with `score_col`.{separator_hint(names, is_csv)}"
         )
     _check_unique(names, [score_col], name)
 
@@ -407,3 +407,23 @@ def _is_parquet_path(path: Path, name: str) -> bool:
         return is_parquet(path)
     except OSError as e:
         raise InputError(f"cannot read '{name}': {e.strerror or e}.") from e
+
+
+def separator_hint(names: list[str], is_csv: bool) -> str:
+    """A hint for a CSV whose header came out as one column holding another separator (a
+    semicolon- or tab-separated export read as comma-separated); "" otherwise.
+
+    >>> separator_hint(["score;label"], True)
+    " The header looks ';'-separated: fedeval reads comma-separated CSV (or Parquet)."
+    >>> separator_hint(["score", "y"], True)
+    ''
+    """
+    if not is_csv or len(names) != 1:
+        return ""
+    for sep in (";", "\t", "|"):
+        if sep in names[0]:
+            return (
+                f" The header looks {sep!r}-separated: fedeval reads comma-separated CSV "
+                "(or Parquet)."
+            )
+    return ""
