@@ -381,3 +381,45 @@ def test_plan_tells_its_progress_after_each_prediction():
         1000, model="distdp", heights=range(2, 5), runs=2, progress=lambda d, t: told.append((d, t))
     )
     assert told == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_plan_takes_the_pilots_positive_share_by_default():
+    # The library's default is the command's: the pilot's share, not 0.5 (planning 2% positives
+    # as 50% predicts a precision error several times too small).
+    rng = np.random.default_rng(3)
+    y = rng.random(20_000) < 0.02
+    s = 1 / (1 + np.exp(-(2.0 * y + rng.standard_normal(y.size) - 2.5)))
+    pilot = scored_from_arrays(y.astype(np.int8), s, keep_scores=False)
+    given, _ = plan(20_000, model="distdp", like=pilot, positives_fraction=y.mean())
+    default, _ = plan(20_000, model="distdp", like=pilot)
+    half, _ = plan(20_000, model="distdp", like=pilot, positives_fraction=0.5)
+    assert default == given
+    assert default.precision > 3 * half.precision
+
+
+def test_a_metric_no_draw_determines_is_undetermined_not_a_refusal(monkeypatch):
+    # Recall is undefined in a draw whose noisy positives are ≤ 0 at every threshold: averaged
+    # over the draws that define it, NaN (JSON null, "undetermined") only where none does, and
+    # the other metrics are still predicted.
+    real = fedeval.api.plan.estimate_metrics
+
+    def no_recall(release, thresholds):
+        est = real(release, thresholds)
+        return replace(est, recall=np.full_like(est.recall, np.nan))
+
+    monkeypatch.setattr(fedeval.api.plan, "estimate_metrics", no_recall)
+    result = CliRunner().invoke(app, ["plan", "--rows", "5000", "-m", "distdp", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    err = json.loads(result.stdout)["expected_abs_error"]
+    assert err["recall"] is None
+    assert all(err[m] > 0 for m in ("auc", "precision", "accuracy"))
+    table = CliRunner().invoke(app, ["plan", "--rows", "5000", "-m", "distdp"])
+    assert table.exit_code == 0
+    assert "undetermined: recall" in table.stdout
+
+
+def test_binormal_plan_says_which_data_it_cannot_predict():
+    result = CliRunner().invoke(app, ["plan", "--rows", "5000", "-m", "distdp", "-f", "json"])
+    ref = json.loads(result.stdout)["reference"]
+    assert ref["model"] == "binormal"
+    assert "ties" in ref["cannot_predict"] and "--like" in ref["cannot_predict"]

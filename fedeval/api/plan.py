@@ -115,8 +115,26 @@ class Prediction:
 
     @property
     def pra(self) -> float:
-        """The largest of the three threshold metrics' expected errors."""
-        return max(self.precision, self.recall, self.accuracy)
+        """The largest of the three threshold metrics' expected errors (infinite where one is
+        undetermined: no population that leaves it undetermined reaches a target)."""
+        return max(
+            math.inf if math.isnan(x) else x for x in (self.precision, self.recall, self.accuracy)
+        )
+
+    @property
+    def undetermined(self) -> list[str]:
+        """The metrics no noise draw determines (e.g. recall when the noisy positives are ≤ 0
+        at every threshold in every draw): their expected error is NaN."""
+        return [k for k, v in _errors(self).items() if v is None]
+
+
+def _mean_defined(x: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """Mean over the defined (non-NaN) values; NaN, without a warning, where none is."""
+    defined = ~np.isnan(x)
+    total = np.where(defined, x, 0.0).sum(axis=axis)
+    count = defined.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
 def _thresholds(population: ScoredData) -> np.ndarray:
@@ -155,12 +173,14 @@ def predict(
         errs.append(
             [
                 abs(est.auc - truth.auc),
-                np.nanmean(np.abs(est.precision - truth.precision)),
-                np.nanmean(np.abs(est.recall - truth.recall)),
-                np.nanmean(np.abs(est.accuracy - truth.accuracy)),
+                _mean_defined(np.abs(est.precision - truth.precision)),
+                _mean_defined(np.abs(est.recall - truth.recall)),
+                _mean_defined(np.abs(est.accuracy - truth.accuracy)),
             ]
         )
-    auc, p, r, a = np.mean(errs, axis=0)
+    # A metric undefined in some draws (no noisy positives above a threshold) is averaged over
+    # the draws that define it; NaN only where none does.
+    auc, p, r, a = _mean_defined(np.asarray(errs, dtype=np.float64), axis=0)
     return Prediction(config, population.rows, float(auc), float(p), float(r), float(a))
 
 
@@ -199,6 +219,13 @@ def recommended_config(
     return replace(cfg, height=h)
 
 
+def _fraction(positives_fraction: float | None, like: ScoredData | None) -> float:
+    """The positive share to plan for: the one given, else the pilot's, else 0.5."""
+    if positives_fraction is not None:
+        return positives_fraction
+    return 0.5 if like is None else like.positives / max(like.rows, 1)
+
+
 def _check(rows: int, positives_fraction: float, auc: float, seed: int) -> None:
     if not isinstance(rows, int | np.integer) or rows < 100:
         raise UsageError(f"`rows` must be an integer of at least 100. Found {rows!r}.")
@@ -217,7 +244,7 @@ def plan(
     *,
     model: PrivacyModel | str = PrivacyModel.DISTDP,
     epsilon: float | None = None,
-    positives_fraction: float = 0.5,
+    positives_fraction: float | None = None,
     auc: float = 0.85,
     like: ScoredData | None = None,
     heights: range | None = None,
@@ -230,8 +257,10 @@ def plan(
     The recommendation is `--height auto --shape auto`'s rule (`fedeval.core.params`), so what the
     planner predicts is what the other commands will do: under DP a probe of the class totals
     takes PROBE_SHARE of ε (distdp) or of the reports (localdp), and the tree the rest.
-    `progress(done, total)` is told after each prediction.
+    `positives_fraction` defaults to the pilot's (`like`), else 0.5, as `plan_report` and the
+    command do. `progress(done, total)` is told after each prediction.
     """
+    positives_fraction = _fraction(positives_fraction, like)
     _check(rows, positives_fraction, auc, seed)
     rng = np.random.default_rng(seed)
     population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
@@ -254,7 +283,7 @@ def population_needed(
     metric: str = "pra",
     model: PrivacyModel | str = PrivacyModel.DISTDP,
     epsilon: float | None = None,
-    positives_fraction: float = 0.5,
+    positives_fraction: float | None = None,
     auc: float = 0.85,
     like: ScoredData | None = None,
     seed: int = 0,
@@ -262,6 +291,7 @@ def population_needed(
 ) -> int | None:
     """The smallest population (to two significant digits) whose predicted error of `metric`
     ('auc' or 'pra') is at most `target`; None if even `max_rows` is not enough."""
+    positives_fraction = _fraction(positives_fraction, like)
     if not target > 0:
         raise UsageError(f"`target_error` must be positive. Found {target}.")
     if metric not in ("auc", "pra"):
@@ -322,7 +352,7 @@ class PlanReport:
             "positives_fraction": self.positives_fraction,
             "reference": {"source": self.like}
             if self.like
-            else {"model": "binormal", "auc": self.auc},
+            else {"model": "binormal", "auc": self.auc, "cannot_predict": BINORMAL_LIMITS},
             "recommended": self.recommended,
             "expected_abs_error": _errors(self.best),
             "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
@@ -345,8 +375,20 @@ def probe_words(cfg: PrivacyConfig) -> str:
     return model_of(cfg.model).probe_words(cfg)
 
 
-def _errors(p: Prediction) -> dict[str, float]:
-    return {"auc": p.auc, "precision": p.precision, "recall": p.recall, "accuracy": p.accuracy}
+def _errors(p: Prediction) -> dict[str, float | None]:
+    """The four expected errors, None where undetermined (JSON has no NaN)."""
+    values = {"auc": p.auc, "precision": p.precision, "recall": p.recall, "accuracy": p.accuracy}
+    return {k: None if math.isnan(v) else v for k, v in values.items()}
+
+
+BINORMAL_LIMITS = (
+    "the binormal reference stands for smooth scores spread over the score range; on scores "
+    "with many ties (a 0.01 grid, a tree model's leaf values), squeezed into a narrow range, "
+    "or with a class on a few values, the AUC error measured was up to 10-30x this prediction, "
+    "and on rare positives with most negatives near 0 the precision error up to 9x: pass a "
+    "pilot table with --like (measured within 2.7x on every kind of data)"
+)
+"""What the binormal reference cannot predict (`benchmarks/plan_families.py`)."""
 
 
 def plan_report(
@@ -391,7 +433,7 @@ def plan_report(
         rows, heights=range(2, 17) if heights else None, progress=progress, **kwargs
     )
     cfg = best.config
-    if not all(math.isfinite(x) for x in (best.auc, best.precision, best.recall, best.accuracy)):
+    if all(math.isnan(x) for x in (best.auc, best.precision, best.recall, best.accuracy)):
         raise UsageError(
             f"no finite error can be predicted for {rows:,} examples at ε = {cfg.epsilon:g}: "
             "the noise swamps every count. Plan with a larger `epsilon` or population."
