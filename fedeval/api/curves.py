@@ -36,7 +36,7 @@ from fedeval.estimate.roc_pr import (
     leaf_tails,
     within_leaf_bounds,
 )
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_end_leaves
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
@@ -158,11 +158,12 @@ def _leaf_ap_interval(
     (`fedeval.estimate.roc_pr.leaf_ap_interval`); `tails` of the re-noised leaves if known.
     On exact counts the estimate is the random-order mean (`curve_result`), passed on as such.
     The examples the release shows departing from smooth (`departures`, as the AUC's
-    interval reads them) get their orders' and ties' range."""
+    interval reads them), and the range's end leaves whole (`with_end_leaves`), get their
+    orders' and ties' range."""
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
     edges = run.axis.leaf_edges(leaves.shape[-1])
-    departing = departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
+    departing = with_end_leaves(departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS))
     return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
 
 

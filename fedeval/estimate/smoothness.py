@@ -228,6 +228,29 @@ def departures(
     return np.stack([lower, upper], axis=-1).reshape(*upper.shape[:-1], n_leaves)
 
 
+def with_end_leaves(departing: np.ndarray) -> np.ndarray:
+    """`departures` with the range's first and last leaf departing whole, in both classes: what
+    the AP's interval reads (`fedeval.api.curves`).
+
+    Nothing lies beyond the end leaves, so the release cannot check the density inside them
+    against anything on their far side: the end parent's test is a line through it and its one
+    neighbour, and a density that diverges at the bound inside the last leaf (a confident
+    model's sigmoid saturating: U-shaped scores, positives Beta(0.6, 0.3) against negatives
+    Beta(0.3, 0.6)) splits the parent as a steep line does, within the noise of a localdp
+    release. The positives then sit at the very top of the top leaf, where the AP weighs them
+    most, while the smooth reading mixes them with that leaf's negatives: the AP's interval
+    held the truth in 3 of 20 releases (300,000 rows, 10% positives, localdp ε = 2, h = 4),
+    and in 16 of 20 with 1% positives and confident scores at ε = 5; 20 of 20 each with the end
+    leaves at their worst. On smooth scores it widens the AP's interval 1.0-1.24× (sample data
+    and binormal scores, distdp ε = 1, localdp ε = 2 and 5). The AUC keeps `departures`: it
+    weighs every rank alike, held the truth on the same data, and the worst case of a bottom
+    leaf holding most negatives would cost rare-positive data far more than it protects."""
+    out = np.array(departing, dtype=np.float64, copy=True)
+    out[..., 0] = np.inf
+    out[..., -1] = np.inf
+    return out
+
+
 def auc_parts(
     leaves: np.ndarray, departing: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
