@@ -21,8 +21,11 @@ from fedeval.api.gates import enforce, gates_from, judge_report, with_gate_thres
 from fedeval.cli import app
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import GateFailed
+from fedeval.core.spec import ReleaseSpec
 from fedeval.multiclass import calibrate_multiclass_file
 from fedeval.privacy.ledger import BudgetExceeded, Ledger, read_ledger
+from fedeval.protocol.encode import encode_file
+from fedeval.protocol.simulate import simulate
 
 runner = CliRunner()
 CLI_DIR = Path(fedeval.cli.__file__).parent
@@ -52,13 +55,27 @@ def test_cli_imports_point_one_way():
 
 
 @pytest.mark.parametrize(
-    "call", [fedeval.evaluate, evaluate_file, evaluate_data, curves_data, calibrate_data]
+    "call",
+    [
+        fedeval.evaluate,
+        evaluate_file,
+        evaluate_data,
+        curves_data,
+        calibrate_data,
+        simulate,
+        encode_file,
+    ],
 )
 def test_library_default_model_is_the_cli_default(call):
-    """`fedeval evaluate FILE` and `fedeval.evaluate(...)` release under the same model."""
+    """`fedeval evaluate FILE` and `fedeval.evaluate(...)` release under the same model: every
+    entry point takes the release as a `ReleaseSpec` (or its keywords), whose one default is
+    the command line's; none declares a default of its own (simulate and encode_file once
+    defaulted to federated)."""
     command = {p.name: p for p in _command_params("evaluate")}
     assert command["model"].default == PrivacyModel.DISTDP
-    assert inspect.signature(call).parameters["model"].default == PrivacyModel.DISTDP
+    params = inspect.signature(call).parameters
+    assert "model" not in params and params["spec"].default is None
+    assert ReleaseSpec().model is PrivacyModel.DISTDP
 
 
 @pytest.mark.parametrize("call", [fedeval.roc_pr_curves, fedeval.calibrate])

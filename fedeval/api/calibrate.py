@@ -11,18 +11,19 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from fedeval.core.config import PrivacyModel, Shape, Unit, check_buckets
+from fedeval.core.config import PrivacyModel, check_buckets
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import equidepth_edges
-from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate
+from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.documents.map_file import MapFile, load_map
 from fedeval.estimate.calibration import (
@@ -42,14 +43,12 @@ from fedeval.estimate.calibration import (
 from fedeval.estimate.calibration_rows import equidepth_edges_rows
 from fedeval.estimate.ece import discretisation_range, ece_estimate
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
-from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, interval, noise_sd
+from fedeval.estimate.uncertainty import REFIT_DRAWS, interval, noise_sd
 from fedeval.privacy.decode import noise_draws
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import (
     MAX_DRAW_VALUES,
     Simulated,
-    SimulationPath,
-    reading_options,
     simulate,
 )
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns, read_with_scores, source_name
@@ -111,36 +110,15 @@ def auto_buckets(model: PrivacyModel, n: float, epsilon: float | None, n_leaves:
 def calibrate_data(
     data: ScoredData,
     *,
+    spec: ReleaseSpec | None = None,
     method: Method | str = Method.BINNING,
     buckets: int | str = "auto",
     n_bins: int = DEFAULT_ECE_BINS,
-    model: PrivacyModel | str = PrivacyModel.DISTDP,
-    epsilon: float | None = None,
-    height: int | str = "auto",
-    shape: Shape | str = "auto",
-    path: SimulationPath | str = SimulationPath.FAST,
-    seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
-    ci_draws: int = DEFAULT_DRAWS,
-    unit: Unit | str = Unit.EXAMPLE,
-    max_examples: int | None = None,
-    relation: str | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> CalibrationResult:
     """Simulate the protocol, fit the map from the release, estimate ECE before and after."""
-    run = simulate(
-        data,
-        model=model,
-        epsilon=epsilon,
-        height=height,
-        shape=shape,
-        path=path,
-        seed=seed,
-        progress=progress,
-        ci_draws=ci_draws,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
-    )
+    run = simulate(data, spec=release_spec(spec, release), progress=progress)
     return calibrate_run(run, method=method, buckets=buckets, n_bins=n_bins)
 
 
@@ -291,7 +269,7 @@ def _calibrated_interval(
     calibrated: float,
     n_bins: int,
     fit_rows: Callable[[np.ndarray], list[CalibrationMap]],
-):
+) -> tuple[float, float] | None:
     """95% interval of the calibrated ECE: the noise spread over the run's draws (the map
     refitted on each by `fit_rows`, all draws at once), widened by half a leaf width, which
     bounds what placing each leaf's examples at its midpoint can change."""
@@ -313,71 +291,68 @@ def _calibrated_interval(
 
 
 def calibrate(
-    y_true,
-    y_score,
+    y_true: ArrayLike,
+    y_score: ArrayLike,
     *,
-    client_ids=None,
+    spec: ReleaseSpec | None = None,
+    method: Method | str = Method.BINNING,
+    buckets: int | str = "auto",
+    n_bins: int = DEFAULT_ECE_BINS,
+    client_ids: ArrayLike | None = None,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
-    path: SimulationPath | str = SimulationPath.FAST,
-    **options,
+    **release: Unpack[ReleaseKeywords],
 ) -> CalibrationResult:
     """Fit a calibration map (histogram binning or BBQ) from one private release.
 
     Parameters are those of `fedeval.evaluate`, plus `method` ('binning' or 'bbq'), `buckets`
     (B for binning; 'auto' follows section 5's balancing) and `n_bins` (M of the ECE).
     """
+    spec = release_spec(spec, release)
     data = scored_from_arrays(
         y_true,
         y_score,
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        **reading_options(
-            exact=exact,
-            path=path,
-            resolution=data_resolution(
-                options.get("model", PrivacyModel.DISTDP), options.get("height", "auto")
-            ),
-            unit=options.get("unit", Unit.EXAMPLE),
-        ),
+        **spec.reading(exact=exact),
     )
-    return calibrate_data(data, path=path, **options)
+    return calibrate_data(data, spec=spec, method=method, buckets=buckets, n_bins=n_bins)
 
 
 def calibrate_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
+    spec: ReleaseSpec | None = None,
+    method: Method | str = Method.BINNING,
+    buckets: int | str = "auto",
+    n_bins: int = DEFAULT_ECE_BINS,
     columns: Columns = DEFAULT_COLUMNS,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
-    path: SimulationPath | str = SimulationPath.FAST,
+    progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
-    read_progress=None,
-    **options,
+    read_progress: Callable[[int | None], None] | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> CalibrationResult:
     """`calibrate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob, read by
     `threads` threads (default: every core; same result for any number); `read_progress(rows)`
     after each batch."""
+    spec = release_spec(spec, release)
     data = read_scored(
         source,
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        **reading_options(
-            exact=exact,
-            path=path,
-            resolution=data_resolution(
-                options.get("model", PrivacyModel.DISTDP), options.get("height", "auto")
-            ),
-            unit=options.get("unit", Unit.EXAMPLE),
-        ),
+        **spec.reading(exact=exact),
         threads=threads,
         progress=read_progress,
     )
-    return calibrate_data(data, path=path, **options)
+    return calibrate_data(
+        data, spec=spec, method=method, buckets=buckets, n_bins=n_bins, progress=progress
+    )
 
 
 def apply_map_file(
@@ -402,7 +377,7 @@ def apply_map_file(
         source, score_col, score_range=cmap.score_range, keep_text=not parquet
     )
 
-    def calibrated():
+    def calibrated() -> Iterator[pa.RecordBatch]:
         for i, (rb, scores) in enumerate(batches):
             if i == 0 and output_col in rb.schema.names:
                 raise UsageError(

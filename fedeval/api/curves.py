@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Unpack
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fedeval.core.axis import ScoreAxis
-from fedeval.core.config import PrivacyModel, Shape, Unit, check_quantiles
+from fedeval.core.config import PrivacyModel, check_quantiles
 from fedeval.core.errors import UsageError
 from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate, undetermined_note
+from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.estimate.average_precision import AP_DRAWS, leaf_ap_interval
 from fedeval.estimate.diagnostics import exact_diagnostics
@@ -37,9 +39,9 @@ from fedeval.estimate.roc_pr import (
     within_leaf_bounds,
 )
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_end_leaves
-from fedeval.estimate.uncertainty import DEFAULT_DRAWS, REFIT_DRAWS, Z95, noise_sd
+from fedeval.estimate.uncertainty import REFIT_DRAWS, Z95, noise_sd
 from fedeval.privacy.registry import model_of
-from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
+from fedeval.protocol.simulate import Simulated, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
 from fedeval.views.dicts import curves_dict
@@ -173,7 +175,9 @@ def _exact_counts(run: Simulated) -> bool:
     return not model_of(run.config.model).ADDS_NOISE
 
 
-def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str):
+def _area_intervals(
+    run: Simulated, dense: Curves, n_quantiles: int, method: str
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """95% intervals of the curve areas. ROC AUC (and AP under 'pchip'): conservative rather
     than calibrated, the hull of the estimate and the areas every order of examples inside the
     leaves allows (`within_leaf_bounds`), widened by z times the noise spread over the run's
@@ -209,7 +213,7 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str
         )
         roc_sd, ap_sd = noise_sd(areas)
 
-    def hull(est, lo, hi, sd):
+    def hull(est: float, lo: float, hi: float, sd: float) -> tuple[float, float]:
         return (
             float(np.clip(min(est, lo) - Z95 * sd, 0.0, 1.0)),
             float(np.clip(max(est, hi) + Z95 * sd, 0.0, 1.0)),
@@ -226,51 +230,34 @@ def _area_intervals(run: Simulated, dense: Curves, n_quantiles: int, method: str
 def curves_data(
     data: ScoredData,
     *,
+    spec: ReleaseSpec | None = None,
     quantiles: int = DEFAULT_QUANTILES,
     method: str = DEFAULT_CURVE_METHOD,
-    model: PrivacyModel | str = PrivacyModel.DISTDP,
-    epsilon: float | None = None,
-    height: int | str = "auto",
-    shape: Shape | str = "auto",
-    path: SimulationPath | str = SimulationPath.FAST,
-    seed: int | np.random.Generator | None = None,
     progress: Callable[[int, int], None] | None = None,
-    ci_draws: int = DEFAULT_DRAWS,
-    unit: Unit | str = Unit.EXAMPLE,
-    max_examples: int | None = None,
-    relation: str | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> CurveResult:
     """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2."""
+    spec = release_spec(spec, release)
     quantiles = _check_quantiles(quantiles)
     method = _check_method(method)
-    run = simulate(
-        data,
-        model=model,
-        epsilon=epsilon,
-        height=curve_height(quantiles) if height == "auto" else height,
-        shape=shape,
-        path=path,
-        seed=seed,
-        progress=progress,
-        ci_draws=ci_draws,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
-    )
+    if spec.height == "auto":
+        spec = replace(spec, height=curve_height(quantiles))
+    run = simulate(data, spec=spec, progress=progress)
     return curve_result(run, quantiles, method)
 
 
 def roc_pr_curves(
-    y_true,
-    y_score,
+    y_true: ArrayLike,
+    y_score: ArrayLike,
     *,
+    spec: ReleaseSpec | None = None,
     quantiles: int = DEFAULT_QUANTILES,
-    client_ids=None,
+    method: str = DEFAULT_CURVE_METHOD,
+    client_ids: ArrayLike | None = None,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
-    path: SimulationPath | str = SimulationPath.FAST,
-    **options,
+    **release: Unpack[ReleaseKeywords],
 ) -> CurveResult:
     """ROC and PR curves of a scored classifier from one private release.
 
@@ -279,57 +266,51 @@ def roc_pr_curves(
     Q-quantile PCHIP estimator). The default height is ⌈log₂ Q⌉ + 2 with branching 2
     (Xu & Cormode).
     """
+    spec = release_spec(spec, release)
     data = scored_from_arrays(
         y_true,
         y_score,
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        **reading_options(
-            exact=exact,
-            path=path,
-            resolution=_resolution(quantiles, options.get("height", "auto")),
-            unit=options.get("unit", Unit.EXAMPLE),
-        ),
+        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec.height)),
     )
-    return curves_data(data, quantiles=quantiles, path=path, **options)
+    return curves_data(data, spec=spec, quantiles=quantiles, method=method)
 
 
 def roc_pr_curves_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
+    spec: ReleaseSpec | None = None,
     columns: Columns = DEFAULT_COLUMNS,
     quantiles: int = DEFAULT_QUANTILES,
+    method: str = DEFAULT_CURVE_METHOD,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
-    path: SimulationPath | str = SimulationPath.FAST,
+    progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
-    read_progress=None,
-    **options,
+    read_progress: Callable[[int | None], None] | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> CurveResult:
     """`roc_pr_curves` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
     read by `threads` threads (default: every core; same result for any number);
     `read_progress(rows)` after each batch."""
+    spec = release_spec(spec, release)
     data = read_scored(
         source,
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        **reading_options(
-            exact=exact,
-            path=path,
-            resolution=_resolution(quantiles, options.get("height", "auto")),
-            unit=options.get("unit", Unit.EXAMPLE),
-        ),
+        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec.height)),
         threads=threads,
         progress=read_progress,
     )
-    return curves_data(data, quantiles=quantiles, path=path, **options)
+    return curves_data(data, spec=spec, quantiles=quantiles, method=method, progress=progress)
 
 
 def _resolution(quantiles: int, height: int | str) -> int:
-
+    """The leaf height to read data at: the curves' auto height, or the one given."""
     if height == "auto":
         return curve_height(_check_quantiles(quantiles))
     return data_resolution(PrivacyModel.FEDERATED, height)

@@ -13,19 +13,20 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result
 from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis, release_axis
-from fedeval.core.config import PrivacyModel, Shape, Unit, check_buckets
+from fedeval.core.config import check_buckets
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import bucket_counts, coarsen, equidepth_edges
-from fedeval.core.params import data_resolution
 from fedeval.core.release import ScoreHistogram
 from fedeval.core.results import Estimate, undetermined_note
+from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
@@ -38,7 +39,6 @@ from fedeval.estimate.metrics import (
 )
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, auc_parts, departures
 from fedeval.estimate.uncertainty import (
-    DEFAULT_DRAWS,
     ROUNDING,
     bias_aware_interval,
     count_bounds,
@@ -49,7 +49,7 @@ from fedeval.estimate.uncertainty import (
     threshold_metrics,
     within_bucket_auc_variance,
 )
-from fedeval.protocol.simulate import Simulated, SimulationPath, reading_options, simulate
+from fedeval.protocol.simulate import Simulated, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
 from fedeval.views.dicts import evaluation_dict
@@ -342,39 +342,19 @@ def _parse_buckets(buckets: int | str | None) -> int | None:
 def evaluate_data(
     data: ScoredData,
     *,
-    model: PrivacyModel | str = PrivacyModel.DISTDP,
-    epsilon: float | None = None,
-    height: int | str = "auto",
-    shape: Shape | str = "auto",
+    spec: ReleaseSpec | None = None,
     buckets: int | str | None = "auto",
     thresholds: Sequence[float] | None = None,
-    path: SimulationPath | str = SimulationPath.FAST,
-    seed: int | np.random.Generator | None = None,
-    progress: Callable[[int, int], None] | None = None,
     quantiles: int = DEFAULT_QUANTILES,
-    ci_draws: int = DEFAULT_DRAWS,
-    unit: Unit | str = Unit.EXAMPLE,
-    max_examples: int | None = None,
-    relation: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> Evaluation:
     """Simulate the protocol on reduced data and estimate every metric (shared entry point).
 
+    The release is `spec`, or the one `release` (`fedeval.core.spec.ReleaseKeywords`) makes;
     `progress(done, total)` reports clients encoded on the per-client path.
     """
-    run = simulate(
-        data,
-        model=model,
-        epsilon=epsilon,
-        height=height,
-        shape=shape,
-        path=path,
-        seed=seed,
-        progress=progress,
-        ci_draws=ci_draws,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
-    )
+    run = simulate(data, spec=release_spec(spec, release), progress=progress)
     return evaluate_run(run, buckets=buckets, thresholds=thresholds, quantiles=quantiles)
 
 
@@ -466,26 +446,18 @@ def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
 
 
 def evaluate(
-    y_true,
-    y_score,
+    y_true: ArrayLike,
+    y_score: ArrayLike,
     *,
-    model: PrivacyModel | str = PrivacyModel.DISTDP,
-    epsilon: float | None = None,
-    height: int | str = "auto",
-    shape: Shape | str = "auto",
+    spec: ReleaseSpec | None = None,
     buckets: int | str | None = "auto",
     thresholds: Sequence[float] | None = None,
-    client_ids=None,
+    client_ids: ArrayLike | None = None,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
-    path: SimulationPath | str = SimulationPath.FAST,
-    seed: int | np.random.Generator | None = None,
     exact: bool = True,
     quantiles: int = 100,
-    ci_draws: int = DEFAULT_DRAWS,
-    unit: Unit | str = Unit.EXAMPLE,
-    max_examples: int | None = None,
-    relation: str | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> Evaluation:
     """Evaluate a scored classifier under a privacy model, as the federated protocol would.
 
@@ -508,62 +480,58 @@ def evaluate(
     ci_draws : fresh noise draws behind the 95% intervals (0: no intervals).
     unit, max_examples : whom ε protects: 'example', or 'client' with each client's examples
         capped at `max_examples` (chosen at random) and the noise scaled to a whole client.
+    relation : the neighbouring relation ('add-remove' or 'replace'; default: the model's).
+    spec : all of model … relation, seed, ci_draws and path as one `ReleaseSpec`, instead of
+        those keywords (checked once, before any data is read).
     """
+    spec = release_spec(spec, release)
     data = scored_from_arrays(
         y_true,
         y_score,
         client_ids=client_ids,
         pos_label=pos_label,
-        axis=threshold_axis(score_range, thresholds, height),
-        **reading_options(
-            exact=exact, path=path, resolution=data_resolution(model, height), unit=unit
-        ),
+        axis=threshold_axis(score_range, thresholds, spec.height),
+        **spec.reading(exact=exact),
     )
     return evaluate_data(
-        data,
-        model=model,
-        epsilon=epsilon,
-        height=height,
-        shape=shape,
-        buckets=buckets,
-        thresholds=thresholds,
-        path=path,
-        seed=seed,
-        quantiles=quantiles,
-        ci_draws=ci_draws,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
+        data, spec=spec, buckets=buckets, thresholds=thresholds, quantiles=quantiles
     )
 
 
 def evaluate_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
+    spec: ReleaseSpec | None = None,
     columns: Columns = DEFAULT_COLUMNS,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     exact: bool = True,
-    path: SimulationPath | str = SimulationPath.FAST,
-    model: PrivacyModel | str = PrivacyModel.DISTDP,
-    height: int | str = "auto",
-    unit: Unit | str = Unit.EXAMPLE,
+    buckets: int | str | None = "auto",
+    thresholds: Sequence[float] | None = None,
+    quantiles: int = DEFAULT_QUANTILES,
+    progress: Callable[[int, int], None] | None = None,
     threads: int | None = None,
-    read_progress=None,
-    **options,
+    read_progress: Callable[[int | None], None] | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> Evaluation:
     """`evaluate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
     streamed in record batches by `threads` threads (default: every core; same result for any
     number); `read_progress(rows)` after each batch."""
+    spec = release_spec(spec, release)
     data = read_scored(
         source,
         columns,
-        axis=threshold_axis(score_range, options.get("thresholds"), height),
+        axis=threshold_axis(score_range, thresholds, spec.height),
         pos_label=pos_label,
-        **reading_options(
-            exact=exact, path=path, resolution=data_resolution(model, height), unit=unit
-        ),
+        **spec.reading(exact=exact),
         threads=threads,
         progress=read_progress,
     )
-    return evaluate_data(data, path=path, model=model, height=height, unit=unit, **options)
+    return evaluate_data(
+        data,
+        spec=spec,
+        buckets=buckets,
+        thresholds=thresholds,
+        quantiles=quantiles,
+        progress=progress,
+    )

@@ -20,6 +20,7 @@ from fedeval.cli.common import (
     show,
     wrote,
 )
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, OUTPUT, PRIVACY, RELEASE, command_help
 from fedeval.cli.multiclass import (
     BetaOpt,
@@ -37,31 +38,13 @@ from fedeval.cli.multiclass import (
     refuse_multiclass_options,
 )
 from fedeval.cli.options import (
-    BudgetOpt,
-    CiDrawsOpt,
-    ClientColOpt,
-    ExactOpt,
     FileArg,
-    FromOpt,
     HeightOpt,
-    LabelColOpt,
-    LedgerOpt,
-    MaxExamplesOpt,
-    PerClientOpt,
-    PosLabelOpt,
-    RelationOpt,
-    SaveReleaseOpt,
-    ScoreColOpt,
-    ScoreRangeOpt,
     SeedOpt,
     ShapeOpt,
-    SignKeyOpt,
-    ThreadsOpt,
-    UnitOpt,
-    VerifyKeyOpt,
 )
 from fedeval.cli.run import ReleaseOptions
-from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.config import PrivacyModel
 from fedeval.documents.files import document_text
 
 if TYPE_CHECKING:
@@ -70,6 +53,7 @@ if TYPE_CHECKING:
 
 @app.command(rich_help_panel=ESTIMATE)
 @command_help
+@grouped
 def calibrate(
     file: FileArg = None,
     model: Annotated[
@@ -167,24 +151,8 @@ def calibrate(
             rich_help_panel=OUTPUT,
         ),
     ] = None,
-    score_col: ScoreColOpt = "score",
-    label_col: LabelColOpt = "label",
-    client_col: ClientColOpt = None,
-    score_range: ScoreRangeOpt = "0,1",
-    pos_label: PosLabelOpt = None,
-    per_client: PerClientOpt = False,
-    exact: ExactOpt = True,
-    ci_draws: CiDrawsOpt = 200,
-    ledger: LedgerOpt = None,
-    budget: BudgetOpt = None,
-    from_: FromOpt = None,
-    save_release: SaveReleaseOpt = None,
-    sign_key: SignKeyOpt = None,
-    verify_key: VerifyKeyOpt = None,
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
-    threads: ThreadsOpt = None,
+    source: SourceOptions = SOURCE,
+    one_shot: OneShotOptions = ONE_SHOT,
 ) -> None:
     """A calibration map from one private release; ECE before/after.
 
@@ -202,7 +170,7 @@ def calibrate(
     """
     if multiclass:
         with errors_to_exit():
-            calibrate_multiclass_command(locals())
+            calibrate_multiclass_command(flat(locals()))
         return
     model = PrivacyModel.DISTDP if model is None else model
     method = method or "binning"
@@ -211,8 +179,8 @@ def calibrate(
     from fedeval.views.terminal import render_calibration_table
 
     with errors_to_exit():
-        release = ReleaseOptions.of(locals())
-        refuse_multiclass_options(locals())
+        release = ReleaseOptions.of(flat(locals()))
+        refuse_multiclass_options(flat(locals()))
         check_buckets(buckets)
         json_output(output)
         plot_path = plot_file(plot, "reliability.png")
@@ -224,7 +192,7 @@ def calibrate(
             ),
         )
         name = release.source
-        doc = map_dict(cal, source=name, score_col=score_col)
+        doc = map_dict(cal, source=name, score_col=source.table.score_col)
         # The map file is made to be shared: under DP it holds no exact value.
         map_text = document_text(shareable(doc), sign_key=release.signer)
         to_stdout = release.commit(

@@ -23,6 +23,7 @@ from fedeval.cli.common import (
     public_key,
     show,
 )
+from fedeval.cli.groups import UNITS, UnitOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, command_help
 from fedeval.cli.options import (
     BudgetOpt,
@@ -33,15 +34,12 @@ from fedeval.cli.options import (
     HeightOpt,
     LabelColOpt,
     LedgerOpt,
-    MaxExamplesOpt,
     ModelOpt,
     PosLabelOpt,
-    RelationOpt,
     ScoreRangeOpt,
     SeedOpt,
     ShapeOpt,
     ThreadsOpt,
-    UnitOpt,
     VerifyKeyOpt,
 )
 from fedeval.core.config import PrivacyModel, Unit
@@ -50,6 +48,7 @@ from fedeval.core.errors import UsageError
 
 @app.command(rich_help_panel=ESTIMATE)
 @command_help
+@grouped
 def compare(
     file: Annotated[
         str | None,
@@ -139,9 +138,7 @@ def compare(
     ci_draws: CiDrawsOpt = 200,
     ledger: LedgerOpt = None,
     budget: BudgetOpt = None,
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
+    units: UnitOptions = UNITS,
     threads: ThreadsOpt = None,
     verify_key: VerifyKeyOpt = None,
 ) -> None:
@@ -168,8 +165,8 @@ def compare(
         parse_margins,
     )
     from fedeval.api.gates import GateOn
+    from fedeval.core.spec import check_ci_draws
     from fedeval.documents.files import document_text
-    from fedeval.protocol.simulate import check_ci_draws
     from fedeval.tables.outputs import Outputs
     from fedeval.views.compare import compare_dict, render_compare_table
 
@@ -188,7 +185,7 @@ def compare(
             raise UsageError(f"--gate-on takes bound or estimate. Found {gate_on!r}.") from None
         gates = parse_margins(fail_if_worse)
         plot_path = plot_file(plot, "compare.png")
-        sources = _check_sources(locals())
+        sources = _check_sources(flat(locals()))
         lo_hi = parse_score_range(score_range)
         wanted = with_gate_thresholds(thresholds, gates, lo_hi)
         if sources is not None:
@@ -226,9 +223,9 @@ def compare(
                 score_range=lo_hi,
                 exact=exact,
                 ci_draws=ci_draws,
-                unit=unit,
-                max_examples=max_examples,
-                relation=relation,
+                unit=units.unit,
+                max_examples=units.max_examples,
+                relation=units.relation,
                 threads=threads,
             )
             name = source_name(file)

@@ -13,35 +13,18 @@ from rich.console import Console
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit, estimate_words, plot_file, wrote
 from fedeval.cli.evaluate import draw_curves
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, OUTPUT, RELEASE, command_help
 from fedeval.cli.options import (
-    BudgetOpt,
-    CiDrawsOpt,
-    ClientColOpt,
     EpsilonOpt,
-    ExactOpt,
     FileArg,
-    FromOpt,
-    LabelColOpt,
-    LedgerOpt,
-    MaxExamplesOpt,
     ModelOpt,
-    PerClientOpt,
-    PosLabelOpt,
     QuantilesOpt,
-    RelationOpt,
-    SaveReleaseOpt,
-    ScoreColOpt,
-    ScoreRangeOpt,
     SeedOpt,
     ShapeOpt,
-    SignKeyOpt,
-    ThreadsOpt,
-    UnitOpt,
-    VerifyKeyOpt,
 )
 from fedeval.cli.run import ReleaseOptions
-from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.documents.files import document_text
 
@@ -78,6 +61,7 @@ def curves_output(output: Path | None, fmt: CurvesFormat) -> OutputSpec | None:
 
 @app.command(rich_help_panel=ESTIMATE)
 @command_help
+@grouped
 def curves(
     file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -132,24 +116,8 @@ def curves(
             rich_help_panel=OUTPUT,
         ),
     ] = None,
-    score_col: ScoreColOpt = "score",
-    label_col: LabelColOpt = "label",
-    client_col: ClientColOpt = None,
-    score_range: ScoreRangeOpt = "0,1",
-    pos_label: PosLabelOpt = None,
-    per_client: PerClientOpt = False,
-    exact: ExactOpt = True,
-    ci_draws: CiDrawsOpt = 200,
-    ledger: LedgerOpt = None,
-    budget: BudgetOpt = None,
-    from_: FromOpt = None,
-    save_release: SaveReleaseOpt = None,
-    sign_key: SignKeyOpt = None,
-    verify_key: VerifyKeyOpt = None,
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
-    threads: ThreadsOpt = None,
+    source: SourceOptions = SOURCE,
+    one_shot: OneShotOptions = ONE_SHOT,
 ) -> None:
     """ROC and PR curves from one private release.
 
@@ -170,7 +138,7 @@ def curves(
     from fedeval.views.terminal import render_curves_table
 
     with errors_to_exit():
-        release = ReleaseOptions.of(locals())
+        release = ReleaseOptions.of(flat(locals()))
         plot_path = plot_file(plot, "curves.png")
         release.check()
         spec = curves_output(output, output_format)  # before any work

@@ -18,30 +18,24 @@ from fedeval.cli.common import (
     private_key,
     progress_bar,
 )
+from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, grouped
 from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import (
-    ClientColOpt,
     EpsilonOpt,
     HeightOpt,
-    LabelColOpt,
-    MaxExamplesOpt,
     MinCohortOpt,
     ModelOpt,
-    PosLabelOpt,
-    RelationOpt,
-    ScoreColOpt,
-    ScoreRangeOpt,
     SeedOpt,
     ShapeOpt,
-    UnitOpt,
 )
-from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import is_stdout
 
 
 @app.command(rich_help_panel=DEPLOY)
 @command_help
+@grouped
 def encode(
     file: Annotated[
         str,
@@ -74,9 +68,7 @@ def encode(
             show_default=False,
         ),
     ] = None,
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
+    units: UnitOptions = UNITS,
     neighbours: Annotated[
         int | None,
         typer.Option(
@@ -115,11 +107,7 @@ def encode(
         ),
     ] = None,
     seed: SeedOpt = None,
-    score_col: ScoreColOpt = "score",
-    label_col: LabelColOpt = "label",
-    client_col: ClientColOpt = None,
-    score_range: ScoreRangeOpt = "0,1",
-    pos_label: PosLabelOpt = None,
+    table: TableOptions = TABLE,
     thresholds: Annotated[
         str | None,
         typer.Option(
@@ -157,18 +145,18 @@ def encode(
         s = encode_file(
             file,
             output,
-            columns=Columns(score_col, label_col, client_col),
+            columns=Columns(table.score_col, table.label_col, table.client_col),
             model=model,
             epsilon=epsilon,
             height=height,
             shape=shape,
             population=population,
-            unit=unit,
-            max_examples=max_examples,
-            relation=relation,
-            score_range=parse_score_range(score_range),
+            unit=units.unit,
+            max_examples=units.max_examples,
+            relation=units.relation,
+            score_range=parse_score_range(table.score_range),
             thresholds=None if thresholds is None else floats(thresholds, "--thresholds"),
-            pos_label=pos_label,
+            pos_label=table.pos_label,
             seed=seed,
             neighbours=neighbours,
             dropout=dropout,

@@ -26,39 +26,22 @@ from fedeval.cli.common import (
     show,
     wrote,
 )
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, OUTPUT, RELEASE, command_help
 from fedeval.cli.options import (
-    BudgetOpt,
-    CiDrawsOpt,
-    ClientColOpt,
     EpsilonOpt,
-    ExactOpt,
     FailOverOpt,
     FailUnderOpt,
     FileArg,
-    FromOpt,
     GateOnOpt,
     HeightOpt,
-    LabelColOpt,
-    LedgerOpt,
-    MaxExamplesOpt,
     ModelOpt,
-    PerClientOpt,
-    PosLabelOpt,
     QuantilesOpt,
-    RelationOpt,
-    SaveReleaseOpt,
-    ScoreColOpt,
-    ScoreRangeOpt,
     SeedOpt,
     ShapeOpt,
-    SignKeyOpt,
-    ThreadsOpt,
-    UnitOpt,
-    VerifyKeyOpt,
 )
 from fedeval.cli.run import ReleaseOptions
-from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.config import PrivacyModel
 from fedeval.documents.files import document_text
 
 if TYPE_CHECKING:
@@ -67,6 +50,7 @@ if TYPE_CHECKING:
 
 @app.command(rich_help_panel=ESTIMATE)
 @command_help
+@grouped
 def evaluate(
     file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -123,27 +107,11 @@ def evaluate(
             rich_help_panel=OUTPUT,
         ),
     ] = None,
-    score_col: ScoreColOpt = "score",
-    label_col: LabelColOpt = "label",
-    client_col: ClientColOpt = None,
-    score_range: ScoreRangeOpt = "0,1",
-    pos_label: PosLabelOpt = None,
-    per_client: PerClientOpt = False,
-    exact: ExactOpt = True,
-    ci_draws: CiDrawsOpt = 200,
+    source: SourceOptions = SOURCE,
     fail_under: FailUnderOpt = None,
     fail_over: FailOverOpt = None,
     gate_on: GateOnOpt = "bound",
-    ledger: LedgerOpt = None,
-    budget: BudgetOpt = None,
-    from_: FromOpt = None,
-    save_release: SaveReleaseOpt = None,
-    sign_key: SignKeyOpt = None,
-    verify_key: VerifyKeyOpt = None,
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
-    threads: ThreadsOpt = None,
+    one_shot: OneShotOptions = ONE_SHOT,
 ) -> None:
     """AUC, AP, precision/recall/accuracy from one private release.
 
@@ -165,7 +133,7 @@ def evaluate(
     from fedeval.views.terminal import render_table
 
     with errors_to_exit():
-        release = ReleaseOptions.of(locals())
+        release = ReleaseOptions.of(flat(locals()))
         check_buckets(buckets)
         json_output(output)
         plot_path = plot_file(plot, "curves.png")

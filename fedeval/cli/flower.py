@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,29 +20,27 @@ from fedeval.cli.common import (
     private_key,
     show,
 )
+from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, flat, grouped
 from fedeval.cli.helptext import DEPLOY, command_help, format_help
 from fedeval.cli.options import (
     CiDrawsOpt,
-    ClientColOpt,
     EpsilonOpt,
     HeightOpt,
-    LabelColOpt,
-    MaxExamplesOpt,
     MinCohortOpt,
     ModelOpt,
     PosLabelOpt,
     QuantilesOpt,
-    RelationOpt,
     SaveReleaseOpt,
-    ScoreColOpt,
     ScoreRangeOpt,
     SeedOpt,
     ShapeOpt,
     SignKeyOpt,
-    UnitOpt,
 )
-from fedeval.core.config import PrivacyModel, Unit
+from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
+
+if TYPE_CHECKING:  # the extra loads when a command runs
+    from fedeval.flower.settings import RunSettings
 
 flower_app = typer.Typer(
     name="flower",
@@ -89,7 +87,7 @@ SETTINGS_NAMES = (*SETTINGS.split(), "retries")
 """The options simulate and new share, by the name RunSettings gives them."""
 
 
-def _settings(options: dict, seed: int | None = None):
+def _settings(options: dict[str, Any], seed: int | None = None) -> RunSettings:
     """The run's settings from a command's options (its `locals()`), checked once."""
     from fedeval.flower.settings import RunSettings
 
@@ -104,6 +102,7 @@ def _settings(options: dict, seed: int | None = None):
 
 @flower_app.command()
 @command_help
+@grouped
 def simulate(
     file: Annotated[
         str,
@@ -130,9 +129,7 @@ def simulate(
     epsilon: EpsilonOpt = None,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
+    units: UnitOptions = UNITS,
     thresholds: ThresholdsOpt = None,
     min_cohort: MinCohortOpt = 10,
     neighbours: NeighboursOpt = None,
@@ -171,11 +168,7 @@ def simulate(
     ] = None,
     ci_draws: CiDrawsOpt = 200,
     quantiles: QuantilesOpt = 100,
-    score_col: ScoreColOpt = "score",
-    label_col: LabelColOpt = "label",
-    client_col: ClientColOpt = None,
-    score_range: ScoreRangeOpt = "0,1",
-    pos_label: PosLabelOpt = None,
+    table: TableOptions = TABLE,
 ) -> None:
     """Run the protocol on Flower's simulation engine, one SuperNode per client, and print
     what fedeval evaluate --from prints for the release it made.
@@ -198,9 +191,10 @@ def simulate(
         import numpy as np
 
         from fedeval.api.evaluate import evaluate_run
+        from fedeval.core.spec import check_ci_draws
         from fedeval.documents.files import document_text
         from fedeval.flower.simulation import simulate_file
-        from fedeval.protocol.simulate import Simulated, check_ci_draws
+        from fedeval.protocol.simulate import Simulated
         from fedeval.tables.outputs import Outputs, is_stdout
         from fedeval.tables.read import Columns, source_name
         from fedeval.views.dicts import evaluation_dict
@@ -214,11 +208,11 @@ def simulate(
         if is_stdout(save_release):
             raise UsageError("--save-release takes a file name (stdout carries the report).")
         key = private_key(sign_key)
-        settings = _settings(locals(), seed)
+        settings = _settings(flat(locals()), seed)
         outcome = simulate_file(
             file,
             settings,
-            columns=Columns(score_col, label_col, client_col),
+            columns=Columns(table.score_col, table.label_col, table.client_col),
             clients=clients,
             dropout=dropout,
             engine=engine,
@@ -252,6 +246,7 @@ def simulate(
 
 @flower_app.command()
 @command_help
+@grouped
 def new(
     directory: Annotated[
         Path,
@@ -265,9 +260,7 @@ def new(
     epsilon: EpsilonOpt = None,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",
-    unit: UnitOpt = Unit.EXAMPLE,
-    max_examples: MaxExamplesOpt = None,
-    relation: RelationOpt = None,
+    units: UnitOptions = UNITS,
     thresholds: ThresholdsOpt = None,
     min_cohort: MinCohortOpt = 10,
     neighbours: NeighboursOpt = None,
@@ -291,7 +284,7 @@ def new(
         require_flower()
         from fedeval.flower.project import write_project
 
-        settings = _settings(locals())
+        settings = _settings(flat(locals()))
         target = write_project(directory, settings)
     err.print(
         f"Flower app written to '{target}': see {target / 'README.md'} for the commands.",

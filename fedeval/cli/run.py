@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import (
@@ -23,6 +23,9 @@ from fedeval.cli.common import (
 from fedeval.core.config import MAX_HEIGHT, PrivacyModel, Relation, Unit
 from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import Outputs, is_stdout
+
+if TYPE_CHECKING:  # the library loads when a command runs, not for --help
+    from fedeval.core.spec import ReleaseSpec
 
 R = TypeVar("R")
 
@@ -76,7 +79,7 @@ class ReleaseOptions:
                 "--save-release and the line of --ledger; add one of them."
             )
         check_ledger_options(self.ledger, self.budget, self.signer)
-        from fedeval.protocol.simulate import check_ci_draws
+        from fedeval.core.spec import check_ci_draws
 
         check_ci_draws(self.ci_draws)
         if self.verify_key is not None and self.from_ is None:
@@ -160,27 +163,27 @@ class ReleaseOptions:
         from fedeval.tables.read import Columns
 
         assert self.file is not None  # check() ran
+        spec = self.spec()  # checked before the table is read
         with progress_bar("encoding client reports", self.per_client) as progress:
             return from_table(
                 self.file,
-                model=self.model,
-                epsilon=self.epsilon,
-                height=self.height,
-                shape=self.shape,
-                seed=self.seed,
-                ci_draws=self.ci_draws,
-                unit=self.unit,
-                max_examples=self.max_examples,
-                relation=self.relation,
+                spec=spec,
                 columns=Columns(self.score_col, self.label_col, self.client_col),
                 pos_label=self.pos_label,
                 score_range=self.unit_range,
                 exact=self.exact,
-                path="per-client" if self.per_client else "fast",
                 progress=progress,
                 threads=self.threads,
                 read_progress=read_bar(self.file),
             )
+
+    def spec(self) -> ReleaseSpec:
+        """The release FILE's simulation makes, as the library takes it (checked once)."""
+        from fedeval.core.spec import ReleaseSpec, SimulationPath
+
+        same = [f.name for f in fields(ReleaseSpec) if f.name != "path"]  # one name each
+        path = SimulationPath.PER_CLIENT if self.per_client else SimulationPath.FAST
+        return ReleaseSpec(**{name: getattr(self, name) for name in same}, path=path)
 
     def commit(
         self,

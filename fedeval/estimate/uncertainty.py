@@ -27,13 +27,12 @@ import numpy as np
 from scipy.special import ndtr
 
 from fedeval.core.hierarchy import mass_at_or_above
+from fedeval.core.spec import DEFAULT_DRAWS as DEFAULT_DRAWS  # fresh noise draws per run
 from fedeval.estimate.metrics import precision_recall_accuracy, threshold_counts
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
 
-DEFAULT_DRAWS = 200
-"""Fresh noise draws per run: the interval's half-width is then known to about ±5%."""
 
 REFIT_DRAWS = 20
 """Draws used where each one means rebuilding a curve or refitting a map: those intervals are

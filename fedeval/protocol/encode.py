@@ -29,20 +29,20 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import pyarrow as pa
 
 from fedeval.core.axis import release_axis
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.core.config import PrivacyConfig, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import cell_index
-from fedeval.core.params import data_resolution, resolve_config
 from fedeval.core.release import level_offsets
+from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.core.version import __version__
 from fedeval.documents.seals import seal
 from fedeval.privacy import localdp
@@ -153,7 +153,7 @@ def local_reports(
 
 
 @contextlib.contextmanager
-def _staging_dir(target: Path):
+def _staging_dir(target: Path) -> Iterator[Path]:
     """A fresh directory beside `target`, renamed to it on success and removed on failure."""
     if target.is_symlink():
         raise UsageError(
@@ -218,29 +218,23 @@ def _masked_table(client: np.ndarray, vectors: np.ndarray) -> pa.Table:
 
 
 def encode_file(
-    source: str | os.PathLike,
-    output: str | os.PathLike,
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str],
     *,
+    spec: ReleaseSpec | None = None,
     columns: Columns = DEFAULT_COLUMNS,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
-    epsilon: float | None = None,
-    height: int | str = "auto",
-    shape: Shape | str = "auto",
     population: int | None = None,
-    unit: Unit | str = Unit.EXAMPLE,
-    max_examples: int | None = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     thresholds: Sequence[float] | None = None,
     pos_label: object = None,
-    seed: int | np.random.Generator | None = None,
     neighbours: int | None = None,
     dropout: float = 0.0,
-    relation: str | None = None,
     min_cohort: int = MIN_COHORT,
     colluders: int = 0,
     sign_key: Any = None,
     max_cells: int = MAX_CELLS,
     progress: Callable[[int, int], None] | None = None,
+    **release: Unpack[ReleaseKeywords],
 ) -> EncodeSummary:
     """Encode every client of a table into a report directory (one cohort).
 
@@ -256,8 +250,12 @@ def encode_file(
     thresholds the one-shot `evaluate` declares (1/11 … 10/11 of the range), so both paths make
     the same release. `colluders` t (distdp, below `min_cohort`) sizes every noise share
     Pólya(1/(m − t), α): the claim then holds against a server that colludes with up to t
-    clients of the cohort.
+    clients of the cohort. The release is `spec`, or the one `release`'s keywords make
+    (`fedeval.core.spec.ReleaseSpec`: distdp by default, as every entry point); its `seed`
+    makes a reproducible simulation (its `path` and `ci_draws` do not apply: encode makes
+    every client's report and no interval).
     """
+    spec = release_spec(spec, release)
     lo, hi = (float(x) for x in score_range)
     if thresholds is not None:
         t = np.asarray(thresholds, dtype=np.float64)
@@ -267,7 +265,7 @@ def encode_file(
                 f"{list(thresholds)}."
             )
     # The one-shot `evaluate`'s defaults: without thresholds, 1/11 … 10/11 of the range.
-    axis = release_axis((lo, hi), thresholds, height)
+    axis = release_axis((lo, hi), thresholds, spec.height)
     data = read_scored(
         source,
         columns,
@@ -275,19 +273,9 @@ def encode_file(
         pos_label=pos_label,
         keep_scores=False,
         keep_examples=True,
-        resolution=data_resolution(model, height),
+        resolution=spec.resolution(),
     )
-    config = resolve_config(
-        model,
-        n=data.rows,
-        epsilon=epsilon,
-        height=height,
-        shape=shape,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
-        min_height=data.axis.auto_floor(data.resolution),
-    )
+    config = spec.config(n=data.rows, min_height=data.axis.auto_floor(data.resolution))
     n = data.n_clients
     min_cohort = check_min_cohort(min_cohort)
     if isinstance(colluders, bool) or not isinstance(colluders, int) or colluders < 0:
@@ -324,7 +312,7 @@ def encode_file(
         )
     if neighbours is not None and (isinstance(neighbours, bool) or neighbours < 1):
         raise UsageError(f"`neighbours` must be a positive integer. Found {neighbours!r}.")
-    rng, seed_used = rng_and_seed(seed)
+    rng, seed_used = rng_and_seed(spec.seed)
     # Children in the order `simulate` spawns them (intervals, cap), so one seed gives the
     # one-shot per-client path and `encode` the same reports; then the simulated network.
     # Masking keys never come from the seed (`secagg.round_key` reads the OS CSPRNG).

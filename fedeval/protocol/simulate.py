@@ -8,44 +8,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from functools import cached_property
+from typing import Any, Unpack
 
 import numpy as np
 
 from fedeval.core.axis import ScoreAxis
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, Unit
+from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import InputError, UsageError
 from fedeval.core.hierarchy import cell_index, coarsen
-from fedeval.core.params import AUTO_MAX_HEIGHT, resolve_config
+from fedeval.core.params import AUTO_MAX_HEIGHT
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
+from fedeval.core.spec import (
+    DEFAULT_DRAWS,
+    ReleaseKeywords,
+    ReleaseSpec,
+    SimulationPath,
+    check_ci_draws,
+    release_spec,
+)
 from fedeval.estimate.exact import SortedScores
-from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.privacy import distdp, localdp, probe
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.generator import private_generator
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
 from fedeval.privacy.registry import model_of
 from fedeval.tables.scored import ScoredData, cap_examples
-
-
-class SimulationPath(StrEnum):
-    FAST = "fast"
-    PER_CLIENT = "per-client"
-
-
-def reading_options(
-    *, exact: bool, path: SimulationPath | str, resolution: int, unit: Unit | str = Unit.EXAMPLE
-) -> dict:
-    """What reading a table must keep for a run: raw scores for the exact values, per-example
-    records for the per-client path and for a per-client cap, and the leaf resolution (keyword
-    arguments of `fedeval.tables.scored.read_scored` and `scored_from_arrays`)."""
-    return {
-        "keep_scores": exact,
-        "keep_examples": SimulationPath(path) is SimulationPath.PER_CLIENT
-        or Unit(unit) is Unit.CLIENT,
-        "resolution": resolution,
-    }
 
 
 def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generator) -> Release:
@@ -111,7 +99,7 @@ class ProbeRound:
         """The examples of `sel` that report in the tree (round 2)."""
         return sel if self.used is None else sel[~self.used[sel]]
 
-    def taken_by(self, c0: int, c1: int) -> dict:
+    def taken_by(self, c0: int, c1: int) -> dict[str, Any]:
         """Keyword arguments that tell clients c0..c1−1's encoder which slots are used."""
         return {} if self.taken is None else {"taken": self.taken[c0:c1]}
 
@@ -372,50 +360,24 @@ DRAW_CHUNK_VALUES = 1 << 23
 """Noise-draw values made at once (the consistency step's temporaries scale with it)."""
 
 
-MAX_CI_DRAWS = 10_000
-"""Beyond this, more draws only cost time: the intervals' Monte Carlo error is already < 1%."""
-
-
-def check_ci_draws(ci_draws: int) -> None:
-    """`ci_draws`: 0 (no intervals) or 2..MAX_CI_DRAWS."""
-    if isinstance(ci_draws, bool) or not isinstance(ci_draws, int) or ci_draws < 0 or ci_draws == 1:
-        raise UsageError(f"`ci_draws` must be 0 (no intervals) or at least 2. Found {ci_draws!r}.")
-    if ci_draws > MAX_CI_DRAWS:
-        raise UsageError(f"`ci_draws` must be at most {MAX_CI_DRAWS:,}. Found {ci_draws:,}.")
-
-
 def simulate(
     data: ScoredData,
     *,
-    model: PrivacyModel | str = PrivacyModel.FEDERATED,
-    epsilon: float | None = None,
-    height: int | str = "auto",
-    shape: Shape | str = "auto",
-    path: SimulationPath | str = SimulationPath.FAST,
-    seed: int | np.random.Generator | None = None,
+    spec: ReleaseSpec | None = None,
     progress: Callable[[int, int], None] | None = None,
-    ci_draws: int = DEFAULT_DRAWS,
-    unit: Unit | str = Unit.EXAMPLE,
-    max_examples: int | None = None,
-    relation: str | None = None,
+    **keywords: Unpack[ReleaseKeywords],
 ) -> Simulated:
     """Resolve the configuration, run the protocol once and decode the release.
 
-    `ci_draws` fresh noise draws (from a child of the run's generator) make the 95% intervals.
-    Under unit client each client's examples are first capped at `max_examples` (chosen at
-    random, from a child generator).
+    The release is `spec` (`fedeval.core.spec.ReleaseSpec`), or the one its keywords make
+    (`model`, `epsilon`, `height`, `shape`, `unit`, `max_examples`, `relation`, `seed`,
+    `ci_draws`, `path`; distdp by default, as every entry point). `ci_draws` fresh noise draws
+    (from a child of the run's generator) make the 95% intervals. Under unit client each
+    client's examples are first capped at `max_examples` (chosen at random, from a child
+    generator).
     """
-    config = resolve_config(
-        model,
-        n=data.rows,
-        epsilon=epsilon,
-        height=height,
-        shape=shape,
-        unit=unit,
-        max_examples=max_examples,
-        relation=relation,
-        min_height=data.axis.auto_floor(data.resolution),
-    )
+    spec = release_spec(spec, keywords)
+    config = spec.config(n=data.rows, min_height=data.axis.auto_floor(data.resolution))
     private = model_of(config.model).ADDS_NOISE and data.sorted_scores is None
     if (data.positives == 0 or data.negatives == 0) and not private:
         # A private run decides from its noisy release, as `--from` does: refusing here would
@@ -425,9 +387,8 @@ def simulate(
         raise InputError(
             f"the labels hold no {missing} example: AUC, precision and recall are undefined."
         )
-    path = SimulationPath(path)
-    check_ci_draws(ci_draws)
-    rng, seed_used = rng_and_seed(seed)
+    path = spec.path
+    rng, seed_used = rng_and_seed(spec.seed)
     ci_rng, cap_rng = rng.spawn(2)
     if config.unit is Unit.CLIENT:
         assert config.max_examples is not None  # resolve_config requires it under unit client
@@ -447,7 +408,7 @@ def simulate(
         seed_used,
         path,
         ci_rng,
-        ci_draws,
+        spec.ci_draws,
         data.dropped,
         data.grouped,
     )
