@@ -356,9 +356,9 @@ def calibrate_file(
 
 
 def apply_map_file(
-    map_path: str | os.PathLike | MapFile,
-    source: str | os.PathLike,
-    output: str | os.PathLike | None = None,
+    map_path: str | os.PathLike[str] | MapFile,
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
     score_col: str = "score",
     output_col: str = "calibrated",

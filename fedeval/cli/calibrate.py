@@ -20,8 +20,18 @@ from fedeval.cli.common import (
     show,
     wrote,
 )
-from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
-from fedeval.cli.helptext import ESTIMATE, OUTPUT, PRIVACY, RELEASE, command_help
+from fedeval.cli.groups import (
+    ONE_SHOT,
+    SOURCE,
+    OneShotOptions,
+    SourceOptions,
+    flat,
+    format_option,
+    grouped,
+    output_option,
+    plot_option,
+)
+from fedeval.cli.helptext import ESTIMATE, PRIVACY, RELEASE, command_help
 from fedeval.cli.multiclass import (
     BetaOpt,
     ClientsOpt,
@@ -122,35 +132,12 @@ def calibrate(
     shape: ShapeOpt = "auto",
     seed: SeedOpt = None,
     output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the map here (.json, shareable; - for stdout).",
-            metavar="PATH",
-            show_default=False,
-            rich_help_panel=OUTPUT,
-        ),
+        Path | None, output_option("Write the map here (.json, shareable; - for stdout).")
     ] = None,
     output_format: Annotated[
-        OutputFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            help="table, or json (the map document).",
-            metavar="table|json",
-            rich_help_panel=OUTPUT,
-        ),
+        OutputFormat, format_option("table, or json (the map document).", "table|json")
     ] = OutputFormat.table,
-    plot: Annotated[
-        str | None,
-        typer.Option(
-            help="Draw a reliability diagram (.png, .svg, or DIR/).",
-            metavar="PATH",
-            show_default=False,
-            rich_help_panel=OUTPUT,
-        ),
-    ] = None,
+    plot: Annotated[str | None, plot_option("a reliability diagram")] = None,
     source: SourceOptions = SOURCE,
     one_shot: OneShotOptions = ONE_SHOT,
 ) -> None:

@@ -13,8 +13,18 @@ from rich.console import Console
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit, estimate_words, plot_file, wrote
 from fedeval.cli.evaluate import draw_curves
-from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
-from fedeval.cli.helptext import ESTIMATE, OUTPUT, RELEASE, command_help
+from fedeval.cli.groups import (
+    ONE_SHOT,
+    SOURCE,
+    OneShotOptions,
+    SourceOptions,
+    flat,
+    format_option,
+    grouped,
+    output_option,
+    plot_option,
+)
+from fedeval.cli.helptext import ESTIMATE, RELEASE, command_help
 from fedeval.cli.options import (
     EpsilonOpt,
     FileArg,
@@ -88,34 +98,15 @@ def curves(
     seed: SeedOpt = None,
     output_format: Annotated[
         CurvesFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            help="table (areas, a dozen points), json or csv (every point).",
-            metavar="table|json|csv",
-            rich_help_panel=OUTPUT,
+        format_option(
+            "table (areas, a dozen points), json or csv (every point).", "table|json|csv"
         ),
     ] = CurvesFormat.table,
     output: Annotated[
         Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the points here: .json, .csv[.gz], .parquet (- for stdout).",
-            metavar="PATH",
-            show_default=False,
-            rich_help_panel=OUTPUT,
-        ),
+        output_option("Write the points here: .json, .csv[.gz], .parquet (- for stdout)."),
     ] = None,
-    plot: Annotated[
-        str | None,
-        typer.Option(
-            help="Draw the ROC and PR curves (.png, .svg, or DIR/).",
-            metavar="PATH",
-            show_default=False,
-            rich_help_panel=OUTPUT,
-        ),
-    ] = None,
+    plot: Annotated[str | None, plot_option("the ROC and PR curves")] = None,
     source: SourceOptions = SOURCE,
     one_shot: OneShotOptions = ONE_SHOT,
 ) -> None:

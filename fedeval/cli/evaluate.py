@@ -26,8 +26,18 @@ from fedeval.cli.common import (
     show,
     wrote,
 )
-from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
-from fedeval.cli.helptext import ESTIMATE, OUTPUT, RELEASE, command_help
+from fedeval.cli.groups import (
+    ONE_SHOT,
+    SOURCE,
+    OneShotOptions,
+    SourceOptions,
+    flat,
+    format_option,
+    grouped,
+    output_option,
+    plot_option,
+)
+from fedeval.cli.helptext import ESTIMATE, RELEASE, command_help
 from fedeval.cli.options import (
     EpsilonOpt,
     FailOverOpt,
@@ -78,35 +88,12 @@ def evaluate(
     quantiles: QuantilesOpt = 100,
     seed: SeedOpt = None,
     output_format: Annotated[
-        OutputFormat,
-        typer.Option(
-            "--format",
-            "-f",
-            help="table for people, json for programs.",
-            metavar="table|json",
-            rich_help_panel=OUTPUT,
-        ),
+        OutputFormat, format_option("table for people, json for programs.", "table|json")
     ] = OutputFormat.table,
     output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the JSON report here (.json; - for stdout).",
-            metavar="PATH",
-            show_default=False,
-            rich_help_panel=OUTPUT,
-        ),
+        Path | None, output_option("Write the JSON report here (.json; - for stdout).")
     ] = None,
-    plot: Annotated[
-        str | None,
-        typer.Option(
-            help="Draw the ROC and PR curves (.png, .svg, or DIR/).",
-            metavar="PATH",
-            show_default=False,
-            rich_help_panel=OUTPUT,
-        ),
-    ] = None,
+    plot: Annotated[str | None, plot_option("the ROC and PR curves")] = None,
     source: SourceOptions = SOURCE,
     fail_under: FailUnderOpt = None,
     fail_over: FailOverOpt = None,
