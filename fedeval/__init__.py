@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         UsageError,
     )
     from fedeval.core.release import Release, ScoreHistogram
+    from fedeval.core.spec import ReleaseSpec
     from fedeval.core.version import __version__
     from fedeval.privacy.ledger import BudgetExceeded, Ledger
 
@@ -64,6 +65,7 @@ _SOURCES: dict[str, str] = {
     "UsageError": "fedeval.core.errors",
     "Release": "fedeval.core.release",
     "ScoreHistogram": "fedeval.core.release",
+    "ReleaseSpec": "fedeval.core.spec",
     "__version__": "fedeval.core.version",
     "BudgetExceeded": "fedeval.privacy.ledger",
     "Ledger": "fedeval.privacy.ledger",
@@ -84,6 +86,7 @@ __all__ = [
     "PrivacyModel",
     "Release",
     "ReleaseError",
+    "ReleaseSpec",
     "ScoreHistogram",
     "Shape",
     "ThresholdMetrics",
