@@ -159,3 +159,19 @@ def test_a_grouped_command_reads_its_shared_options(cli, workdir: Path):
     bad = cli("evaluate", "t.parquet", "--score-col", "p", "--unit", "client")
     assert bad.exit_code == 2
     assert "--unit client needs --max-examples L" in bad.stderr
+
+
+def test_flower_settings_are_checked_as_the_spec_checks_them():
+    """A protocol run's settings are refused when made, with the spec's words (they were only
+    resolved at `job()` before, after the run had started), and resolve to the same config."""
+    from fedeval.flower.settings import RunSettings
+
+    with pytest.raises(UsageError) as e:
+        RunSettings(model="federated", epsilon=1.0)
+    with pytest.raises(UsageError) as same:
+        ReleaseSpec.of(model="federated", epsilon=1.0)
+    assert str(e.value) == str(same.value)
+    settings = RunSettings(model="localdp", height="6", relation="replace", seed=3)
+    assert settings.relation is Relation.REPLACE and settings.release.seed == 3
+    spec = ReleaseSpec.of(model="localdp", height=6, relation="replace", seed=3)
+    assert settings.job().config == spec.config(n=0, min_height=settings.job().axis.auto_floor(6))

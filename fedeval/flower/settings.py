@@ -2,7 +2,8 @@
 
 One frozen record made at the boundary (the CLI, or the ServerApp from `context.run_config`),
 with the same defaults as ``fedeval evaluate`` and ``fedeval encode``: the model, ε, height,
-shape, unit and relation resolve through `fedeval.params.resolve_config`, and the score axis
+shape, unit, relation and seed are checked and resolved as the release spec every entry point
+takes (`fedeval.core.spec.ReleaseSpec`, `RunSettings.release`), and the score axis
 through the shared release defaults (declared thresholds, or 1/11 … 10/11 of the score range,
 as cell edges). Flower's run config holds only strings, numbers and booleans, so optional
 values travel as "" (none) and are read back here.
@@ -11,15 +12,15 @@ values travel as "" (none) and are read back here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from fedeval.core.axis import release_axis
-from fedeval.core.config import PrivacyModel, Relation, Shape, Unit
+from fedeval.core.config import PrivacyModel, Relation, Unit
 from fedeval.core.errors import UsageError
-from fedeval.core.params import data_resolution, resolve_config
+from fedeval.core.spec import ReleaseSpec
 from fedeval.flower.job import Job
 from fedeval.protocol.encode import MIN_COHORT, check_min_cohort
 
@@ -57,12 +58,10 @@ class RunSettings:
     travel bare and clients answer only if set up to (`allow_unmasked`). Never in a run config."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "model", _choice(PrivacyModel, self.model, "model"))
-        object.__setattr__(self, "unit", _choice(Unit, self.unit, "unit"))
-        if self.relation is not None:
-            object.__setattr__(self, "relation", _choice(Relation, self.relation, "relation"))
-        if self.shape != "auto":
-            _choice(Shape, self.shape, "shape")
+        spec = self.release  # model, ε, unit, relation, height, shape and seed: checked once
+        object.__setattr__(self, "model", spec.model)
+        object.__setattr__(self, "unit", spec.unit)
+        object.__setattr__(self, "relation", spec.relation)
         check_min_cohort(self.min_cohort)
         if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
             raise UsageError(f"`retries` must be an integer ≥ 0. Found {self.retries!r}.")
@@ -81,24 +80,23 @@ class RunSettings:
                 )
             object.__setattr__(self, "thresholds", t)
 
+    @property
+    def release(self) -> ReleaseSpec:
+        """The release these settings ask for (`fedeval.core.spec.ReleaseSpec`: the settings
+        of the same names; a protocol run has no interval draws of its own)."""
+        same = [f.name for f in fields(ReleaseSpec) if f.name not in ("ci_draws", "path")]
+        return ReleaseSpec(**{name: getattr(self, name) for name in same})
+
     def job(self) -> Job:
         """The run's public parameters as every client gets them: the configuration (a
         two-phase `auto` at its placeholder height; the probe picks the height), the axis and
         the resolution data are read at, exactly as `fedeval encode` and the one-shot
         `evaluate` resolve them."""
-        axis = release_axis(self.score_range, self.thresholds, self.height)
-        resolution = data_resolution(self.model, self.height)
-        config = resolve_config(
-            self.model,
-            n=0,  # no count of the data: federated `auto` is fixed, DP `auto` is probed
-            epsilon=self.epsilon,
-            height=self.height,
-            shape=self.shape,
-            unit=self.unit,
-            max_examples=self.max_examples,
-            relation=None if self.relation is None else self.relation.value,
-            min_height=axis.auto_floor(resolution),
-        )
+        spec = self.release
+        axis = release_axis(self.score_range, self.thresholds, spec.height)
+        resolution = spec.resolution()
+        # n = 0: no count of the data (federated `auto` is fixed, DP `auto` is probed)
+        config = spec.config(n=0, min_height=axis.auto_floor(resolution))
         return Job(config, axis, resolution, self.pos_label, self.seed, self.masks)
 
     def to_run_config(self) -> dict[str, str | int | float | bool]:
@@ -149,14 +147,6 @@ class RunSettings:
             retries=int(get("retries", DEFAULT_RETRIES)),
             reply_timeout=float(get("reply-timeout", DEFAULT_REPLY_TIMEOUT)),
         )
-
-
-def _choice(kind: Any, value: Any, name: str) -> Any:
-    try:
-        return kind(value)
-    except ValueError:
-        choices = ", ".join(m.value for m in kind)
-        raise UsageError(f"unknown {name} {value!r}; choose one of {choices}.") from None
 
 
 def _floats(text: str, name: str, count: int | None = None) -> tuple[float, ...]:
