@@ -13,17 +13,7 @@ from rich.console import Console
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit, estimate_words, plot_file, wrote
 from fedeval.cli.evaluate import draw_curves
-from fedeval.cli.groups import (
-    ONE_SHOT,
-    SOURCE,
-    OneShotOptions,
-    SourceOptions,
-    flat,
-    format_option,
-    grouped,
-    output_option,
-    plot_option,
-)
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, RELEASE, command_help
 from fedeval.cli.options import (
     EpsilonOpt,
@@ -33,6 +23,7 @@ from fedeval.cli.options import (
     SeedOpt,
     ShapeOpt,
 )
+from fedeval.cli.output_options import format_option, output_option, plot_option
 from fedeval.cli.run import ReleaseOptions
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError

@@ -26,17 +26,7 @@ from fedeval.cli.common import (
     show,
     wrote,
 )
-from fedeval.cli.groups import (
-    ONE_SHOT,
-    SOURCE,
-    OneShotOptions,
-    SourceOptions,
-    flat,
-    format_option,
-    grouped,
-    output_option,
-    plot_option,
-)
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, RELEASE, command_help
 from fedeval.cli.options import (
     EpsilonOpt,
@@ -50,6 +40,7 @@ from fedeval.cli.options import (
     SeedOpt,
     ShapeOpt,
 )
+from fedeval.cli.output_options import format_option, output_option, plot_option
 from fedeval.cli.run import ReleaseOptions
 from fedeval.core.config import PrivacyModel
 from fedeval.documents.files import document_text

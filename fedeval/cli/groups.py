@@ -20,9 +20,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, ClassVar, TypeVar, get_type_hints
 
-import typer
-
-from fedeval.cli.helptext import OUTPUT
 from fedeval.cli.options import (
     BudgetOpt,
     CiDrawsOpt,
@@ -46,28 +43,6 @@ from fedeval.cli.options import (
 from fedeval.core.config import Unit
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def format_option(help: str, choices: str) -> Any:
-    """--format/-f of a one-shot command (`Annotated[Format, format_option(…)]`)."""
-    return typer.Option("--format", "-f", help=help, metavar=choices, rich_help_panel=OUTPUT)
-
-
-def output_option(help: str) -> Any:
-    """-o/--output PATH of a one-shot command (`Annotated[Path | None, output_option(…)]`)."""
-    return typer.Option(
-        "--output", "-o", help=help, metavar="PATH", show_default=False, rich_help_panel=OUTPUT
-    )
-
-
-def plot_option(what: str) -> Any:
-    """--plot of a one-shot command: draws `what` (`Annotated[str | None, plot_option(…)]`)."""
-    return typer.Option(
-        help=f"Draw {what} (.png, .svg, or DIR/).",
-        metavar="PATH",
-        show_default=False,
-        rich_help_panel=OUTPUT,
-    )
 
 
 class OptionGroup:
@@ -196,8 +171,5 @@ __all__ = [
     "TableOptions",
     "UnitOptions",
     "flat",
-    "format_option",
     "grouped",
-    "output_option",
-    "plot_option",
 ]

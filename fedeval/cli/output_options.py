@@ -1,0 +1,35 @@
+"""The output options of the one-shot commands (evaluate, curves, calibrate), made by one
+factory each: every command gives its own help text, the rest is the same.
+
+    output: Annotated[Path | None, output_option("Write the JSON report here (.json; …).")] = None
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from fedeval.cli.helptext import OUTPUT
+
+
+def format_option(help: str, choices: str) -> Any:
+    """--format/-f of a one-shot command (`Annotated[Format, format_option(…)]`)."""
+    return typer.Option("--format", "-f", help=help, metavar=choices, rich_help_panel=OUTPUT)
+
+
+def output_option(help: str) -> Any:
+    """-o/--output PATH of a one-shot command (`Annotated[Path | None, output_option(…)]`)."""
+    return typer.Option(
+        "--output", "-o", help=help, metavar="PATH", show_default=False, rich_help_panel=OUTPUT
+    )
+
+
+def plot_option(what: str) -> Any:
+    """--plot of a one-shot command: draws `what` (`Annotated[str | None, plot_option(…)]`)."""
+    return typer.Option(
+        help=f"Draw {what} (.png, .svg, or DIR/).",
+        metavar="PATH",
+        show_default=False,
+        rich_help_panel=OUTPUT,
+    )
