@@ -61,7 +61,33 @@ def _moments(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
     return (hi[..., None] ** powers - lo[..., None] ** powers) / powers
 
 
+_WEIGHTS_KEPT = 2
+"""Leaf edges whose residual weights `_residual_weights` keeps (a run reads its release's
+edges several times: the AUC's and AP's intervals and the ECE's discretisation)."""
+
+_weights_cache: dict[bytes, tuple[np.ndarray, ...]] = {}
+
+
 def _residual_weights(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_weights_of(edges)`, kept for the last `_WEIGHTS_KEPT` edges (read-only arrays): at
+    65,536 leaves they cost about 60 ms, and one evaluation asks for the same ones six
+    times."""
+    edges = np.asarray(edges, dtype=np.float64)
+    key = edges.tobytes()
+    kept = _weights_cache.get(key)
+    if kept is None:
+        kept = (*_weights_of(edges),)
+        kept = (*kept, *_sampling_terms(kept[0], kept[1]))
+        for a in kept:
+            a.flags.writeable = False
+        if len(_weights_cache) >= _WEIGHTS_KEPT:
+            _weights_cache.pop(next(iter(_weights_cache)))
+        _weights_cache[key] = kept
+    w, index, readable = kept[:3]
+    return w, index, readable
+
+
+def _weights_of(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(weights, leaf index, readable) of each parent's residual as a linear form of at most
     six leaves: r_j = Σₖ weights[j, k]·x[index[j, k]] (index clipped into range, weight 0 where
     a leaf does not enter), for leaves with these L + 1 edges in the scores' units.
@@ -153,16 +179,25 @@ def rough_parents(
     return ~readable | np.any(np.abs(r) > ROUGH_SDS * sd + 1e-9, axis=0)
 
 
+def _sampling_terms(w: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(parent, leaf, squared summed weight) of each distinct (parent, leaf) pair the
+    residuals combine, in the order of (parent, leaf): `_sampling_variance`'s terms."""
+    n_parents = w.shape[0]
+    size = int(index.max()) + 1 if index.size else 1
+    rows = np.repeat(np.arange(n_parents), w.shape[1])
+    flat = rows * size + index.ravel()
+    uniq, inverse = np.unique(flat, return_inverse=True)
+    summed = np.bincount(inverse, weights=w.ravel())
+    return uniq // size, uniq % size, summed**2
+
+
 def _sampling_variance(w: np.ndarray, index: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Σₖ (summed weight of leaf k)²·countₖ per parent: Poisson sampling of the leaves a
     residual combines, a leaf listed twice (an end, clipped) counted once with both weights."""
-    n_parents = w.shape[0]
-    rows = np.repeat(np.arange(n_parents), w.shape[1])
-    flat = rows * counts.size + index.ravel()
-    uniq, inverse = np.unique(flat, return_inverse=True)
-    summed = np.bincount(inverse, weights=w.ravel())
-    per = summed**2 * counts[uniq % counts.size]
-    return np.bincount(uniq // counts.size, weights=per, minlength=n_parents)
+    kept = next((k for k in _weights_cache.values() if k[0] is w), None)
+    parent, leaf, squared = kept[3:] if kept is not None else _sampling_terms(w, index)
+    per = squared * counts[leaf]
+    return np.bincount(parent, weights=per, minlength=w.shape[0])
 
 
 def departures(
