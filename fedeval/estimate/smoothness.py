@@ -83,8 +83,8 @@ def _residual_weights(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         kept = (*kept, *_sampling_terms(kept[0], kept[1]))
         for a in kept:
             a.flags.writeable = False
-        if len(_weights_cache) >= _WEIGHTS_KEPT:
-            _weights_cache.pop(next(iter(_weights_cache)))
+        for old in list(_weights_cache)[: max(len(_weights_cache) - _WEIGHTS_KEPT + 1, 0)]:
+            _weights_cache.pop(old, None)  # (a list first: safe if another thread adds one)
         _weights_cache[key] = kept
     w, index, readable = kept[:3]
     return w, index, readable
@@ -199,8 +199,9 @@ def _release_stats(
     by weak reference to the very arrays, with a copy of the leaves compared on each call (a
     release's leaves are a few hundred kB; its draws are the run's own, never written)."""
     key = np.asarray(edges, dtype=np.float64).tobytes()
-    if _last_stats and _last_stats[0].of(leaves, draws, key):
-        return _last_stats[0].value
+    last = _last_stats[0] if _last_stats else None  # one read: another thread may replace it
+    if last is not None and last.of(leaves, draws, key):
+        return last.value
     value = _residual_stats(leaves, draws, edges)
     for a in value:
         a.flags.writeable = False
@@ -248,7 +249,7 @@ def _sampling_terms(w: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, ...]:
 def _sampling_variance(w: np.ndarray, index: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Σₖ (summed weight of leaf k)²·countₖ per parent: Poisson sampling of the leaves a
     residual combines, a leaf listed twice (an end, clipped) counted once with both weights."""
-    kept = next((k for k in _weights_cache.values() if k[0] is w), None)
+    kept = next((k for k in list(_weights_cache.values()) if k[0] is w), None)
     parent, leaf, squared = kept[3:] if kept is not None else _sampling_terms(w, index)
     per = squared * counts[leaf]
     return np.bincount(parent, weights=per, minlength=w.shape[0])
