@@ -94,58 +94,83 @@ def discretisation_range(
     lo_e, hi_e = edges[:-1], edges[1:]
     mid = (lo_e + hi_e) / 2
     width = hi_e - lo_e
-    bins = np.arange(n_bins)
-    b_lo, b_hi = bins / n_bins, (bins + 1) / n_bins
-    b_hi[-1] = np.inf  # the top edge is in the last bin
-    b_lo[0] = -np.inf
-    ol = np.maximum(lo_e[:, None], b_lo[None, :])
-    oh = np.minimum(hi_e[:, None], b_hi[None, :])
+    # Each (leaf, bin) pair where the leaf overlaps the bin or is assigned to it, in the order
+    # of (leaf, bin): every other pair adds ±0 to each bin's sums below, so the sums over these
+    # pairs (`np.bincount`, in leaf order) are those over the whole (L, M) table, bit for bit,
+    # in memory of a few entries a leaf instead of M.
+    leaf, b = _touching(lo_e, hi_e, leaf_bins(mid, n_bins), n_bins)
+    b_lo, b_hi = b / n_bins, (b + 1) / n_bins
+    b_hi[b == n_bins - 1] = np.inf  # the top edge is in the last bin
+    b_lo[b == 0] = -np.inf
+    lo_l, hi_l, width_l = lo_e[leaf], hi_e[leaf], width[leaf]
+    ol = np.maximum(lo_l, b_lo)
+    oh = np.minimum(hi_l, b_hi)
     overlap = np.clip(oh - ol, 0.0, None)
-    assigned = leaf_bins(mid, n_bins)[:, None] == bins[None, :]
+    assigned = leaf_bins(mid, n_bins)[leaf] == b
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(width[:, None] > 0, overlap / width[:, None], assigned.astype(float))
-    straddle = (overlap > 0).sum(axis=1) > 1
-    touches = (overlap > 0) | assigned
+        f = np.where(width_l > 0, overlap / width_l, assigned.astype(float))
+    straddle = (np.bincount(leaf, overlap > 0, minlength=len(width)) > 1)[leaf]
     e_n = np.minimum(np.asarray(departing[0], dtype=np.float64), counts[0])
     e_p = np.minimum(np.asarray(departing[1], dtype=np.float64), counts[1])
-    sn, sp = (counts[0] - e_n)[:, None], (counts[1] - e_p)[:, None]
+    sn, sp = (counts[0] - e_n)[leaf], (counts[1] - e_p)[leaf]
 
     def gap(pos, neg, score):
         return pos * (1.0 - score) - neg * score
 
-    ep, en = e_p[:, None], e_n[:, None]
-    t, u = np.minimum(oh, hi_e[:, None]), np.maximum(ol, lo_e[:, None])
-    dep_lo = np.where(straddle[:, None], -en * t, ep * (1 - hi_e[:, None]) - en * hi_e[:, None])
-    dep_hi = np.where(
-        straddle[:, None], ep * (1 - u), ep * (1 - lo_e[:, None]) - en * lo_e[:, None]
-    )
-    dep_lo, dep_hi = (
-        np.where(touches, dep_lo, 0.0).sum(axis=0),
-        np.where(touches, dep_hi, 0.0).sum(axis=0),
-    )
+    def by_bin(x: np.ndarray) -> np.ndarray:
+        if n_bins == 1:  # one entry a leaf: the (L, 1) table's own (pairwise) sum
+            return x.reshape(-1, 1).sum(axis=0)
+        return np.bincount(b, x, minlength=n_bins)
+
+    ep, en = e_p[leaf], e_n[leaf]
+    t, u = np.minimum(oh, hi_l), np.maximum(ol, lo_l)
+    dep_lo = by_bin(np.where(straddle, -en * t, ep * (1 - hi_l) - en * hi_l))
+    dep_hi = by_bin(np.where(straddle, ep * (1 - u), ep * (1 - lo_l) - en * lo_l))
     low, high = np.inf, -np.inf
     # The split's share is the overlap's up to the sampling of the few examples a fine leaf
     # holds: Binomial(m, f) of them fall on one side, f ± Z95·√(f(1 − f)/m).
-    m_s = (sp + sn)[:, 0]
+    m_s = sp + sn
     with np.errstate(divide="ignore", invalid="ignore"):
-        spread = np.where(m_s[:, None] > 0, np.sqrt(f * (1 - f) / m_s[:, None]), 0.0)
+        spread = np.where(m_s > 0, np.sqrt(f * (1 - f) / m_s), 0.0)
     whole = assigned.astype(float)
     for share_lo, share_hi in ((whole, whole), (f - 1.96 * spread, f + 1.96 * spread)):
         share_lo, share_hi = np.clip(share_lo, 0.0, 1.0), np.clip(share_hi, 0.0, 1.0)
         inside = share_hi > 0
-        at_lo = np.where(inside, np.maximum(ol, lo_e[:, None]), 0.0)
-        at_hi = np.where(inside, np.minimum(oh, hi_e[:, None]), 0.0)
-        at_lo = np.where(assigned & (share_lo == 1.0), lo_e[:, None], at_lo)
-        at_hi = np.where(assigned & (share_lo == 1.0), hi_e[:, None], at_hi)
+        at_lo = np.where(inside, np.maximum(ol, lo_l), 0.0)
+        at_hi = np.where(inside, np.minimum(oh, hi_l), 0.0)
+        at_lo = np.where(assigned & (share_lo == 1.0), lo_l, at_lo)
+        at_hi = np.where(assigned & (share_lo == 1.0), hi_l, at_hi)
         g_lo, g_hi = gap(sp, sn, at_hi), gap(sp, sn, at_lo)
         corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
-        d_lo = corners.min(axis=0).sum(axis=0) + dep_lo
-        d_hi = corners.max(axis=0).sum(axis=0) + dep_hi
+        d_lo = by_bin(corners.min(axis=0)) + dep_lo
+        d_hi = by_bin(corners.max(axis=0)) + dep_hi
         least = np.where((d_lo <= 0) & (d_hi >= 0), 0.0, np.minimum(np.abs(d_lo), np.abs(d_hi)))
         low = min(low, float(least.sum()))
         high = max(high, float(np.maximum(np.abs(d_lo), np.abs(d_hi)).sum()))
     plug = float(np.abs(bin_gaps(counts, mid, n_bins)).sum())
     return max(plug - low, 0.0) / total, max(high - plug, 0.0) / total
+
+
+def _touching(
+    lo_e: np.ndarray, hi_e: np.ndarray, assigned: np.ndarray, n_bins: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(leaf, bin) of every pair where leaf [lo_e, hi_e] overlaps bin b (min(hi_e, (b + 1)/M)
+    > max(lo_e, b/M), the outer bins open-ended) or is `assigned` to it, ordered by leaf then
+    bin. Candidates are the bins of a leaf's ends ± 1 (a margin for rounding at a bin edge),
+    then tested exactly as `discretisation_range` reads them."""
+    first = np.clip(np.floor(lo_e * n_bins), 0, n_bins - 1).astype(np.int64) - 1
+    last = np.clip(np.floor(hi_e * n_bins), 0, n_bins - 1).astype(np.int64) + 1
+    first = np.minimum(np.maximum(first, 0), assigned)
+    last = np.maximum(np.minimum(last, n_bins - 1), assigned)
+    size = last - first + 1
+    leaf = np.repeat(np.arange(len(lo_e)), size)
+    starts = np.cumsum(size) - size
+    b = np.arange(len(leaf)) - np.repeat(starts, size) + first[leaf]
+    b_lo, b_hi = b / n_bins, (b + 1) / n_bins
+    b_hi[b == n_bins - 1] = np.inf
+    b_lo[b == 0] = -np.inf
+    keep = (np.minimum(hi_e[leaf], b_hi) - np.maximum(lo_e[leaf], b_lo) > 0) | (assigned[leaf] == b)
+    return leaf[keep], b[keep]
 
 
 def _debiased(gaps: np.ndarray, var: np.ndarray) -> np.ndarray:
