@@ -1,6 +1,7 @@
-"""`departures` keeps what it read of the last release (issue 28): asked again for the very same
-arrays it gives the same answer, and a release changed in place, other draws or other edges are
-read afresh (the answer equals that of fresh copies)."""
+"""`departures` is a function of the values it is given, whatever it keeps between calls (the
+residual weights of the last leaf edges, issue 28): asked again for the very same arrays it
+gives the same answer, and a release changed in place, other draws or other edges are read
+afresh (the answer equals that of fresh copies)."""
 
 from __future__ import annotations
 

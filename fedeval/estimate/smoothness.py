@@ -37,9 +37,6 @@ All of it is post-processing of the release and its noise draws (no data is read
 
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass
-
 import numpy as np
 from scipy.special import digamma
 
@@ -164,58 +161,6 @@ def _residual_stats(
     return r, np.sqrt(var), readable
 
 
-@dataclass(frozen=True)
-class _KeptStats:
-    """`_residual_stats` of one release, with what identifies it."""
-
-    edges: bytes
-    leaves: weakref.ref
-    draws: weakref.ref | None
-    copy: np.ndarray
-    value: tuple[np.ndarray, np.ndarray, np.ndarray]
-
-    def of(self, leaves: np.ndarray, draws: np.ndarray | None, edges: bytes) -> bool:
-        return (
-            self.edges == edges
-            and self.leaves() is leaves
-            and (
-                self.draws is None
-                if draws is None
-                else self.draws is not None and self.draws() is draws
-            )
-            and np.array_equal(self.copy, leaves)
-        )
-
-
-_last_stats: list[_KeptStats] = []
-
-
-def _release_stats(
-    leaves: np.ndarray, draws: np.ndarray | None, edges: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`_residual_stats` of a release, kept for the last one asked for: the AUC's and AP's
-    intervals and the ECE's discretisation read the same release and draws (the same arrays)
-    three or four times, and at 16,384 leaves with 200 draws each reading costs ~15 ms. Kept
-    by weak reference to the very arrays, with a copy of the leaves compared on each call (a
-    release's leaves are a few hundred kB; its draws are the run's own, never written)."""
-    key = np.asarray(edges, dtype=np.float64).tobytes()
-    last = _last_stats[0] if _last_stats else None  # one read: another thread may replace it
-    if last is not None and last.of(leaves, draws, key):
-        return last.value
-    value = _residual_stats(leaves, draws, edges)
-    for a in value:
-        a.flags.writeable = False
-    kept = _KeptStats(
-        key,
-        weakref.ref(leaves),
-        None if draws is None else weakref.ref(draws),
-        leaves.copy(),
-        value,
-    )
-    _last_stats[:] = [kept]
-    return value
-
-
 def rough_parents(
     leaves: np.ndarray, draws: np.ndarray | None = None, edges: np.ndarray | None = None
 ) -> np.ndarray:
@@ -290,7 +235,7 @@ def departures(
         return np.full((2, n_leaves), np.inf)
     edges = uniform_edges(n_leaves) if edges is None else edges
     w, index, _ = _residual_weights(edges)
-    r, sd, readable = _release_stats(leaves, draws, edges)
+    r, sd, readable = _residual_stats(leaves, draws, edges)
     j = np.arange(n_leaves // 2)
     w_low, w_up = (np.where(index == 2 * j[:, None] + k, w, 0.0).sum(axis=1) for k in (0, 1))
     rough = np.abs(r) > ROUGH_SDS * sd + 1e-9
