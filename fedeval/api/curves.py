@@ -23,7 +23,7 @@ from fedeval.core.errors import UsageError
 from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.documents.files import document_text
-from fedeval.estimate.average_precision import AP_DRAWS, leaf_ap_interval
+from fedeval.estimate.average_precision import AP_DRAWS, APParts, leaf_ap_interval, leaf_ap_parts
 from fedeval.estimate.diagnostics import exact_diagnostics
 from fedeval.estimate.roc_pr import (
     CURVE_METHODS,
@@ -161,9 +161,28 @@ def _leaf_ap_interval(
     interval reads them) get their orders' and ties' range."""
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
-    edges = run.axis.leaf_edges(leaves.shape[-1])
-    departing = departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
+    departing = _departing(run)
     return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
+
+
+def _departing(run: Simulated) -> np.ndarray:
+    """The examples of each leaf the run's release shows departing from smooth."""
+    leaves = run.histogram.leaves
+    edges = run.axis.leaf_edges(leaves.shape[-1])
+    return departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
+
+
+def ap_interval_parts(run: Simulated, estimate: float) -> APParts | None:
+    """The parts of the 'leaves' AP interval of a run (`leaf_ap_parts`): what a difference of
+    two releases combines (`fedeval.estimate.interval_parts`). None without intervals."""
+    if not run.ci_draws:
+        return None
+    leaves = run.histogram.leaves
+    ap_lo, ap_hi = within_leaf_bounds(leaves)[2:]
+    mean = estimate if _exact_counts(run) else None
+    return leaf_ap_parts(
+        leaves, estimate, (ap_lo, ap_hi), run.noise_draws, None, mean, _departing(run)
+    )
 
 
 def _exact_counts(run: Simulated) -> bool:
