@@ -46,7 +46,7 @@ SETTINGS = {
 than [−1, 1] (its ε is split: OUE's variance per count grows 14× from ε = 5 to 2.5)."""
 
 
-def coverage(model: str, releases: int, seed: int) -> list[str]:
+def coverage(model: str, releases: int, seed: int, height: int | str = "auto") -> list[str]:
     eps, n = SETTINGS[model]
     rng = np.random.default_rng(seed)
     fixed = model != "federated"
@@ -71,6 +71,7 @@ def coverage(model: str, releases: int, seed: int) -> list[str]:
             exact=not fixed,
             seed=int(rng.integers(1 << 62)),
             ci_draws=100,
+            height=height,
         )
         for m in METRICS:
             x = c[m]
@@ -186,6 +187,9 @@ def main() -> None:
     ap.add_argument("--models", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--shapes", action="store_true", help="only the release-shape measurement")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--height", default="auto", help="leaf height of both releases (coverage rows; 'auto')"
+    )
     args = ap.parse_args()
     if args.shapes:
         print(f"{'model':9s} {'ε':>4s} {'release':12s} {'RMSE ΔAUC':>12s} {'RMSE Δrecall':>14s}")
@@ -198,7 +202,8 @@ def main() -> None:
     )
     for model in args.models:
         releases = args.releases if model != "federated" else max(args.releases // 4, 100)
-        for line in coverage(model, releases, args.seed):
+        height = args.height if args.height == "auto" else int(args.height)
+        for line in coverage(model, releases, args.seed, height):
             print(line, flush=True)
     print()
     print(

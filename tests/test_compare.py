@@ -3,8 +3,13 @@ the planner calls sufficient, the pair's privacy claim, and the parts (MOVER, De
 
 Coverage is over fresh noise on fixed paired data (one data set per scenario of
 `tests/paired.py`, used in turn): the interval is for the difference on this population. With R
-releases the observed coverage of a 95% interval has spread √(0.95·0.05/R) (1.1% at R = 400);
-the band 93–97% is 1.8 of those either side.
+releases the observed coverage of a 95% interval has spread SE = √(0.95·0.05/R) (0.89% at
+R = 600); a calibrated metric must fall within 0.95 ± 3 SE (0.923–0.977 at R = 600: a correct
+interval fails it 0.27% of the time per metric; 93–97% itself is measured over 1000 releases
+in benchmarks/compare.py). AUC and AP are held to the floor 0.95 − 3 SE only: on these families
+(two models of the same kind, both smooth or both tied) their truths sit inside the summed
+ranges, which the releases cannot tell from the corners a tied and a smooth model reach
+(`tests/test_compare_limits.py`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import numpy as np
 import pytest
 from paired import KINDS, auc_drop, paired_scores, same_auc, scenario
 
-from fedeval.api.compare import Comparison, compare, mover
+from fedeval.api.compare import Comparison, compare
+from fedeval.api.compare_intervals import mover
 from fedeval.api.compare_plan import Z90, difference_half_width
 from fedeval.core.results import Estimate
 from fedeval.estimate.uncertainty import Z95
@@ -52,35 +58,43 @@ def _coverage(model: str, epsilon: float, rows: int, releases: int, seed: int):
     return {m: float(np.mean(h)) for m, h in hits.items()}
 
 
+RELEASES = 600
+SE = math.sqrt(0.95 * 0.05 / RELEASES)
+WINDOW = (0.95 - 3 * SE, 0.95 + 3 * SE)
+
+
 @pytest.mark.parametrize(
-    ("model", "epsilon", "rows", "calibrated", "conservative"),
+    ("model", "epsilon", "rows"),
     [
-        # distdp: every metric held 94.3–97.2% over 1000 releases (benchmarks/compare.py);
-        # AP's own interval is wider than its noise in part (its range of readings), so only
-        # its floor is held here.
-        ("distdp", 1.0, 20_000, ("auc", "precision@0.5", "recall@0.5", "accuracy@0.5"), ("ap",)),
-        # localdp: P/R/A at declared thresholds are noise only (95.0–95.8% over 1000); AUC and AP
-        # inherit each release's conservative interval (the baseline's own AUC interval held
-        # 98.0%, the difference's 98.9%).
-        ("localdp", 8.0, 200_000, ("precision@0.5", "recall@0.5", "accuracy@0.5"), ("auc", "ap")),
+        # distdp: P/R/A 0.943–0.952, AUC 0.973 and AP 0.988 over 1000 releases
+        # (benchmarks/compare.py).
+        ("distdp", 1.0, 20_000),
+        # localdp: P/R/A at declared thresholds are noise only; at 4–8 leaves every example of
+        # AUC and AP departs, and each release's own interval is the within-leaf worst case.
+        ("localdp", 8.0, 200_000),
     ],
 )
-def test_difference_interval_covers_under_noise(model, epsilon, rows, calibrated, conservative):
-    cov = _coverage(model, epsilon, rows, releases=400, seed=7)
-    for m in calibrated:
-        assert 0.93 <= cov[m] <= 0.97, (m, cov)
-    for m in conservative:
-        assert cov[m] >= 0.93, (m, cov)
+@pytest.mark.slow
+def test_difference_interval_covers_under_noise(model, epsilon, rows):
+    cov = _coverage(model, epsilon, rows, releases=RELEASES, seed=7)
+    for m in ("precision@0.5", "recall@0.5", "accuracy@0.5"):
+        assert WINDOW[0] <= cov[m] <= WINDOW[1], (m, cov)
+    for m in ("auc", "ap"):
+        assert cov[m] >= WINDOW[0], (m, cov)
 
 
 def test_difference_without_noise_is_exact_at_declared_thresholds_and_holds_auc_ap():
     """Federated: no noise, so coverage is over fresh data. P/R/A at declared thresholds are
     sums of whole leaves: the difference is exact and its interval the point. AUC and AP carry
-    the order inside the leaves; their half-widths add (bounds, not noise): at least 93%."""
+    the order inside the leaves; their ranges and order spreads add (`difference_parts`): at
+    least 93%. At h = 10 (1,024 leaves, a few examples each) that order matters; the auto
+    height (65,536 leaves for 3,000 rows) makes almost every estimate exact, and is 40× slower."""
     rng = np.random.default_rng(3)
     hits: dict[str, list[bool]] = {"auc": [], "ap": []}
     for r in range(120):
-        c = compare(*scenario(KINDS[r % 4], 3_000, rng), model="federated", thresholds=[0.5])
+        c = compare(
+            *scenario(KINDS[r % 4], 3_000, rng), model="federated", thresholds=[0.5], height=10
+        )
         for m in ("precision@0.5", "recall@0.5", "accuracy@0.5"):
             d = c[m].difference
             if d.exact is None or not math.isfinite(d.exact):
@@ -98,7 +112,8 @@ def test_gate_false_failures_and_power_where_the_planner_says_enough():
     """distdp ε = 1, margin 0.05, 2% positives: at 31,000 rows the planner's rule for ≤ 5%
     false failures holds (half-width·(1 + z₀.₉₅/z₀.₉₇₅) ≤ margin, what `detect` bisects on).
     There the gate fails a candidate of exactly the baseline's AUC at most 5% of 200 releases
-    (benchmark: 0.7% over 400) and one exactly 0.1 worse at least 80% (benchmark: 100%)."""
+    (benchmark, another seed: 8.0% over 200, README) and one exactly 0.1 worse at least 80%
+    (benchmark: 100%)."""
     margin, rows = 0.05, 31_000
     w = difference_half_width(rows, "auc", positives_fraction=0.02, auc=0.92)
     assert w * (1 + Z90 / Z95) <= margin  # the planner calls this population sufficient
@@ -185,7 +200,7 @@ def test_mover_against_hand_computation():
 def test_delong_from_fine_histogram_matches_raw_delong():
     """With every score in a cell of its own, the cells' placements are the examples': the
     variance is DeLong's on the raw scores (ties ½)."""
-    from fedeval.api.compare import auc_sampling_sd
+    from fedeval.api.compare_intervals import auc_sampling_sd
 
     rng = np.random.default_rng(2)
     y = rng.random(3_000) < 0.3
@@ -232,3 +247,47 @@ def test_result_is_frozen_and_to_dict_is_json():
     assert doc["metrics"]["thresholds"][0]["threshold"] == 0.5
     assert doc["baseline"]["schema"] == "fedeval.report/2"
     assert c["recall@0.50"].metric == "recall@0.5"
+
+
+@pytest.mark.parametrize("model", ["federated", "distdp", "localdp"])
+def test_parts_rebuild_each_releases_own_interval(model):
+    """The difference combines the parts each release's AUC and AP intervals are built from
+    (`area_parts`): bias-aware over their range with their sd, they give back those intervals
+    (AP on exact counts: the span widened by the reach, inside the hull, holds its interval)."""
+    from fedeval.api.compare_intervals import area_parts
+    from fedeval.api.evaluate import evaluate_run
+
+    rng = np.random.default_rng(12)
+    y, b, _ = paired_scores(20_000, rng)
+    run = compare(
+        y, b, b, model=model, exact=False, seed=3, thresholds=[0.5], ci_draws=60, height=8
+    ).baseline.run
+    for buckets in ("auto", 16):
+        ev = evaluate_run(run, buckets=buckets, thresholds=[0.5])
+        parts = area_parts(ev)
+        auc = np.clip(parts["auc"].interval(), 0.0, 1.0)
+        assert tuple(auc) == ev.auc.ci95
+        ap, own = parts["ap"], ev.curves.average_precision.ci95
+        if model == "federated":
+            assert ap.noise_sd == 0.0 and ap.hull is not None
+            lo, hi = np.clip(ap.interval(), ap.hull[0] - 1e-12, ap.hull[1] + 1e-12)
+            assert lo <= own[0] + 1e-12 and own[1] <= hi + 1e-12
+        else:
+            assert tuple(np.clip(ap.interval(), 0.0, 1.0)) == own
+            assert ap.noise_sd > 0
+
+
+def test_threshold_difference_adds_worst_cases_linearly_and_noise_in_quadrature():
+    """Off a leaf edge each release's P/R/A interval is its worst-case range ± z·σ
+    (`interval_around`); the difference's range is the linear sum, its noise the root-sum-square.
+    On an edge (a point range) it is MOVER."""
+    from fedeval.api.compare_intervals import threshold_difference
+
+    b, c = Estimate(0.60, None, (0.0, 1.0)), Estimate(0.55, None, (0.0, 1.0))
+    lo, hi = threshold_difference(b, c, (0.01, 0.57, 0.62), (0.02, 0.50, 0.58))
+    half = Z95 * math.hypot(0.01, 0.02)
+    assert lo == pytest.approx(0.50 - 0.62 - half, abs=1e-11)
+    assert hi == pytest.approx(0.58 - 0.57 + half, abs=1e-11)
+    lo, hi = threshold_difference(b, c, (0.01, 0.60, 0.60), (0.02, 0.55, 0.55))
+    assert (lo + hi) / 2 == pytest.approx(-0.05, abs=1e-11)
+    assert hi - lo == pytest.approx(2 * half, abs=1e-11)

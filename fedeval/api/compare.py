@@ -72,20 +72,24 @@ than a paired one would be.
 Intervals
 ---------
 Each release's estimates come with their own 95% interval (noise and discretisation,
-`fedeval.evaluate`). The difference's interval combines them by MOVER (Zou & Donner,
-"Construction of confidence limits about effect measures", Stat. Med. 2008; Newcombe 1998 for
-proportions): with (l_b, u_b) and (l_c, u_c) around θ_b and θ_c,
+`fedeval.evaluate`), built from parts of different natures, which the difference combines each
+as it must (`fedeval.api.compare_intervals`, `fedeval.estimate.interval_parts`): ranges the
+release cannot tell apart (tied or smooth inside a leaf, the worst case of the examples that
+depart from smooth, the worst case of the leaf that holds a threshold) add linearly, for the
+two models' readings can err in opposite directions; the privacy noise adds in quadrature (each
+release draws its own); the spread of the order inside leaves adds linearly (the releases do not
+hold how the two models order the same examples: correlation −1 is possible with identical
+releases). AUC and AP take a bias-aware interval (Armstrong & Kolesár 2020) over the summed
+range; P/R/A the summed range ± z·σ, which on a leaf edge (a declared threshold) is MOVER
+(Zou & Donner, Stat. Med. 2008), exact for independent Gaussian errors.
 
-    L = θ_c − θ_b − √((θ_c − l_c)² + (u_b − θ_b)²),  U = θ_c − θ_b + √((u_c − θ_c)² + (θ_b − l_b)²),
-
-exact for independent Gaussian errors (each side's half-width is z·σ; independent noise), and
-asymmetric where an interval is (a bias range, a clipped end). Without noise (federated) the
-half-widths add instead (`mover`). The discretisation parts are not independent noise; coverage
-was measured instead (`benchmarks/compare.py`, 1000 releases per setting, 2% positives): under
-distdp ε = 1 (20,000 rows) 94.3–97.2% for AUC, AP and P/R/A at a declared threshold; under
-localdp ε = 8 (200,000 rows) 95.0–95.8% for P/R/A, and 98.9% (AUC) and 98.0% (AP), where each
-release's own interval is already conservative (the baseline's AUC interval held 98.0%);
-federated (no noise, over fresh data) P/R/A exact, AUC and AP ≥ 95%.
+Coverage (`benchmarks/compare.py`, 2% positives, fixed paired data, fresh noise): P/R/A at a
+declared threshold are calibrated (94–96% under distdp ε = 1 at 20,000 rows and localdp ε = 8
+at 200,000, over 1000 releases; exact without noise). AUC and AP cover more: the generated
+models read alike (both smooth or both tied, ordering alike), so their true difference sits
+inside the summed range, and releases of models that read apart, which reach its corners, are
+identical to theirs (`tests/test_compare_limits.py`; where the corners are reached the interval
+holds 95%).
 
 Gates
 -----
@@ -100,19 +104,22 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
+from fedeval.api.compare_intervals import (
+    Difference,
+    IntervalKind,
+    differences,
+)
 from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
 from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel, Shape, Unit, check_epsilon
 from fedeval.core.errors import UsageError
-from fedeval.core.results import Estimate
 from fedeval.documents.files import document_text
 from fedeval.documents.release_file import load_release
-from fedeval.estimate.uncertainty import DEFAULT_DRAWS, ROUNDING, Z95
+from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
@@ -121,150 +128,6 @@ from fedeval.views.compare import METRICS, compare_dict
 DEFAULT_SPLIT = 0.5
 """The baseline's share of ε: equal shares minimise the variance of a difference of two
 equally noisy estimates (Var ∝ 1/ε_b² + 1/ε_c², least at ε_b = ε_c)."""
-
-
-class IntervalKind(StrEnum):
-    """What the difference's interval covers. ``population``: the difference on this population
-    (noise and discretisation of both releases). ``generalisation``: also the sampling of the
-    population from its distribution (DeLong-style, conservative without the pairing)."""
-
-    POPULATION = "population"
-    GENERALISATION = "generalisation"
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One metric of both models and candidate − baseline.
-
-    `difference.ci95` covers the population difference; `generalisation_ci95` (with
-    interval="generalisation") also the sampling of the population; None where not available
-    (AP: no sampling variance from the counts is implemented)."""
-
-    metric: str
-    baseline: Estimate
-    candidate: Estimate
-    difference: Estimate
-    generalisation_ci95: tuple[float, float] | None = None
-
-    @property
-    def gate_interval(self) -> tuple[float, float] | None:
-        """The interval gates read: the widest one computed."""
-        return self.generalisation_ci95 or self.difference.ci95
-
-
-def mover(baseline: Estimate, candidate: Estimate, *, noisy: bool = True) -> Estimate:
-    """candidate − baseline with the MOVER interval of two independent estimates (module
-    docstring), widened by ROUNDING and clipped to [−1, 1]; exact where both are known; notes of
-    either side kept.
-
-    `noisy=False` (neither release has noise: federated) adds the half-widths instead: the
-    intervals then bound deterministic errors (discretisation, the order inside a leaf), which
-    need not be independent nor centred (measured: AP of correlated models, each interval
-    holding its own AP 98% of the time, held the difference 86.8% in quadrature). The sum holds
-    the difference whenever both hold their own values (at least 1 − α_b − α_c)."""
-    est = candidate.estimate - baseline.estimate
-    exact = (
-        None
-        if baseline.exact is None or candidate.exact is None
-        else candidate.exact - baseline.exact
-    )
-    ci = None
-    if baseline.ci95 is not None and candidate.ci95 is not None:
-        (lb, ub), (lc, uc) = baseline.ci95, candidate.ci95
-        combine = math.hypot if noisy else (lambda a, b: a + b)
-        below = combine(max(candidate.estimate - lc, 0.0), max(ub - baseline.estimate, 0.0))
-        above = combine(max(uc - candidate.estimate, 0.0), max(baseline.estimate - lb, 0.0))
-        # ROUNDING: an exact difference computed another way (a point interval without noise,
-        # e.g. AP from leaves of one example each) must not fall out by its last bits.
-        ci = (max(est - below - ROUNDING, -1.0), min(est + above + ROUNDING, 1.0))
-    notes = [f"{side}: {e.note}" for side, e in (("baseline", baseline), ("candidate", candidate))]
-    note = "; ".join(n for n, e in zip(notes, (baseline, candidate), strict=True) if e.note)
-    return Estimate(est, exact, ci, note or None)
-
-
-def auc_sampling_sd(leaves: np.ndarray) -> float:
-    """Sampling standard deviation of the AUC from per-class cell counts (2, L), DeLong's
-    variance (DeLong, DeLong & Clarke-Pearson, Biometrics 1988) with the placements read off the
-    cells: a positive in cell i is placed above the negatives of the cells below it and half of
-    its own cell's (Mann-Whitney ties count ½); likewise a negative. Var = S₁₀/P + S₀₁/N.
-    Noisy counts below zero count as 0 (a variance needs a distribution)."""
-    neg, pos = np.clip(leaves[0], 0.0, None), np.clip(leaves[1], 0.0, None)
-    n_total, p_total = float(neg.sum()), float(pos.sum())
-    if n_total < 2 or p_total < 2:
-        return math.nan
-    below_neg = np.cumsum(neg) - neg
-    above_pos = p_total - np.cumsum(pos)
-    v10 = (below_neg + neg / 2) / n_total
-    v01 = (above_pos + pos / 2) / p_total
-    auc = float((pos * v10).sum() / p_total)
-    s10 = float((pos * (v10 - auc) ** 2).sum() / (p_total - 1))
-    s01 = float((neg * (v01 - auc) ** 2).sum() / (n_total - 1))
-    return math.sqrt(s10 / p_total + s01 / n_total)
-
-
-def _proportion_sd(value: float, size: float) -> float:
-    """Binomial sampling spread of a proportion over `size` examples (nan where undefined)."""
-    if not (size >= 1 and math.isfinite(value)):
-        return math.nan
-    v = min(max(value, 0.0), 1.0)
-    return math.sqrt(v * (1 - v) / size)
-
-
-def _generalised(diff: Estimate, sd_baseline: float, sd_candidate: float):
-    """The population interval widened by the sampling of the population: its half-widths and
-    z·(sd_b + sd_c) in quadrature (independent of the noise). sd_b + sd_c is the spread of the
-    difference at correlation −1, the worst case: the releases do not hold the pairing."""
-    if diff.ci95 is None or not (math.isfinite(sd_baseline) and math.isfinite(sd_candidate)):
-        return None
-    lo, hi = diff.ci95
-    z_sd = Z95 * (sd_baseline + sd_candidate)
-    est = diff.estimate
-    return (
-        max(est - math.hypot(est - lo, z_sd), -1.0),
-        min(est + math.hypot(hi - est, z_sd), 1.0),
-    )
-
-
-def _sampling_sds(ev: Evaluation) -> dict[str, float]:
-    """Each metric's sampling spread on its release (`auc`, `precision@t`, …)."""
-    hist = ev.histogram
-    p, n = max(hist.positives, 0.0), max(hist.negatives, 0.0)
-    out = {"auc": auc_sampling_sd(hist.leaves)}
-    for t in ev.thresholds:
-        r, pr = t.recall.estimate, t.precision.estimate
-        predicted = r * p / pr if pr > 0 else 0.0
-        out[f"recall@{t.threshold!r}"] = _proportion_sd(r, p)
-        out[f"precision@{t.threshold!r}"] = _proportion_sd(pr, predicted)
-        out[f"accuracy@{t.threshold!r}"] = _proportion_sd(t.accuracy.estimate, p + n)
-    return out
-
-
-def differences(
-    baseline: Evaluation, candidate: Evaluation, interval: IntervalKind | str
-) -> tuple[Difference, ...]:
-    """candidate − baseline for AUC, AP and P/R/A at every threshold both evaluations hold."""
-    kind = IntervalKind(interval)
-    pairs: list[tuple[str, Estimate, Estimate]] = [
-        ("auc", baseline.auc, candidate.auc),
-        ("ap", baseline.curves.average_precision, candidate.curves.average_precision),
-    ]
-    for tb, tc in zip(baseline.thresholds, candidate.thresholds, strict=True):
-        if tb.threshold != tc.threshold:
-            raise UsageError("the two evaluations hold different thresholds.")
-        for m in ("precision", "recall", "accuracy"):
-            pairs.append((f"{m}@{tb.threshold!r}", getattr(tb, m), getattr(tc, m)))
-    sds_b = sds_c = None
-    if kind is IntervalKind.GENERALISATION:
-        sds_b, sds_c = _sampling_sds(baseline), _sampling_sds(candidate)
-    noisy = all(model_of(e.config.model).ADDS_NOISE for e in (baseline, candidate))
-    out = []
-    for name, b, c in pairs:
-        d = mover(b, c, noisy=noisy)
-        gen = None
-        if sds_b is not None and sds_c is not None and name in sds_b:
-            gen = _generalised(d, sds_b[name], sds_c[name])
-        out.append(Difference(name, b, c, d, gen))
-    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
-from fedeval.estimate.average_precision import AP_DRAWS, leaf_ap_interval
+from fedeval.estimate.average_precision import AP_DRAWS, APParts, leaf_ap_interval, leaf_ap_parts
 from fedeval.estimate.diagnostics import exact_diagnostics
 from fedeval.estimate.roc_pr import (
     CURVE_METHODS,
@@ -164,9 +164,29 @@ def _leaf_ap_interval(
     orders' and ties' range."""
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
-    edges = run.axis.leaf_edges(leaves.shape[-1])
-    departing = with_end_leaves(departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS))
+    departing = _departing(run)
     return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
+
+
+def _departing(run: Simulated) -> np.ndarray:
+    """The examples of each leaf the run's release shows departing from smooth, and the
+    range's end leaves whole (`with_end_leaves`): what the AP's interval reads."""
+    leaves = run.histogram.leaves
+    edges = run.axis.leaf_edges(leaves.shape[-1])
+    return with_end_leaves(departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS))
+
+
+def ap_interval_parts(run: Simulated, estimate: float) -> APParts | None:
+    """The parts of the 'leaves' AP interval of a run (`leaf_ap_parts`): what a difference of
+    two releases combines (`fedeval.estimate.interval_parts`). None without intervals."""
+    if not run.ci_draws:
+        return None
+    leaves = run.histogram.leaves
+    ap_lo, ap_hi = within_leaf_bounds(leaves)[2:]
+    mean = estimate if _exact_counts(run) else None
+    return leaf_ap_parts(
+        leaves, estimate, (ap_lo, ap_hi), run.noise_draws, None, mean, _departing(run)
+    )
 
 
 def _exact_counts(run: Simulated) -> bool:

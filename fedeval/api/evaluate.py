@@ -30,6 +30,7 @@ from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
+from fedeval.estimate.interval_parts import IntervalParts, leaf_auc_parts
 from fedeval.estimate.metrics import (
     auc_from_buckets,
     clip_unit,
@@ -37,10 +38,8 @@ from fedeval.estimate.metrics import (
     threshold_counts,
     top_region_precision,
 )
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, auc_parts, departures
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS
 from fedeval.estimate.uncertainty import (
-    ROUNDING,
-    bias_aware_interval,
     count_bounds,
     interval_around,
     noise_sd,
@@ -169,35 +168,36 @@ def auc_interval(
 
     With equi-depth `buckets` (not a dyadic tree: no parent to check) the range is the
     Richardson one over B and B/2 buckets, or the worst case below RICHARDSON_MIN_CELLS."""
+    return np.clip(auc_interval_parts(leaves, draws, buckets, edges).interval(), 0.0, 1.0)
+
+
+def auc_interval_parts(
+    leaves: np.ndarray,
+    draws: np.ndarray | None,
+    buckets: int | None,
+    edges: np.ndarray | None = None,
+) -> IntervalParts:
+    """`auc_interval` before its critical value: its range, noise and order spreads
+    (`fedeval.estimate.interval_parts`), which a difference of two releases combines."""
     if buckets is not None:
-        return _bucket_auc_interval(leaves, draws, buckets)
-    departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
-    raw, bias, half, variance = (float(x) for x in auc_parts(leaves, departing))
-    # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
-    slack = half + ROUNDING if half > 0 else 0.0
-    lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
-    if draws is not None:
-        resampled = leaves + draws
-        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
-        r, b, w, _ = auc_parts(resampled, moved)
-        ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
-        variance += float(np.square(np.fmax.reduce(ends)))
-    ci = bias_aware_interval(lo, hi, np.sqrt(variance))
-    return np.clip(ci, 0.0, 1.0)
+        return _bucket_auc_parts(leaves, draws, buckets)
+    return leaf_auc_parts(leaves, draws, edges)
 
 
-def _bucket_auc_interval(leaves: np.ndarray, draws: np.ndarray | None, buckets: int) -> np.ndarray:
+def _bucket_auc_parts(leaves: np.ndarray, draws: np.ndarray | None, buckets: int) -> IntervalParts:
     """`auc_interval` over B equi-depth buckets: the Richardson range from B and B/2 buckets
     with the buckets' Mann-Whitney variance, or below RICHARDSON_MIN_CELLS the worst case."""
     neg, pos = auc_buckets(leaves, buckets)
     coarse = neg.shape[-1] < RICHARDSON_MIN_CELLS
-    variance = 0.0 if coarse else within_bucket_auc_variance(neg, pos)
+    order = 0.0 if coarse else within_bucket_auc_variance(neg, pos)
+    variance, noise_variance = order, 0.0
     if draws is not None:
         resampled = leaves + draws
         raws = np.array([auc_from_buckets(*auc_buckets(x, buckets)) for x in resampled])
         biases = np.array([auc_discretisation_bias(x, buckets) for x in resampled])
         noise = np.maximum(noise_sd(raws), noise_sd(raws - biases))
-        variance += float(np.square(noise))
+        noise_variance = float(np.square(noise))
+        variance += noise_variance
     raw = float(auc_from_buckets(neg, pos))
     if coarse:
         half = shared_pairs_half_width(neg, pos)
@@ -205,8 +205,8 @@ def _bucket_auc_interval(leaves: np.ndarray, draws: np.ndarray | None, buckets: 
     else:
         corrected = raw - float(auc_discretisation_bias(leaves, buckets))
         lo, hi = min(raw, corrected), max(raw, corrected)
-    ci = bias_aware_interval(lo, hi, np.sqrt(variance))
-    return np.clip(ci, 0.0, 1.0)
+    sd = float(np.sqrt(variance))
+    return IntervalParts(lo, hi, sd, float(np.sqrt(noise_variance)), float(np.sqrt(order)))
 
 
 def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buckets: int | None):
@@ -218,6 +218,20 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
     if run.ci_draws == 0:
         return None, None, None, None
     leaves = run.histogram.leaves
+    (sd_p, bp), (sd_r, br), (sd_a, ba) = threshold_parts(run, unit_thresholds)
+    return (
+        auc_interval(leaves, run.noise_draws, buckets, run.axis.leaf_edges(leaves.shape[-1])),
+        interval_around(est.precision, sd_p, bp),
+        interval_around(est.recall, sd_r, br),
+        interval_around(est.accuracy, sd_a, ba),
+    )
+
+
+def threshold_parts(run: Simulated, unit_thresholds) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(noise σ (T,), worst-case bounds (T, 2)) of precision, recall and accuracy at each
+    threshold: the parts of their intervals (`interval_around`), which a difference of two
+    releases combines (ranges linearly, noise in quadrature)."""
+    leaves = run.histogram.leaves
     draws = run.noise_draws
     if draws is None:
         sd_p = sd_r = sd_a = np.zeros(len(unit_thresholds))
@@ -225,12 +239,7 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
         p, r, a = threshold_metrics(leaves + draws, unit_thresholds)
         sd_p, sd_r, sd_a = noise_sd(p), noise_sd(r), noise_sd(a)
     bp, br, ba = threshold_bounds(leaves, unit_thresholds)
-    return (
-        auc_interval(leaves, draws, buckets, run.axis.leaf_edges(leaves.shape[-1])),
-        interval_around(est.precision, sd_p, bp),
-        interval_around(est.recall, sd_r, br),
-        interval_around(est.accuracy, sd_a, ba),
-    )
+    return (sd_p, bp), (sd_r, br), (sd_a, ba)
 
 
 SPARSE_SDS = 2.0

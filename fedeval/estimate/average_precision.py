@@ -4,11 +4,13 @@ the examples inside a leaf (its mean and variance, `shuffled_ap`), both bounded 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative
+from fedeval.estimate.interval_parts import IntervalParts
 from fedeval.estimate.roc_pr import all_positive, leaf_ap, leaf_ap_rows, leaf_tails
 from fedeval.estimate.smoothness import rough_ap_reach
 from fedeval.estimate.uncertainty import ROUNDING, bias_aware_interval, noise_sd
@@ -129,18 +131,58 @@ def leaf_ap_interval(
     ε = 1, 32 leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in
     none."""
     ap_lo, ap_hi = hull
-    if departing is None:
-        departing = np.zeros(leaves.shape, np.float64)
-    below, above = (float(x) for x in rough_ap_reach(leaves, departing))
     if draws is None:
+        if departing is None:
+            departing = np.zeros(leaves.shape, np.float64)
+        below, above = (float(x) for x in rough_ap_reach(leaves, departing))
         lo, hi = _order_interval(leaves, estimate, hull, shuffled_mean)
         return (
             float(np.clip(max(lo - below, ap_lo - ROUNDING), 0.0, 1.0)),
             float(np.clip(min(hi + above, ap_hi + ROUNDING), 0.0, 1.0)),
         )
+    parts = leaf_ap_parts(leaves, estimate, hull, draws, tails, shuffled_mean, departing)
+    if not np.isfinite(parts.order_sd):  # too many examples at the top to sum: the worst case
+        return parts.low, parts.high
+    ci = parts.interval()
+    return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0)))
+
+
+@dataclass(frozen=True)
+class APParts(IntervalParts):
+    """`IntervalParts` of the AP, with how far the departing examples reach below and above
+    (`rough_ap_reach`), which the exact-count interval adds after its own clipping."""
+
+    reach: tuple[float, float] = (0.0, 0.0)
+
+
+def leaf_ap_parts(
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    draws: np.ndarray | None,
+    tails: tuple[np.ndarray, np.ndarray] | None = None,
+    shuffled_mean: float | None = None,
+    departing: np.ndarray | None = None,
+) -> APParts:
+    """`leaf_ap_interval` before its critical value (`fedeval.estimate.interval_parts`): the
+    span (widened by the departing examples' reach and the fit's bias) as its range, the
+    candidates' and the reach's re-noised spreads as its noise, `shuffled_ap`'s spread as its
+    order. Where the order's spread cannot be summed (nan) the range is the hull with no
+    spread. On exact counts (no draws) the range is the span of `_order_interval` widened by
+    the reach and kept inside the hull, the spread the order's (`hull` set)."""
+    ap_lo, ap_hi = hull
+    if departing is None:
+        departing = np.zeros(leaves.shape, np.float64)
+    below, above = (float(x) for x in rough_ap_reach(leaves, departing))
+    if draws is None:
+        span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean)
+        # The hull holds the AP of any data with these counts: the reach stops at it.
+        lo, hi = max(span_lo - below, ap_lo), min(span_hi + above, ap_hi)
+        return APParts(lo, hi, order, 0.0, order, hull, reach=(below, above))
     order_mean, order_sd = shuffled_ap(leaves)
-    if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
-        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+    if not np.isfinite(order_sd):
+        lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
+        return APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
     candidates = np.clip(np.append(leaf_ap_candidates(leaves, estimate), order_mean), ap_lo, ap_hi)
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = leaves + draws[:AP_DRAWS]
@@ -154,7 +196,9 @@ def leaf_ap_interval(
     spread = np.append(spread, spread[0])  # the order mean's noise: the integral rule's
     sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
     reach_below, reach_above = rough_ap_reach(renoised, departing)
-    sd = math.hypot(sd, order_sd, float(np.fmax(noise_sd(reach_below), noise_sd(reach_above))))
+    reach_sd = float(np.fmax(noise_sd(reach_below), noise_sd(reach_above)))
+    noise = math.hypot(sd, reach_sd)
+    sd = math.hypot(sd, order_sd, reach_sd)
     lo, hi = lo - below, hi + above
     integral = resampled[:, 0]
     finite = integral[np.isfinite(integral)]
@@ -163,8 +207,9 @@ def leaf_ap_interval(
         lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
     if not sd < ap_hi - ap_lo:
         lo, hi = min(lo, ap_lo), max(hi, ap_hi)
-    ci = bias_aware_interval(lo, hi, sd if np.isfinite(sd) else 0.0)
-    return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0)))
+    if not np.isfinite(sd):
+        sd = noise = 0.0
+    return APParts(lo, hi, sd, noise, order_sd, reach=(below, above))
 
 
 ORDER_EXACT_ABOVE = 64
@@ -328,16 +373,32 @@ def _order_interval(
     integral rule (a continuous mix) is not among them: with few examples per leaf its
     discreteness bias is 9–25σ (benchmarks/hard.py, h = 16)."""
     ap_lo, ap_hi = hull
+    span_lo, span_hi, sd = _order_span(leaves, estimate, hull, shuffled_mean)
+    if not np.isfinite(sd):
+        return span_lo, span_hi
+    ci = bias_aware_interval(span_lo, span_hi, sd)
+    lo = max(float(ci[0]), ap_lo - ROUNDING)
+    hi = min(float(ci[1]), ap_hi + ROUNDING)
+    return (float(np.clip(lo, 0.0, 1.0)), float(np.clip(hi, 0.0, 1.0)))
+
+
+def _order_span(
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    shuffled_mean: float | None = None,
+) -> tuple[float, float, float]:
+    """(low, high, sd) of `_order_interval`: the span of the values the exact leaves cannot
+    tell apart, kept inside the hull, and the random order's spread; where that spread cannot
+    be summed (nan), the hull and the estimate as the span."""
+    ap_lo, ap_hi = hull
     mean, sd = shuffled_ap(leaves, shuffled_mean)
     if not np.isfinite(sd):
-        return (float(min(estimate, ap_lo)), float(max(estimate, ap_hi)))
+        return float(min(estimate, ap_lo)), float(max(estimate, ap_hi)), sd
     values = [mean]
     n_leaves = leaves.shape[-1]
     if n_leaves >= 4 and n_leaves % 2 == 0:
         values.append(mean - (shuffled_ap_mean(_coarser(leaves)) - mean) / 3.0)
     values.extend(leaf_ap_candidates(leaves, estimate)[2:])
     span = np.clip(values, ap_lo, ap_hi)
-    ci = bias_aware_interval(float(span.min()), float(span.max()), sd)
-    lo = max(float(ci[0]), ap_lo - ROUNDING)
-    hi = min(float(ci[1]), ap_hi + ROUNDING)
-    return (float(np.clip(lo, 0.0, 1.0)), float(np.clip(hi, 0.0, 1.0)))
+    return float(span.min()), float(span.max()), sd

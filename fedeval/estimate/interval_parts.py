@@ -1,0 +1,120 @@
+"""A release's 95% interval kept in its parts, so that a difference of two releases can combine
+each part as its nature requires (`difference_parts`).
+
+Every bias-aware interval of the curve areas (`fedeval.api.evaluate.auc_interval`,
+`fedeval.estimate.average_precision.leaf_ap_interval`) is `bias_aware_interval(low, high, sd)`:
+
+- [low, high], a **range** the release cannot tell apart: the discretisation readings (ties or
+  a smooth density inside a leaf, the Richardson step, the monotone fit's bias) and the worst
+  case of the examples that depart from smooth. These are deterministic errors of the
+  reading, not noise: the truth sits anywhere in the range, the same way on every release of
+  the same data;
+- **noise_sd**, the privacy noise's spread (re-noising the release): fresh and independent on
+  every release;
+- **order_sd**, the spread of the order of the examples inside a leaf, read as random
+  (Mann-Whitney for the AUC, `shuffled_ap` for the AP): a property of the data, not of the
+  release.
+
+`sd` is what the release's own interval uses (√(noise² + order²), as each builder combines
+them, kept bit for bit). `hull`, where set, holds the value for any data consistent with the
+(exact) counts: the difference of two hulls bounds the difference.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, auc_parts, departures
+from fedeval.estimate.uncertainty import ROUNDING, bias_aware_interval, noise_sd
+
+
+@dataclass(frozen=True)
+class IntervalParts:
+    """One estimate's 95% interval as bias_aware_interval(low, high, sd) (module docstring)."""
+
+    low: float
+    high: float
+    sd: float
+    noise_sd: float
+    order_sd: float
+    hull: tuple[float, float] | None = None
+
+    def interval(self) -> np.ndarray:
+        """The release's own interval (unclipped): (lo, hi)."""
+        return bias_aware_interval(self.low, self.high, self.sd)
+
+
+def leaf_auc_parts(
+    leaves: np.ndarray, draws: np.ndarray | None, edges: np.ndarray | None = None
+) -> IntervalParts:
+    """The parts of the leaves' AUC interval (`fedeval.api.evaluate.auc_interval`, whose
+    docstring gives the argument): range min/max(raw, raw − bias) ∓ the departing pairs'
+    half-width, order variance the smooth leaves' Mann-Whitney Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)²,
+    noise the larger re-noised spread of the range's four ends."""
+    departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
+    raw, bias, half, order_variance = (float(x) for x in auc_parts(leaves, departing))
+    # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
+    slack = half + ROUNDING if half > 0 else 0.0
+    lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
+    variance = order_variance
+    noise_variance = 0.0
+    if draws is not None:
+        resampled = leaves + draws
+        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
+        r, b, w, _ = auc_parts(resampled, moved)
+        ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
+        noise_variance = float(np.square(np.fmax.reduce(ends)))
+        variance += noise_variance
+    return IntervalParts(
+        lo, hi, float(np.sqrt(variance)), math.sqrt(noise_variance), math.sqrt(order_variance)
+    )
+
+
+def difference_parts(baseline: IntervalParts, candidate: IntervalParts) -> IntervalParts:
+    """The parts of candidate − baseline for two releases of the same examples.
+
+    - ranges add linearly: [low_c − high_b, high_c − low_b]. They are deterministic and the
+      two releases' readings can err the same way or opposite ways (one model's scores tied
+      inside a leaf, the other's smooth; one ordered within its leaves, the other reversed:
+      `tests/test_compare_limits.py` builds both from identical releases);
+    - noise in quadrature: each release draws its own, independently (σ² of a difference of
+      independent estimates is the sum);
+    - order spreads add linearly, σ_b + σ_c: both are the order inside leaves of the same
+      examples, and the releases do not hold how the two orders relate. Two correlated models
+      err alike (their spreads cancel in the difference), but a candidate whose order inside
+      each leaf reverses the baseline's gives the same releases and errs by −2× the baseline
+      (correlation −1, the Cauchy–Schwarz bound |cov| ≤ σ_bσ_c).
+
+    The difference's interval is then bias-aware over that range with
+    sd = √(noise² + order²): it covers at ≥ 95% wherever both truths sit in their ranges, and
+    exactly 95% where they sit at opposite ends with the order spreads at correlation −1. The
+    two hulls (exact counts) bound the difference: [hull_c lo − hull_b hi, hull_c hi − hull_b
+    lo]."""
+    noise = math.hypot(baseline.noise_sd, candidate.noise_sd)
+    order = baseline.order_sd + candidate.order_sd
+    hull = None
+    if baseline.hull is not None and candidate.hull is not None:
+        hull = (candidate.hull[0] - baseline.hull[1], candidate.hull[1] - baseline.hull[0])
+    return IntervalParts(
+        candidate.low - baseline.high,
+        candidate.high - baseline.low,
+        math.hypot(noise, order),
+        noise,
+        order,
+        hull,
+    )
+
+
+def difference_interval(baseline: IntervalParts, candidate: IntervalParts) -> tuple[float, float]:
+    """95% interval of candidate − baseline from both releases' parts (`difference_parts`),
+    inside the hulls' difference where both have one, widened by ROUNDING and clipped to
+    [−1, 1]."""
+    d = difference_parts(baseline, candidate)
+    sd = d.sd if math.isfinite(d.sd) else 0.0
+    lo, hi = (float(x) for x in bias_aware_interval(d.low, d.high, sd))
+    if d.hull is not None:
+        lo, hi = max(lo, d.hull[0]), min(hi, d.hull[1])
+    return max(lo - ROUNDING, -1.0), min(hi + ROUNDING, 1.0)
