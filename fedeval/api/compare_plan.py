@@ -7,8 +7,8 @@ from a reference population of n examples (`fedeval.api.plan.reference_populatio
 model or a pilot file's scores), the candidate's from the same scores or the same ranking
 recalibrated (`RECALIBRATIONS`: both models equally good, the widest reading kept), and the
 interval computed as `compare` computes it. With σ(n) = w(n)/1.96 the noise's spread, a
-non-inferiority gate
-``--fail-if-worse METRIC=δ`` (fail unless the lower bound of candidate − baseline ≥ −δ):
+non-inferiority gate ``--fail-if-worse METRIC=δ`` (fail unless the lower bound of
+candidate − baseline ≥ −δ):
 
 * has **80% power** — an equal candidate passes it 80% of the time; equivalently, a true
   difference of δ puts 0 outside the 95% interval 80% of the time — where
