@@ -375,6 +375,12 @@ def probe_words(cfg: PrivacyConfig) -> str:
     return model_of(cfg.model).probe_words(cfg)
 
 
+GUESS_ERROR = 0.25
+"""A metric in [0, 1] predicted with a mean |error| this large is no better than a guess: a value
+drawn uniformly from [0, 1] is off by at least 0.25 on average (exactly 0.25 from a truth of ½).
+`plan_report` refuses when every metric is undetermined or this far off."""
+
+
 def _errors(p: Prediction) -> dict[str, float | None]:
     """The four expected errors, None where undetermined (JSON has no NaN)."""
     values = {"auc": p.auc, "precision": p.precision, "recall": p.recall, "accuracy": p.accuracy}
@@ -433,10 +439,15 @@ def plan_report(
         rows, heights=range(2, 17) if heights else None, progress=progress, **kwargs
     )
     cfg = best.config
-    if all(math.isnan(x) for x in (best.auc, best.precision, best.recall, best.accuracy)):
+    if all(
+        math.isnan(x) or x >= GUESS_ERROR
+        for x in (best.auc, best.precision, best.recall, best.accuracy)
+    ):
         raise UsageError(
-            f"no finite error can be predicted for {rows:,} examples at ε = {cfg.epsilon:g}: "
-            "the noise swamps every count. Plan with a larger `epsilon` or population."
+            f"no finite or useful error can be predicted for {rows:,} examples at "
+            f"ε = {cfg.epsilon:g}: the noise swamps every count (every metric undetermined or "
+            f"off by {GUESS_ERROR:g} or more, as a guess would be). Plan with a larger `epsilon` "
+            "or population."
         )
     needed = None
     if target_error is not None:
