@@ -64,9 +64,9 @@ def main() -> None:
     # Two-phase `auto`: a probe with no noise (exact totals, charged s·ε); a probe noised for
     # the whole ε but charged s·ε (real ε = (1 + (1 − s))·ε: only T = 20,000 sees it); bare
     # (unrandomised) localdp probe reports.
-    def bare(labels, real, config, rng):
-        bits = np.zeros((len(labels), 2), bool)
-        bits[np.arange(len(labels)), labels.astype(np.int64)] = real
+    def bare(labels, cells, level, real, config, rng):
+        bits = np.zeros((len(labels), 2 << level), bool)
+        bits[np.arange(len(labels)), probe.probe_index(labels, cells, level)] = real
         return bits
 
     def full_epsilon(c):

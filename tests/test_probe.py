@@ -71,10 +71,14 @@ def test_distdp_per_client_probe_sums_to_the_same_noise():
     # Every client's Pólya share sized to all clients: the sum is the same discrete Laplace.
     cfg = _auto("distdp", epsilon=1.0)
     labels = np.r_[np.zeros(500, bool), np.ones(100, bool)]
+    cells = labels.astype(int)  # negatives in cell 0, positives in cell 1 of a 2-cell probe
     rng = np.random.default_rng(2)
     r = 4000
     noise = np.array(
-        [probe.client_sum_distdp(labels, 200, cfg, rng).counts - [500, 100] for _ in range(r)],
+        [
+            probe.client_sum_distdp(labels, cells, 1, 200, cfg, rng).counts - [500, 0, 0, 100]
+            for _ in range(r)
+        ],
         float,
     )
     var = discrete_laplace_variance(Mechanism(cfg).probe_alpha)
@@ -93,14 +97,14 @@ def test_localdp_probe_totals_are_unbiased():
     rng = np.random.default_rng(3)
     est = []
     for _ in range(r_draws):
-        found, rest, rest_pad = probe.draw_localdp(leaves, 0, cfg, rng)
+        found, rest, rest_pad = probe.draw_localdp(leaves, 0, 1, cfg, rng)
         assert found.reports == n - int(rest.sum()) and rest_pad == 0
         est.append(probe.totals(found, cfg, n))
     est = np.array(est)
     se = est.std(axis=0, ddof=1) / math.sqrt(r_draws)
     assert np.all(np.abs(est.mean(axis=0) - leaves.sum(axis=1)) < 5 * se)
     # About s of the reports are probe reports: Binomial(n, s), within 5 sd.
-    reports = probe.draw_localdp(leaves, 0, cfg, rng)[0].reports
+    reports = probe.draw_localdp(leaves, 0, 1, cfg, rng)[0].reports
     assert abs(reports - n * PROBE_SHARE) < 5 * math.sqrt(n * PROBE_SHARE * (1 - PROBE_SHARE))
 
 
@@ -124,15 +128,19 @@ def test_the_height_rule():
     assert heights == sorted(heights) and heights[-1] <= AUTO_MAX_HEIGHT[PrivacyModel.DISTDP]
 
 
-def test_distdp_height_depends_on_the_noisy_minority_count_not_on_n():
-    # Same positives (the minority), ten times the negatives: with one seed the probe's noise
-    # on the positives' total is the same draw, so the height is the same; n does not enter.
+def test_distdp_probe_reads_no_exact_count():
+    # Same positives, ten times the negatives: with one seed the probe's noise on the
+    # positives' cells is the same draw, so their released cells differ only by the data.
     small, large = _data(20_000, 3000), _data(200_000, 3000)
-    for seed in range(5):
+    for seed in range(3):
         a = simulate(small, model="distdp", seed=seed, ci_draws=0)
         b = simulate(large, model="distdp", seed=seed, ci_draws=0)
-        assert a.release.probe.counts[1] == b.release.probe.counts[1]
-        assert a.config.height == b.config.height
+        for run, n in ((a, 20_000), (b, 200_000)):
+            hist = run.release.probe.histogram
+            assert hist.shape == (2, 64)
+            # Each count carries discrete Laplace noise: the totals within 6 sd of the truth.
+            sd = math.sqrt(64 * discrete_laplace_variance(run.mechanism.probe_alpha))
+            assert np.all(np.abs(hist.sum(axis=1) - [n - 3000, 3000]) < 6 * sd)
 
 
 def test_localdp_two_phase_decodes_to_every_report():
@@ -191,7 +199,7 @@ def test_localdp_claim_is_unchanged_by_the_probe():
     assert mech.dp_event() == {"type": "pure", "epsilon": 4.0}
     assert mech.report_epsilon == mech.probe_epsilon == 1.0
     assert mech.probe_parameters()["composition"].startswith("parallel")
-    assert "report the label alone" in mech.guarantee()
+    assert "report their label and cell among 16" in mech.guarantee()
 
 
 def test_given_height_documents_are_what_they_were():
@@ -260,7 +268,7 @@ def test_localdp_unit_client_two_phase_release_reloads(tmp_path, path):
     assert back.probe.same(release.probe)
     assert back.total_reports == 400 * 12
     bad = json.loads(json.dumps(release_dict(release, data.axis)))
-    bad["privacy"]["probe"]["released"]["counts"] = [release.probe.reports + 1, 0]
+    bad["privacy"]["probe"]["released"]["counts"][0] = release.probe.reports + 1
     tampered = tmp_path / "bad.fedeval"
     tampered.write_text(json.dumps(seal(bad)))  # re-sealed: anyone can recompute a digest
     with pytest.raises(InputError, match="probe counts"):

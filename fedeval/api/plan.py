@@ -37,10 +37,9 @@ from fedeval.api.evaluate import (
 )
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import coarsen
 from fedeval.core.params import (
     auto_quantiles,
-    probe_epsilon_per_example,
-    probe_height,
     resolve_config,
 )
 from fedeval.core.release import Release
@@ -192,9 +191,11 @@ def _probed_draw(
     planner fixes from the reference population's exact totals."""
     if config.model is PrivacyModel.LOCALDP:
         pad = localdp.empty_reports(int(leaves.sum()), n_clients, config)
-        found, rest, rest_pad = probe.draw_localdp(leaves, pad, config, rng)
+        level = min(probe.probe_level(config.model, RESOLUTION), config.height)
+        found, rest, rest_pad = probe.draw_localdp(leaves, pad, level, config, rng)
         return localdp.draw(rest, n_clients, config, rng, pad=rest_pad, probe=found)
-    found = probe.draw_distdp(leaves.sum(axis=-1), config, rng)
+    level = min(probe.probe_level(config.model, RESOLUTION), config.height)
+    found = probe.draw_distdp(coarsen(leaves, level), config, rng)
     return distdp.draw(leaves, n_clients, config, rng, probe=found)
 
 
@@ -202,20 +203,17 @@ def recommended_config(
     rows: int, population: ScoredData, model: PrivacyModel | str, epsilon: float | None
 ) -> PrivacyConfig:
     """`--height auto --shape auto` as evaluate resolves it on this population: under DP the
-    probe's rule (`fedeval.core.params.probe_height`) on the population's exact class totals (a
-    reference population: nothing private), no coarser than the thresholds' alignment floor."""
+    probe's rule (`fedeval.privacy.probe.choice_from_histogram`) on the population's exact
+    histogram at the probe level (a reference population: nothing private), no coarser than the
+    thresholds' alignment floor."""
     floor = population.axis.auto_floor(RESOLUTION)
     cfg = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
     if not cfg.probed:
         return cfg
-    h = probe_height(
-        cfg.model,
-        negatives=population.negatives,
-        positives=population.positives,
-        epsilon=probe_epsilon_per_example(cfg),
-        reports=population.rows,
-        min_height=floor,
-    )
+    level = probe.probe_level(cfg.model, RESOLUTION)
+    h = probe.choice_from_histogram(
+        population.leaf_counts(level), 0.0, cfg, population.rows, floor, RESOLUTION
+    ).height
     return replace(cfg, height=h)
 
 

@@ -157,13 +157,15 @@ def all_scenarios(epsilon: float = 1.0) -> list[Scenario]:
 BOUNDARY_PER_CLIENT = {
     ("distdp", "add-remove"): 532,
     ("distdp", "replace"): 1065,
-    ("localdp", "replace"): 1507,
+    ("localdp", "replace"): 12_000,
 }
-"""Examples per client (10 clients besides client 0, half of them positive) that put the
-minority count m where the probe's height rule changes its mind at ε = 1: distdp,
-0.45·√(0.95·m) = 2^4.5 at m ≈ 2,660 = 5 × 532 (replace halves the per-example ε: m ≈ 5,325);
-localdp, m²/(n·σ²) = 2^10 (h between 2 and 3) at n ≈ 15,070. Neighbours whose m differs may
-then get different heights, which the audit must see through."""
+"""Examples per client (10 clients besides client 0, half of them positive) of the larger
+two-phase populations. The distdp ones were sized where the class-total rule changed its mind
+at ε = 1; under the histogram rule (`fedeval.core.height_choice`) the height moves with the
+probe's noise in these populations too (distdp: 4–7 over 200 probes), so neighbours' releases
+come at different heights, which the audit must see through. Under localdp the rule reads no
+bias at 1,507 per client, where the probe's noise swamps its histogram (h = 2 in 40 of 40
+probes, which would test nothing); at 12,000 the height leaves 2 in 5 of 40 probes (3–6)."""
 
 
 def two_phase_scenarios(epsilon: float = 1.0) -> list[Scenario]:
@@ -265,11 +267,14 @@ up to it (AUTO_MAX_HEIGHT under localdp; the distdp boundary scenario stays far 
 def _two_phase_exact(
     table: dict[str, np.ndarray], cfg: PrivacyConfig
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(class totals [negatives, positives], exact node counts of the tree at cfg's height)."""
+    """(the probe's exact per-class cell counts, flattened as released; exact node counts of
+    the tree at cfg's height)."""
     labels = table["label"].astype(np.int64)
     leaves = np.zeros((2, cfg.n_leaves), np.int64)
     np.add.at(leaves, (labels, cell_index(table["score"], cfg.height)), 1)
-    return np.bincount(labels, minlength=2)[:2], federated_exact_counts(leaves, cfg)
+    level = probe.probe_level(cfg.model, PROBE_RESOLUTION)
+    cells = probe.probe_index(labels, cell_index(table["score"], level), level)
+    return np.bincount(cells, minlength=2 << level), federated_exact_counts(leaves, cfg)
 
 
 def distdp_two_phase_statistic(
@@ -294,8 +299,11 @@ def distdp_two_phase_statistic(
     for side, table in enumerate((d, dp)):
         fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
         k = secagg.neighbours_per_side(n)
+        p_level = probe.probe_level(base.model, PROBE_RESOLUTION)
         for _ in range(trials):
-            found = probe.client_sum_distdp(labels, n, base, rng)
+            found = probe.client_sum_distdp(
+                labels, fine >> (PROBE_RESOLUTION - p_level), p_level, n, base, rng
+            )
             h = probe.height(found, base, 0, 0, PROBE_RESOLUTION)
             cfg = replace(base, height=h)
             cells = fine >> (PROBE_RESOLUTION - h)
@@ -340,14 +348,18 @@ def localdp_two_phase_statistic(
     b = (int(dp["label"][0]), float(dp["score"][0]))
     fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
     total = len(labels) + localdp.empty_reports(len(labels), n, base)
-    zeros = np.zeros(len(labels), np.int64)
+    p_level = probe.probe_level(base.model, PROBE_RESOLUTION)
+    coarse = fine >> (PROBE_RESOLUTION - p_level)
+    at_a, at_b = _bit_index(a, p_level, p_level), _bit_index(b, p_level, p_level)  # probe bits
     out, heights = np.zeros((trials, 2)), np.zeros(trials, np.int64)
     for t in range(trials):
-        _, p_labels, p_client, real = localdp.padded(zeros, labels, client, n, base)
+        p_cells, p_labels, p_client, real = localdp.padded(coarse, labels, client, n, base)
         role = probe.roles(len(p_labels), base, rng)
-        bits = probe.client_bits_localdp(p_labels[role], real[role], base, rng)
+        bits = probe.client_bits_localdp(
+            p_labels[role], p_cells[role], p_level, real[role], base, rng
+        )
         mine = bits[p_client[role] == 0]
-        in_probe = int(mine[:, a[0]].sum()) - int(mine[:, b[0]].sum())
+        in_probe = int(mine[:, at_a].sum()) - int(mine[:, at_b].sum())
         stat = 0
         found = Probe(bits.sum(axis=0), int(role.sum()))
         h = probe.height(found, base, total, 0, PROBE_RESOLUTION)
@@ -370,7 +382,8 @@ def localdp_two_phase_statistic(
 
 
 def _bit_index(value: tuple[int, float], k: int, h: int) -> int:
-    """The OUE bit a (label, score) sets at level k of a height-h tree."""
+    """The OUE bit a (label, score) sets at level k of a height-h tree (k = h: its bit in a
+    probe of 2^h cells per class)."""
     label, score = value
     cell = min(int(score * (1 << h)), (1 << h) - 1)
     return (label << k) + (cell >> (h - k))

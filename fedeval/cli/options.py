@@ -74,7 +74,7 @@ EpsilonOpt = Annotated[
 HeightOpt = Annotated[
     str,
     typer.Option(
-        help="h: 2^h cells over the score range; auto: chosen from noisy class totals.",
+        help="h: 2^h cells over the score range; auto: chosen from a noisy coarse histogram.",
         metavar="auto|H",
         rich_help_panel=RELEASE,
     ),

@@ -39,10 +39,14 @@ MSE (variance from noise draws, bias² from level differences less their varianc
 in 33 of 40 releases: 2.70e-4 against 2.98e-4 at the leaves, still 1.5× the h = 6 release;
 Lepski's rule over the levels gave 2.9e-4 → 2.2e-4 (distdp) but 7.4e-3 → 8.4e-3 (localdp).
 
-What meets the target, and what `auto` is under DP, is a two-phase release
-(`fedeval.privacy.probe`, `fedeval.privacy.mechanism`): PROBE_SHARE = 5% of ε (distdp; under
-localdp 5% of the report slots, each unit still reporting once at the same ε) buys noisy class
-totals, and `probe_height` balances the AUC's noise against a bias falling as 4^-h:
+What `auto` is under DP is a two-phase release (`fedeval.privacy.probe`,
+`fedeval.privacy.mechanism`): PROBE_SHARE = 5% of ε (distdp; under localdp 5% of the report
+slots, each unit still reporting once at the same ε) buys a noisy per-class histogram of a few
+cells, and `fedeval.core.height_choice` predicts each metric's noise and discretisation error
+at every candidate height from it. (Class totals alone, as below, cannot tell a rare class
+concentrated in the top cells or scores squeezed into a narrow range from smooth scores over
+[0, 1]; on such data they chose trees 2–6 levels too coarse.) The class-total rule it replaced,
+`probe_height`, balances the AUC's noise against a bias falling as 4^-h:
 2^h = 0.45·√(ε·m) (distdp, ε the tree's per example) or (m²/(n·σ²))^(1/4) (OUE), clamped to
 [max(AUTO_MIN_HEIGHT, the thresholds' alignment floor), AUTO_MAX_HEIGHT]. The height is then
 post-processing of the released totals: no exact count of the data reaches any document (the

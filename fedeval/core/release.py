@@ -50,11 +50,13 @@ def level_totals(counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Probe:
-    """Round 1 of a two-phase release (`fedeval.privacy.probe`): the noisy class totals that
-    chose the height, as released.
+    """Round 1 of a two-phase release (`fedeval.privacy.probe`): the noisy per-class histogram
+    that chose the height, as released.
 
-    `counts` are [negatives, positives]: exact totals plus discrete Laplace (distdp), or the sums
-    of the probe reports' two OUE bits (localdp); `reports` is the number of probe reports under
+    `counts` are 2·C counts, the negatives' C cells then the positives' (C = 2^k cells of the
+    score axis, k the probe level; C = 1 is the two class totals of releases made before the
+    probe held a histogram): exact counts plus discrete Laplace (distdp), or the sums of the
+    probe reports' 2·C OUE bits (localdp); `reports` is the number of probe reports under
     localdp (public, as every report count is there), None under distdp."""
 
     counts: np.ndarray
@@ -62,14 +64,34 @@ class Probe:
 
     def __post_init__(self) -> None:
         counts = np.asarray(self.counts)
-        if counts.shape != (2,) or (counts.size and counts.dtype.kind not in "iu"):
-            raise ReleaseError(f"a probe holds two integer counts. Found {self.counts!r}.")
+        cells = counts.size // 2
+        if (
+            counts.ndim != 1
+            or counts.size < 2
+            or counts.size % 2
+            or cells & (cells - 1)
+            or counts.dtype.kind not in "iu"
+        ):
+            raise ReleaseError(
+                "a probe holds 2·2^k integer counts (the two classes' cells). "
+                f"Found {self.counts!r}."
+            )
         object.__setattr__(self, "counts", counts.astype(np.int64))
         r = self.reports
         if r is not None and (isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 0):
             raise ReleaseError(f"a probe's reports must be a count ≥ 0. Found {r!r}.")
         if r is not None:
             object.__setattr__(self, "reports", int(r))
+
+    @property
+    def cells(self) -> int:
+        """C, the probe's cells per class (1: class totals only)."""
+        return self.counts.size // 2
+
+    @property
+    def histogram(self) -> np.ndarray:
+        """The counts as (2, C): row 0 the negatives', row 1 the positives'."""
+        return self.counts.reshape(2, self.cells)
 
     def same(self, other: Probe | None) -> bool:
         return (

@@ -152,6 +152,16 @@ def _probe_roles(rows: ClientRows, config: PrivacyConfig, secret: bytes):
     return labels, real, role
 
 
+def _probe_cells(rows: ClientRows, job: Job, n_slots: int) -> tuple[int, np.ndarray]:
+    """(the probe level, each report slot's cell there): its real examples' own, the padding
+    slots' 0 (their bits are all random)."""
+    level = probe.probe_level(job.config.model, job.resolution)
+    cells = np.zeros(n_slots, np.int64)
+    own = cell_index(rows.unit_scores, level)
+    cells[: len(own)] = own
+    return level, cells
+
+
 def client_step(
     request: Payload,
     state: dict[str, bytes],
@@ -205,17 +215,22 @@ def client_step(
     if step == PROBE:
         if config.model is PrivacyModel.LOCALDP:
             labels, real, role = _probe_roles(rows, config, secret)
-            bits = probe.client_bits_localdp(labels[role], real[role], config, noise)
+            level, cells = _probe_cells(rows, job, len(labels))
+            bits = probe.client_bits_localdp(
+                labels[role], cells[role], level, real[role], config, noise
+            )
             return {"bits": bits.astype(np.uint8), "slots": len(labels)}
-        counts = np.bincount(rows.positive.astype(np.int64), minlength=2)[:2]
+        level, cells = _probe_cells(rows, job, len(rows.positive))
+        width = 2 << level
+        counts = np.bincount(probe.probe_index(rows.positive, cells, level), minlength=width)
         alpha = mechanism_of(config).probe_alpha
         assert alpha is not None
-        at, value = polya_share_events(n, alpha, 2, noise)
-        vector = (counts + dense(at, value, (2,))).astype(np.uint32)
+        at, value = polya_share_events(n, alpha, width, noise)
+        vector = (counts[:width] + dense(at, value, (width,))).astype(np.uint32)
         if k:
             if held is None:
                 raise UsageError("a masked step for a round this client holds no key of")
-            vector += client_masks(held, index, n, k, _publics(request), round_id, 2)
+            vector += client_masks(held, index, n, k, _publics(request), round_id, len(vector))
         return {"masked": vector}
     if step != REPORT:
         raise UsageError(f"unknown protocol step {step!r}")

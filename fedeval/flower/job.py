@@ -15,12 +15,13 @@ One protocol run (`ServerProtocol.run`), over the cohort of nodes that answer:
    Roster indices are the nodes' ids in sorted order (Flower's ids are random, so the order
    says nothing about the data).
 2. ``probe`` (two-phase ``--height auto`` under distdp or localdp, `fedeval.privacy.probe`):
-   distdp, each client's class totals plus a Pólya share sized to the cohort, masked; localdp,
-   each report slot is a probe report with probability s and its two OUE bits are sent bare
-   (local DP needs no masks). The server sums them, releases the noisy totals and chooses the
-   height from them alone (`fedeval.privacy.probe.height`), then broadcasts it with step 3.
+   distdp, each client's per-class counts of the probe's cells plus a Pólya share sized to the
+   cohort, masked; localdp, each report slot is a probe report with probability s and its OUE
+   bits of (label, cell) are sent bare (local DP needs no masks). The server sums them, releases
+   the noisy histogram and chooses the height from it alone (`fedeval.privacy.probe.height`,
+   the rule every other path uses), then broadcasts it with step 3.
 3. ``report``: the client's report as `fedeval encode` makes it, with the same mechanism code
-   (`fedeval.privacy.model_module(model).client_reports`: one-hot level counts; plus a Pólya
+   (`fedeval.privacy.registry.model_of(model).client_reports`: one-hot level counts; plus a Pólya
    share sized to the cohort under distdp; OUE reports under localdp, exactly L per client
    under unit client), then under federated and distdp its pairwise masks: for each of its 2K
    neighbours on the circulant graph (`fedeval.secagg`), the pair key agreed with the

@@ -239,7 +239,8 @@ class ServerProtocol:
                 if config.model is PrivacyModel.LOCALDP:
                     found, total_slots, cohort = self._local_probe(cohort)
                     break
-                got = self._masked_sum(PROBE, cohort, 2, {})
+                width = 2 << probe.probe_level(config.model, self.job.resolution)
+                got = self._masked_sum(PROBE, cohort, width, {})
                 if isinstance(got, tuple):
                     counts, cohort, _ = got
                     found = Probe(counts)
@@ -293,7 +294,8 @@ class ServerProtocol:
                 for i, node in enumerate(cohort)
             },
         )
-        counts = np.zeros(2, np.int64)
+        width = 2 << probe.probe_level(self.job.config.model, self.job.resolution)
+        counts = np.zeros(width, np.int64)
         reports = slots = 0
         kept = []
         cap = self.job.config.max_examples
@@ -303,7 +305,7 @@ class ServerProtocol:
                 continue
             bits = np.asarray(r.get("bits"))
             s = int(r.get("slots", -1))
-            if bits.ndim != 2 or bits.shape[1] != 2 or s < len(bits) or (cap and s != cap):
+            if bits.ndim != 2 or bits.shape[1] != width or s < len(bits) or (cap and s != cap):
                 continue
             counts += bits.astype(np.int64).sum(axis=0)
             reports += len(bits)

@@ -36,12 +36,6 @@ def counts_public(config: PrivacyConfig) -> bool:
     return config.relation is not Relation.ADD_REMOVE
 
 
-def released_counts(config: PrivacyConfig) -> int:
-    """C, the noisy counts a release holds: 2·2^k per released level (and the probe's two class
-    totals)."""
-    return sum(2 << k for k in config.levels) + (2 if config.probed else 0)
-
-
 CLASSES = ("negatives", "positives")
 """The two classes of a release, in the order of its counts (for messages)."""
 
@@ -118,9 +112,9 @@ class ReleaseModel(Protocol):
         """ε of the probe round of a two-phase release (None without a probe)."""
 
     def probe_sensitivity(self, config: PrivacyConfig) -> int | None:
-        """Δ of the probe's class totals where noise is added to them (distdp), else None."""
+        """Δ of the probe's histogram where noise is added to it (distdp), else None."""
 
-    def sampler_delta(self, config: PrivacyConfig) -> float | None:
+    def sampler_delta(self, mech: Mechanism) -> float | None:
         """δ the samplers' floating point costs the release (None where not accounted)."""
 
     # --- the claim's words and records ---------------------------------------------------------

@@ -22,7 +22,7 @@ import numpy as np
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.privacy import federated, generator
-from fedeval.privacy.base import counts_public, released_counts
+from fedeval.privacy.base import counts_public
 from fedeval.privacy.events import ComposedEvent, DiscreteLaplaceEvent, DpEvent
 from fedeval.privacy.noise import (
     dense,
@@ -90,17 +90,17 @@ def probe_epsilon(config: PrivacyConfig) -> float | None:
 
 
 def probe_sensitivity(config: PrivacyConfig) -> int | None:
-    """Δ of the probe's two class totals: L under add/remove, 2L under replace."""
+    """Δ of the probe's histogram: L under add/remove, 2L under replace (one example is one
+    count of it)."""
     if not config.probed:
         return None
     return _factor(config) * config.examples_per_unit
 
 
-def sampler_delta(config: PrivacyConfig) -> float:
+def sampler_delta(mech: Mechanism) -> float:
     """δ the samplers' 53-bit floating point costs (`fedeval.privacy.generator.sampler_delta`)."""
-    return generator.sampler_delta(
-        _total_epsilon(config), released_counts(config), config.share_factor
-    )
+    cfg = mech.config
+    return generator.sampler_delta(_total_epsilon(cfg), mech.released_counts, cfg.share_factor)
 
 
 # --- the claim ---------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def probe_parameters(mech: Mechanism) -> dict[str, Any]:
     a = mech.probe_alpha
     assert a is not None
     return {
-        "name": "discrete Laplace on the class totals",
+        "name": "discrete Laplace on the per-class histogram",
         "epsilon": mech.probe_epsilon,
         "alpha": a,
         "sensitivity": mech.probe_sensitivity,
@@ -170,9 +170,10 @@ def claim(mech: Mechanism) -> str:
     )
     if cfg.probed:
         text += (
-            f" at ε_tree = {tree:.6g}, after a probe of the two class "
-            f"totals at ε_probe = {mech.probe_epsilon:.6g} (discrete Laplace "
-            f"α = {mech.probe_alpha:.6g}, Δ = {mech.probe_sensitivity}) that chose "
+            f" at ε_tree = {tree:.6g}, after a probe of each class's "
+            f"counts over {mech.probe_cells} cells at ε_probe = "
+            f"{mech.probe_epsilon:.6g} (discrete Laplace α = {mech.probe_alpha:.6g}, "
+            f"Δ = {mech.probe_sensitivity}) that chose "
             f"the height: {mech.probe_epsilon:.6g} + {tree:.6g} = {eps:g}"
         )
     if cfg.relation is Relation.ADD_REMOVE:
@@ -216,8 +217,8 @@ def server_learns(mech: Mechanism) -> str:
     )
     if mech.config.probed:
         text += (
-            "; first, the probe round's noisy class totals (each cohort's sum of the probe "
-            "shares carries the probe's whole noise) and the height chosen from them"
+            "; first, the probe round's noisy per-class histogram (each cohort's sum of the "
+            "probe shares carries the probe's whole noise) and the height chosen from it"
         )
     return text
 

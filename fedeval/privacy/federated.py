@@ -56,7 +56,7 @@ def probe_sensitivity(config: PrivacyConfig) -> int | None:
     return None
 
 
-def sampler_delta(config: PrivacyConfig) -> float | None:
+def sampler_delta(mech: Mechanism) -> float | None:
     return None
 
 

@@ -78,7 +78,7 @@ def probe_sensitivity(config: PrivacyConfig) -> None:
     return None
 
 
-def sampler_delta(config: PrivacyConfig) -> None:
+def sampler_delta(mech: Mechanism) -> None:
     return None
 
 
@@ -109,11 +109,11 @@ def probe_parameters(mech: Mechanism) -> dict[str, Any]:
     cfg = mech.config
     p, q = oue_probabilities(oue_epsilon(cfg))
     return {
-        "name": "Optimal Unary Encoding of the label",
+        "name": "Optimal Unary Encoding of (label, probe cell)",
         "epsilon_per_report": oue_epsilon(cfg),
         "p": p,
         "q": q,
-        "domain": "label (level 0: one cell per class)",
+        "domain": f"label × cell: {2 * mech.probe_cells} bits, one set per real probe report",
         "report_share": "each report (padding too) is a probe report with probability "
         f"{cfg.probe_share:g}, drawn before any data is read; the others go to the tree",
         "composition": "parallel: every report is one probe or one tree report, so each "
@@ -131,7 +131,8 @@ def claim(mech: Mechanism) -> str:
     eps = cfg.epsilon
     probe = (
         f"; a share {cfg.probe_share:g} of the reports, drawn at random before any "
-        "data is read, report the label alone (the probe that chose the height), "
+        f"data is read, report their label and cell among {mech.probe_cells} (the "
+        "probe that chose the height), "
         "the others a level of the tree: each report is still sent once"
         if cfg.probed
         else ""

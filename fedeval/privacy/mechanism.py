@@ -14,16 +14,17 @@ pure ε-DP (Cormode & Markov, section 2.2). Under OUE each report is ε/L-LDP an
 most L of them (exactly L under unit client: padded with empty reports, so the number of reports
 tells nothing), which composes to ε under replace.
 
-Two-phase releases (`--height auto` under DP, `config.probed`): a probe of the two class totals
-comes first and chooses the height. Under distdp it is discrete Laplace at ε_probe = s·ε with
-Δ = L (add/remove: a unit sits in the totals with at most L examples) or 2L (replace: they move
-from one total to the other), and the tree gets ε_tree = (1 − s)·ε: sequential composition of
-pure DP, ε_probe + ε_tree = ε, also when the tree's height is chosen from the probe (adaptive
-composition of pure ε-DP mechanisms adds up the same way). Under localdp a share s of the
-reports, picked at random before any data is read, are OUE reports of the label alone (one cell
-per class) at the same report ε; every unit still sends its reports once, so the claim is ε as
-before (the probe and the tree see disjoint reports: parallel composition).
-"""
+Two-phase releases (`--height auto` under DP, `config.probed`): a probe of each class's counts
+over the 2^k cells of a coarse level (k = `fedeval.core.height_choice.PROBE_LEVEL`) comes first
+and chooses the height. Under distdp it is discrete Laplace at ε_probe = s·ε on each of its
+2·2^k counts with Δ = L (add/remove: a unit sits in the histogram with at most L examples, one
+count each) or 2L (replace: they move from one count to another), and the tree gets
+ε_tree = (1 − s)·ε: sequential composition of pure DP, ε_probe + ε_tree = ε, also when the
+tree's height is chosen from the probe (adaptive composition of pure ε-DP mechanisms adds up the
+same way). Under localdp a share s of the reports, picked at random before any data is read,
+are OUE reports of (label, probe cell) over 2·2^k bits at the same report ε; every unit still
+sends its reports once, so the claim is ε as before (the probe and the tree see disjoint
+reports: parallel composition)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation, Unit, config_from_dict
+from fedeval.core.height_choice import PROBE_LEVEL
 from fedeval.core.release import Probe
 from fedeval.privacy import generator
-from fedeval.privacy.base import ReleaseModel, counts_public, released_counts
+from fedeval.privacy.base import ReleaseModel, counts_public
 from fedeval.privacy.events import DpEvent
 from fedeval.privacy.noise import discrete_laplace_variance, laplace_alpha
 from fedeval.privacy.registry import model_of
@@ -104,8 +106,16 @@ class Mechanism:
 
     @property
     def probe_sensitivity(self) -> int | None:
-        """Δ of the probe's two class totals (distdp): L under add/remove, 2L under replace."""
+        """Δ of the probe's histogram (distdp): L under add/remove, 2L under replace (one example
+        is one count of it)."""
         return self.kind.probe_sensitivity(self.config)
+
+    @property
+    def probe_cells(self) -> int:
+        """C, the probe's cells per class: the released probe's, else 2^PROBE_LEVEL."""
+        if self.probe is not None:
+            return self.probe.cells
+        return 1 << PROBE_LEVEL.get(self.config.model, 0)
 
     @property
     def probe_alpha(self) -> float | None:
@@ -119,11 +129,15 @@ class Mechanism:
         own = self.kind.probe_parameters(self) if cfg.probed else None
         if own is None:
             return None
+        cells = self.probe_cells
         common = {
             "share": cfg.probe_share,
-            "releases": "the two class totals [negatives, positives]",
-            "chooses": "the height h, by fedeval.core.params.probe_height from the noisy totals "
-            "(post-processing of the probe)",
+            "cells_per_class": cells,
+            "releases": f"each class's counts over {cells} equal cells of the score axis "
+            "(negatives' cells, then positives'; their sums are the class totals)",
+            "chooses": "the height h, by fedeval.core.height_choice.choose_height from the noisy "
+            "histogram (post-processing of the probe): the least predicted noise and "
+            "discretisation error of AUC, AP and P/R/A",
         }
         return common | own
 
@@ -155,14 +169,15 @@ class Mechanism:
     @property
     def released_counts(self) -> int:
         """C, the noisy counts a release holds: 2·2^k per released level (and the probe's
-        two class totals)."""
-        return released_counts(self.config)
+        2·C cells)."""
+        probe = 2 * self.probe_cells if self.config.probed else 0
+        return sum(2 << k for k in self.config.levels) + probe
 
     @property
     def sampler_delta(self) -> float | None:
         """δ the samplers' 53-bit floating point costs a distdp release
         (`fedeval.privacy.generator.sampler_delta`); None for the other models."""
-        return self.kind.sampler_delta(self.config)
+        return self.kind.sampler_delta(self)
 
     def randomness(self) -> str | None:
         """The generator the noise comes from, in words (None without noise)."""
@@ -250,7 +265,7 @@ class Mechanism:
         elif self.clients_public:
             what += " and the public number of clients"
         if self.config.probed:
-            what += ", the probe's noisy class totals and the height chosen from them"
+            what += ", the probe's noisy per-class histogram and the height chosen from it"
         eps = self.config.epsilon
         return (
             f"{what}, and that a release was made at all (the input was valid and non-empty, "
@@ -313,7 +328,7 @@ def probe_from_section(privacy: dict[str, Any]) -> Probe | None:
     if not isinstance(counts, list) or any(
         isinstance(c, bool) or not isinstance(c, int) for c in counts
     ):
-        raise ValueError("privacy.probe.released.counts must be two integers")
+        raise ValueError("privacy.probe.released.counts must be 2·2^k integers")
     return Probe(np.asarray(counts, np.int64), released.get("reports"))
 
 

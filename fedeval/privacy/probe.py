@@ -1,35 +1,55 @@
-"""Round 1 of a two-phase release (`--height auto` under DP): noisy class totals choose h.
+"""Round 1 of a two-phase release (`--height auto` under DP): a noisy coarse histogram chooses h.
 
-The AUC's best height depends on the minority class count m, which is private, so `auto` first
-releases the two class totals and chooses the tree's height from them (`fedeval.core.params`):
+The best height depends on the class counts and on where the scores sit (a rare class
+concentrated in the top cells, scores squeezed into a narrow range or on a grid), which are
+private, so `auto` first releases each class's counts over the 2^k cells of the probe level
+k = PROBE_LEVEL (the score axis' cells at that level) and chooses the tree's height from them
+(`fedeval.core.height_choice`):
 
-- distdp: every client adds its [negatives, positives] and a Pólya share sized to all clients
-  at α = exp(−s·ε/Δ) (Δ = L, or 2L under replace); the sum is the totals plus discrete Laplace.
-  The tree then spends (1 − s)·ε (`fedeval.privacy.mechanism`).
+- distdp: every client adds its per-class cell counts (2·2^k of them) and a Pólya share sized to
+  all clients at α = exp(−s·ε/Δ) (Δ = L, or 2L under replace: one example is one count); the
+  sum is the histogram plus discrete Laplace. The tree then spends (1 − s)·ε
+  (`fedeval.privacy.mechanism`).
 - localdp: every report slot (padding too) is a probe report with probability s, drawn before
-  any data is read; a probe report is the OUE of its label alone (two bits), at the report ε.
-  The other reports go to the tree levels, chosen uniformly as without a probe.
+  any data is read; a probe report is the OUE of its (label, probe cell) over 2·2^k bits, at the
+  report ε. The other reports go to the tree levels, chosen uniformly as without a probe.
 
-The totals are part of the release (every document states them); the height is
-post-processing of them, so no exact count of the data reaches the choice of h.
+The histogram is part of the release (every document states it); the height is
+post-processing of it, so no exact count of the data reaches the choice of h.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel
-from fedeval.core.params import probe_epsilon_per_example, probe_height
+from fedeval.core.height_choice import PROBE_LEVEL, HeightChoice, choose_height
+from fedeval.core.hierarchy import coarsen
+from fedeval.core.params import AUTO_MAX_HEIGHT, AUTO_MIN_HEIGHT, oue_sigma2
 from fedeval.core.release import Probe
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
     dense,
     discrete_laplace,
+    discrete_laplace_variance,
     oue_perturb_at,
     oue_probabilities,
     oue_sum,
     polya_share_events,
 )
+
+
+def probe_level(model: PrivacyModel, resolution: int) -> int:
+    """The probe's level for data read at `resolution` (a public option): PROBE_LEVEL, or the
+    resolution when coarser."""
+    return min(PROBE_LEVEL[PrivacyModel(model)], resolution)
+
+
+def probe_index(labels: np.ndarray, cells: np.ndarray, level: int) -> np.ndarray:
+    """Each example's count in the probe: its label's row, its cell at the probe level."""
+    return (labels.astype(np.int64) << level) + cells.astype(np.int64)
 
 
 def _alpha(config: PrivacyConfig) -> float:
@@ -46,36 +66,45 @@ def _report_epsilon(config: PrivacyConfig) -> float:
     return eps
 
 
-def draw_distdp(totals: np.ndarray, config: PrivacyConfig, rng: np.random.Generator) -> Probe:
-    """The fast path: exact [negatives, positives] plus discrete Laplace (the sum of all
-    clients' Pólya shares, equal in distribution)."""
-    exact = np.asarray(totals, np.int64)
-    return Probe(exact + discrete_laplace(_alpha(config), 2, rng))
+def draw_distdp(hist: np.ndarray, config: PrivacyConfig, rng: np.random.Generator) -> Probe:
+    """The fast path: the exact per-class cell counts (2, 2^k) plus discrete Laplace (the sum of
+    all clients' Pólya shares, equal in distribution)."""
+    exact = np.asarray(hist, np.int64).reshape(-1)
+    return Probe(exact + discrete_laplace(_alpha(config), exact.size, rng))
 
 
 def client_sum_distdp(
-    labels: np.ndarray, n_clients: int, config: PrivacyConfig, rng: np.random.Generator
+    labels: np.ndarray,
+    cells: np.ndarray,
+    level: int,
+    n_clients: int,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
 ) -> Probe:
-    """The per-client round: each of the `n_clients` clients adds its class counts and a Pólya
-    share sized to all of them on both totals (drawn as sparse events, summed per total); to
-    all but the t colluders tolerated (`config.colluders`), as the tree's shares are."""
-    counts = np.bincount(labels.astype(np.int64), minlength=2)[:2]
+    """The per-client round: each of the `n_clients` clients adds its per-class counts of the
+    2^`level` probe cells (`cells`: each example's) and a Pólya share sized to all of them on
+    every count (drawn as sparse events, summed per count); to all but the t colluders tolerated
+    (`config.colluders`), as the tree's shares are."""
+    width = 2 << level
+    counts = np.bincount(probe_index(labels, cells, level), minlength=width)[:width]
     size = n_clients - config.colluders
-    at, value = polya_share_events(size, _alpha(config), n_clients * 2, rng)
-    return Probe(counts + dense(at % 2, value, (2,)))
+    at, value = polya_share_events(size, _alpha(config), n_clients * width, rng)
+    return Probe(counts + dense(at % width, value, (width,)))
 
 
 def draw_localdp(
-    leaf_counts: np.ndarray, pad: int, config: PrivacyConfig, rng: np.random.Generator
+    leaf_counts: np.ndarray, pad: int, level: int, config: PrivacyConfig, rng: np.random.Generator
 ) -> tuple[Probe, np.ndarray, int]:
     """The fast path: which reports are probe reports (Binomial(s) per cell, and of the `pad`
-    empty reports), then the Binomial sums of their two OUE bits. Returns (probe, the leaf
-    counts and the empty reports the tree still gets)."""
+    empty reports), then the Binomial sums of their 2·2^`level` OUE bits (each probe report's
+    one bit at its class and cell at the probe level). Returns (probe, the leaf counts and the
+    empty reports the tree still gets)."""
     s = config.probe_share
     taken = rng.binomial(leaf_counts, s)
     taken_pad = int(rng.binomial(pad, s)) if pad else 0
     reports = int(taken.sum()) + taken_pad
-    bits = oue_sum(taken.sum(axis=-1), reports, _report_epsilon(config), rng)
+    held = coarsen(taken, level).reshape(-1)
+    bits = oue_sum(held, reports, _report_epsilon(config), rng)
     return Probe(bits, reports), leaf_counts - taken, pad - taken_pad
 
 
@@ -86,41 +115,98 @@ def roles(n_reports: int, config: PrivacyConfig, rng: np.random.Generator) -> np
 
 
 def client_bits_localdp(
-    labels: np.ndarray, real: np.ndarray, config: PrivacyConfig, rng: np.random.Generator
+    labels: np.ndarray,
+    cells: np.ndarray,
+    level: int,
+    real: np.ndarray,
+    config: PrivacyConfig,
+    rng: np.random.Generator,
 ) -> np.ndarray:
-    """The two OUE bits (n, 2) of the probe reports with these labels (an empty report, not
-    `real`, randomises the all-zero vector), as the encoder draws them."""
-    return oue_perturb_at(labels.astype(np.int64), 2, _report_epsilon(config), rng, real)
+    """The 2·2^`level` OUE bits (n, 2·2^level) of the probe reports with these labels and probe
+    cells (an empty report, not `real`, randomises the all-zero vector), as the encoder draws
+    them."""
+    index = probe_index(labels, cells, level)
+    return oue_perturb_at(index, 2 << level, _report_epsilon(config), rng, real)
 
 
-def totals(probe: Probe, config: PrivacyConfig, total_reports: int = 0) -> tuple[float, float]:
-    """Unbiased [negatives, positives] from the probe: its noisy counts (distdp), or the OUE
-    estimate rescaled from the probe's reports to all `total_reports` (localdp)."""
-    c = probe.counts.astype(np.float64)
+def histogram(
+    probe: Probe, config: PrivacyConfig, total_reports: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, variance), each (2, C): unbiased per-class cell counts from the probe and the
+    variance of each: its noisy counts and the discrete Laplace variance (distdp), or the OUE
+    estimate rescaled from the probe's reports to all `total_reports` with OUE's variance at
+    the estimated count (localdp)."""
+    c = probe.histogram.astype(np.float64)
     if config.model is PrivacyModel.LOCALDP:
         r = probe.reports or 0
         if r == 0:
-            return 0.0, 0.0
-        p, q = oue_probabilities(_report_epsilon(config))
-        est = (c - r * q) / (p - q) * (total_reports / r)
-        return float(est[0]), float(est[1])
-    return float(c[0]), float(c[1])
+            return np.zeros_like(c), np.full(c.shape, np.inf)
+        eps = _report_epsilon(config)
+        p, q = oue_probabilities(eps)
+        own = (c - r * q) / (p - q)
+        scale = total_reports / r
+        held = np.clip(own, 0.0, r)  # oue_count_variance's formula, vectorised
+        var = scale**2 * (held * p * (1 - p) + (r - held) * q * (1 - q)) / (p - q) ** 2
+        return own * scale, np.asarray(var, np.float64)
+    return c, np.full(c.shape, discrete_laplace_variance(_alpha(config)))
+
+
+def totals(probe: Probe, config: PrivacyConfig, total_reports: int = 0) -> tuple[float, float]:
+    """Unbiased [negatives, positives] from the probe: its histogram's row sums."""
+    neg, pos = histogram(probe, config, total_reports)[0].sum(axis=-1)
+    return float(neg), float(pos)
+
+
+def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> np.ndarray:
+    """The sd of one released count of the tree at each candidate height (`config` being the
+    two-phase configuration): discrete Laplace at α = exp(−ε_tree/Δ(h)) (distdp), or OUE over
+    the reports that go to each of the g(h) levels, √(g·n·σ²_OUE/(1 − s)) (localdp)."""
+    out = []
+    for h in np.asarray(heights).tolist():
+        cfg = replace(config, height=int(h))
+        mech = mechanism_of(cfg)
+        if config.model is PrivacyModel.LOCALDP:
+            n = max(total_reports, 1) * (1.0 - config.probe_share)
+            out.append(np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config))))
+        else:
+            v = mech.cohort_noise_variance
+            assert v is not None
+            out.append(np.sqrt(v))
+    return np.asarray(out, np.float64)
+
+
+def choice(
+    probe: Probe, config: PrivacyConfig, total_reports: int, min_height: int, max_height: int
+) -> HeightChoice:
+    """The height choice from the probe (post-processing), with its predictions
+    (`choice_from_histogram` on the probe's unbiased histogram and its noise variance)."""
+    hist, var = histogram(probe, config, total_reports)
+    return choice_from_histogram(hist, var, config, total_reports, min_height, max_height)
+
+
+def choice_from_histogram(
+    hist: np.ndarray,
+    variance: np.ndarray | float,
+    config: PrivacyConfig,
+    total_reports: int,
+    min_height: int,
+    max_height: int,
+) -> HeightChoice:
+    """`fedeval.core.height_choice.choose_height` over the candidates from
+    max(AUTO_MIN_HEIGHT, `min_height`) (the thresholds' alignment floor) to
+    min(AUTO_MAX_HEIGHT, `max_height`) (the resolution the data were read at: public), for a
+    per-class histogram (2, 2^k) whose counts carry `variance` (0 for exact counts, as the
+    planner has)."""
+    lo = max(AUTO_MIN_HEIGHT[config.model], min_height)
+    hi = min(max(AUTO_MAX_HEIGHT[config.model], lo), max_height)
+    lo = min(lo, hi)
+    heights = np.arange(lo, hi + 1)
+    sd = count_sd(config, heights, total_reports)
+    return choose_height(hist, variance, heights, sd, config.model.value)
 
 
 def height(
     probe: Probe, config: PrivacyConfig, total_reports: int, min_height: int, max_height: int
 ) -> int:
-    """The tree's height from the probe (post-processing): `fedeval.core.params.probe_height`, at
-    most `max_height` (the resolution the data were read at: a public option)."""
-    neg, pos = totals(probe, config, total_reports)
-    return min(
-        max_height,
-        probe_height(
-            config.model,
-            negatives=neg,
-            positives=pos,
-            epsilon=probe_epsilon_per_example(config),
-            reports=total_reports,
-            min_height=min_height,
-        ),
-    )
+    """The tree's height from the probe (post-processing, `choice`)."""
+    return choice(probe, config, total_reports, min_height, max_height).height

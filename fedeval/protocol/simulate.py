@@ -44,15 +44,16 @@ def fast_release(data: ScoredData, config: PrivacyConfig, rng: np.random.Generat
     if not config.probed:
         return mech.draw(data.leaf_counts(config.height), data.n_clients, config, rng)
     floor = data.axis.auto_floor(data.resolution)
+    level = probe.probe_level(config.model, data.resolution)
     if config.model is PrivacyModel.DISTDP:
-        found = probe.draw_distdp(np.array([data.negatives, data.positives]), config, rng)
+        found = probe.draw_distdp(data.leaf_counts(level), config, rng)
         h = probe.height(found, config, 0, floor, data.resolution)
         config = replace(config, height=h)
         return distdp.draw(data.leaf_counts(h), data.n_clients, config, rng, probe=found)
     # localdp: the probe's reports leave the cells they came from; the rest make the tree.
     fine = min(data.resolution, max(AUTO_MAX_HEIGHT[config.model], floor))
     pad = localdp.empty_reports(data.rows, data.n_clients, config)
-    found, rest, rest_pad = probe.draw_localdp(data.leaf_counts(fine), pad, config, rng)
+    found, rest, rest_pad = probe.draw_localdp(data.leaf_counts(fine), pad, level, config, rng)
     h = probe.height(found, config, data.rows + pad, floor, fine)
     config = replace(config, height=h)
     return localdp.draw(coarsen(rest, h), data.n_clients, config, rng, pad=rest_pad, probe=found)
@@ -117,20 +118,25 @@ def probe_round(
         raise UsageError("a probe round needs per-example data (keep_examples=True).")
     n = data.n_clients
     floor = data.axis.auto_floor(data.resolution)
+    level = probe.probe_level(config.model, data.resolution)
+    cells = cell_index(ex.unit_scores, level)
     if config.model is PrivacyModel.DISTDP:
-        found = probe.client_sum_distdp(ex.positive, n, config, rng)
+        found = probe.client_sum_distdp(ex.positive, cells, level, n, config, rng)
         h = probe.height(found, config, 0, floor, data.resolution)
         return ProbeRound(found, replace(config, height=h))
     used = np.zeros(len(ex.positive), bool)
     taken = np.zeros(n, np.int64)
-    counts = np.zeros(2, np.int64)
-    zeros = np.zeros(len(ex.positive), np.int64)
-    for c0, c1, sel in client_batches(ex.client, n, 2 * config.examples_per_unit, max_cells):
-        _, labels, client, real = localdp.padded(
-            zeros[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config
+    counts = np.zeros(2 << level, np.int64)
+    width = (2 << level) * config.examples_per_unit
+    for c0, c1, sel in client_batches(ex.client, n, width, max_cells):
+        p_cells, labels, client, real = localdp.padded(
+            cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config
         )
         role = probe.roles(len(labels), config, rng)
-        counts += probe.client_bits_localdp(labels[role], real[role], config, rng).sum(axis=0)
+        bits = probe.client_bits_localdp(
+            labels[role], p_cells[role], level, real[role], config, rng
+        )
+        counts += bits.sum(axis=0)
         used[sel] = role[real]  # the real examples in their order (the batch is in client order)
         taken[c0:c1] += np.bincount(client[role], minlength=c1 - c0)
     found = Probe(counts, int(taken.sum()))

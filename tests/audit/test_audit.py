@@ -252,8 +252,8 @@ def test_noise_on_different_counts_is_independent(scenario, trials):
 
 @pytest.mark.slow
 def test_two_phase_scenarios_at_the_boundary_do_change_the_height():
-    # The audit's boundary populations put m where the rule changes its mind, so neighbours'
-    # releases come at different heights with the probe's noise (else it would not test that).
+    # In the audit's boundary populations neighbours' releases come at different heights with
+    # the probe's noise (else it would not test that the height is post-processing).
     for model, relation in audit.BOUNDARY_PER_CLIENT:
         sc = audit.Scenario(
             model, relation, height="auto", per_client=audit.BOUNDARY_PER_CLIENT[model, relation]
@@ -263,7 +263,7 @@ def test_two_phase_scenarios_at_the_boundary_do_change_the_height():
             heights = audit.distdp_two_phase_statistic(sc, 100, rng)[2]
         else:
             heights = audit.localdp_two_phase_statistic(sc, sc.datasets()[0], 100, rng)[1]
-        assert len(set(heights.tolist())) == 2, (sc.name, np.unique(heights))
+        assert len(set(heights.tolist())) >= 2, (sc.name, np.unique(heights))
 
 
 @pytest.mark.slow
@@ -284,9 +284,9 @@ def test_epsilon_audit_catches_bare_probe_reports(monkeypatch, trials):
     """Broken on purpose: localdp probe reports sent without randomising their label."""
     from fedeval.privacy import probe
 
-    def bare(labels, real, config, rng):
-        bits = np.zeros((len(labels), 2), bool)
-        bits[np.arange(len(labels)), labels.astype(np.int64)] = real
+    def bare(labels, cells, level, real, config, rng):
+        bits = np.zeros((len(labels), 2 << level), bool)
+        bits[np.arange(len(labels)), probe.probe_index(labels, cells, level)] = real
         return bits
 
     monkeypatch.setattr(probe, "client_bits_localdp", bare)
