@@ -402,7 +402,7 @@ def calibrate_multiclass(
 
 
 def calibrate_multiclass_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     method: Method | str,
     rounds: int = DEFAULT_ROUNDS,

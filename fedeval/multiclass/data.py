@@ -335,7 +335,7 @@ def parse_batch(
 
 
 def read_multiclass(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     spec: ColumnSpec = ColumnSpec(),
     *,
     need: InputKind | None = None,
@@ -440,7 +440,7 @@ def multiclass_from_arrays(
 
 
 def iter_unlabelled(
-    source: str | os.PathLike, spec: ColumnSpec, kind: InputKind, *, keep_text: bool
+    source: str | os.PathLike[str], spec: ColumnSpec, kind: InputKind, *, keep_text: bool
 ) -> tuple[list[str], Iterator[tuple[pa.RecordBatch, np.ndarray]]]:
     """(column names, batches with the validated (n, c) matrix of `kind`) for applying a map.
 

@@ -270,8 +270,8 @@ def _client_codes(ids: pa.ChunkedArray, name: str, col: str) -> tuple[np.ndarray
 
 
 def partition_file(
-    source: str | os.PathLike,
-    output: str | os.PathLike | None = None,
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
     scheme: Scheme | str,
     n_clients: int | None = None,

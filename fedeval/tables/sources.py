@@ -45,7 +45,7 @@ class SourceFile:
     partition: dict[str, object]
 
 
-def source_files(source: str | os.PathLike) -> list[SourceFile] | None:
+def source_files(source: str | os.PathLike[str]) -> list[SourceFile] | None:
     """The files a source names, in a fixed order (sorted paths): every data file under a
     directory (a Parquet or CSV dataset, hive-partitioned or not; as `pyarrow.dataset` does,
     names starting with '.' or '_' are skipped) or every file a glob matches; None for one file
@@ -103,7 +103,7 @@ def partition_types(files: list[SourceFile]) -> dict[str, pa.DataType]:
     return types
 
 
-def parquet_rows(source: str | os.PathLike) -> int | None:
+def parquet_rows(source: str | os.PathLike[str]) -> int | None:
     """The rows of a source whose every file is Parquet, from the files' footers (nothing
     decoded); None for CSV, stdin, or a file that cannot be read (the read reports it)."""
     try:

@@ -97,7 +97,7 @@ def _draw(roc: Axes, pr: Axes, side: str, ev: Evaluation, colour: str) -> None:
     pr.fill_between(bands["recall"], *bands["precision"], color=colour, alpha=0.2, lw=0)
 
 
-def plot_comparison(c: Comparison, path: str | os.PathLike) -> None:
+def plot_comparison(c: Comparison, path: str | os.PathLike[str]) -> None:
     """Write the figure to `path` (.png or .svg), atomically."""
     fmt = _format(path)
     _save(comparison_figure(c), path, fmt)
