@@ -225,7 +225,7 @@ class Outputs:
     def __enter__(self) -> Outputs:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.discard()
 
 
@@ -249,7 +249,7 @@ def compression_of(path: str | os.PathLike[str] | None) -> str | None:
 
 
 @contextlib.contextmanager
-def compressed(sink: IO[bytes], codec: str | None):
+def compressed(sink: IO[bytes], codec: str | None) -> Iterator[IO[bytes]]:
     """`sink`, or a stream compressing into it with `codec` (closed, so flushed, at the end)."""
     if codec is None:
         yield sink

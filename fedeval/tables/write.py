@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -51,12 +52,13 @@ def csv_bytes(batch: pa.RecordBatch, *, header: bool) -> bytes:
             )
         except pa.ArrowInvalid:
             continue
-        return out.getvalue().encode("utf-8") + buf.getvalue().to_pybytes()
+        data: bytes = out.getvalue().encode("utf-8") + buf.getvalue().to_pybytes()
+        return data
     raise AssertionError("quoting_style='needed' cannot fail")
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator:
+def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Write to a temporary file beside `path` and rename it into place only on success.
 
     A device or pipe at `path` (`/dev/null`, `/dev/stdout`, a FIFO) is written through, never
@@ -111,7 +113,7 @@ def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike[s
     spec = table_output(output)
     parquet = spec.format is DataFormat.PARQUET
 
-    def write(sink) -> int:
+    def write(sink: IO[bytes]) -> int:
         writer = None
         rows = 0
         try:
