@@ -23,6 +23,7 @@ client counts, the input's name); ``run.seed`` appears only in a seeded (NOT pri
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +120,7 @@ def load_multiclass_map(path: str | os.PathLike[str], *, value: Any = None) -> M
     def bad(key: str, why: str) -> InputError:
         return InputError(f"'{name}' is not a valid multiclass map: field '{key}' {why}.")
 
-    def field(container: dict, key: str, where: str = ""):
+    def field(container: dict[str, Any], key: str, where: str = "") -> Any:
         if key not in container:
             raise bad(f"{where}{key}", "is missing")
         return container[key]
@@ -273,7 +274,7 @@ def apply_multiclass_map_file(
             f"'{name}' already has a column '{clash[0]}'; choose another output prefix."
         )
 
-    def calibrated():
+    def calibrated() -> Iterator[pa.RecordBatch]:
         for rb, x in batches:
             if x.shape[1] != cmap.n_classes:
                 probs = cmap.input_kind is InputKind.PROBS
