@@ -67,7 +67,7 @@ def load_map(path: str | os.PathLike[str], *, value: Any = None) -> MapFile:
     if doc.get("kind", "binary") != "binary":
         raise InputError(f"'{name}': a '{doc.get('kind')}' map cannot be applied to binary scores.")
 
-    def field(key: str):
+    def field(key: str) -> Any:
         if key not in doc:
             raise InputError(f"'{name}' is not a valid calibration map: field '{key}' is missing.")
         return doc[key]

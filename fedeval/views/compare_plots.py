@@ -28,6 +28,7 @@ from fedeval.views.plots import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from fedeval.api.compare import Comparison
     from fedeval.api.evaluate import Evaluation
@@ -61,7 +62,7 @@ def noise_bands(ev: Evaluation) -> dict[str, np.ndarray] | None:
         }
 
 
-def comparison_figure(c: Comparison):
+def comparison_figure(c: Comparison) -> Figure:
     """ROC (left) and PR (right) of both models, with bands."""
     fig = _figure_class()(figsize=(10, 4.8), layout="constrained")
     roc, pr = fig.subplots(1, 2)

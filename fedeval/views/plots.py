@@ -361,7 +361,7 @@ def _format(path: str | os.PathLike[str]) -> str:
     return FORMATS[suffix]
 
 
-def _figure_class():
+def _figure_class() -> type[Figure]:
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
