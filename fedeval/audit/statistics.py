@@ -74,7 +74,8 @@ def laplace_statistic(x: np.ndarray, c: np.ndarray, c_prime: np.ndarray) -> np.n
     row): proportional to the log-likelihood ratio of D (exact counts c) over D′ (c′) under
     discrete Laplace noise, so thresholds of Λ are the optimal events."""
     x = np.asarray(x, float)
-    return (np.abs(x - c_prime) - np.abs(x - c)).sum(axis=1)
+    statistic: np.ndarray = (np.abs(x - c_prime) - np.abs(x - c)).sum(axis=1)
+    return statistic
 
 
 def variance_interval(samples: np.ndarray, confidence: float = 0.999) -> tuple[float, float]:

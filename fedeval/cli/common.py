@@ -52,7 +52,7 @@ def errors_to_exit() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def progress_bar(label: str, enabled: bool) -> Iterator:
+def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A progress callback drawing a bar on stderr (only on a terminal, and not under --quiet),
     or None: off a terminal even a transient bar leaves a newline on stderr."""
     if not (enabled and err.is_terminal and not err.quiet):

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 COMMANDS = (
     "evaluate",
@@ -33,7 +37,7 @@ COMMANDS = (
 COMPLETE_VAR = "_FEDEVAL_COMPLETE"
 
 
-def first_word_completion(environ=os.environ) -> str | None:
+def first_word_completion(environ: Mapping[str, str] = os.environ) -> str | None:
     """What Typer would print for bash completion of the first word, or None where this cannot
     say (not bash, not the first word, an option, quoted or escaped words)."""
     if environ.get(COMPLETE_VAR) != "complete_bash" or environ.get("COMP_CWORD") != "1":

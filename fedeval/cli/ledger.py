@@ -81,7 +81,7 @@ def ledger_show(
             highlight=False,
         )
 
-        def num(x) -> str:
+        def num(x: float | None) -> str:
             return "—" if x is None else f"{x:g}"
 
         # What each release covered is in --format json; δ only when some release has one.

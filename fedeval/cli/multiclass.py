@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -219,15 +220,15 @@ def heldout_gate(g: Any) -> dict[str, Any]:
 def calibrate_multiclass(
     file: str,
     *,
-    clip,
+    clip: str | None,
     buckets: str,
-    holdout,
+    holdout: float | None,
     fail_if_worse: bool,
-    output,
-    output_format,
-    ledger,
-    budget,
-    **options,
+    output: Path | None,
+    output_format: OutputFormat,
+    ledger: Path | None,
+    budget: float | None,
+    **options: Any,
 ) -> None:
     from fedeval.multiclass import (
         calibrate_multiclass_file,

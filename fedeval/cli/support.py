@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import typer
@@ -147,14 +148,29 @@ def _is_broken_pipe(e: BaseException) -> bool:
 class FedevalGroup(TyperGroup):
     """The `fedeval` command group: every exception of every command ends here."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
         argv = sys.argv[1:] if args is None else list(args)
         try:
             if any("\x00" in str(a) for a in argv):  # only an in-process caller can pass one
                 raise clicklib.exceptions.UsageError(
                     "an argument holds a NUL byte: no file name or value can."
                 )
-            code = super().main(argv, prog_name, complete_var, standalone_mode=False, **extra)
+            code = super().main(
+                argv,
+                prog_name,
+                complete_var,
+                standalone_mode=False,
+                windows_expand_args=windows_expand_args,
+                **extra,
+            )
         except clicklib.NoArgsIsHelpError as e:  # the help is already printed
             code = e.exit_code
         except clicklib.ClickException as e:  # options the parser refused
@@ -180,13 +196,14 @@ class FedevalGroup(TyperGroup):
             hint = f"see '{ctx.command_path} --help'."
         message = e.format_message()
         print_error(message, hint=hint, doc=_doc(message, "UsageError", hint) if as_json else None)
-        return e.exit_code
+        code: int = e.exit_code
+        return code
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         ctx.meta[_META_JSON] = wants_json(list(args))
         return super().parse_args(ctx, _globals_first(list(args)))
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except (typer.Exit, typer.Abort):

@@ -52,7 +52,7 @@ def _depth(value: Any) -> int:
 STDIN = "-"
 
 
-def read_json(path: str | os.PathLike, *, noun: str, kind: str, streams: bool = False) -> Any:
+def read_json(path: str | os.PathLike[str], *, noun: str, kind: str, streams: bool = False) -> Any:
     """The JSON value in the file at `path`, read defensively: a regular file of at most
     `MAX_DOCUMENT_BYTES`, UTF-8, strict JSON (no NaN or Infinity), nested at most `MAX_DEPTH`
     deep. Every failure is one `InputError` naming the file.
@@ -93,7 +93,9 @@ def read_json(path: str | os.PathLike, *, noun: str, kind: str, streams: bool = 
     return value
 
 
-def _read_file(path: str | os.PathLike, name: str, noun: str, kind: str, streams: bool) -> bytes:
+def _read_file(
+    path: str | os.PathLike[str], name: str, noun: str, kind: str, streams: bool
+) -> bytes:
     """The bytes of `path` (at most one more than `MAX_DOCUMENT_BYTES`): a regular file, or
     with `streams` a pipe, read to its end."""
     try:
@@ -156,7 +158,9 @@ def _non_finite(value: Any) -> list[str]:
     return sorted(found)
 
 
-def write_document(doc: dict[str, Any], path: str | os.PathLike, *, sign_key: Any = None) -> None:
+def write_document(
+    doc: dict[str, Any], path: str | os.PathLike[str], *, sign_key: Any = None
+) -> None:
     """Seal (and sign, with `sign_key`) a JSON document and write it atomically (temp file, then
     rename)."""
 
@@ -168,7 +172,7 @@ def write_document(doc: dict[str, Any], path: str | os.PathLike, *, sign_key: An
 
 
 def load_document(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     prefix: str,
     version: int,

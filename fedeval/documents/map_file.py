@@ -40,7 +40,10 @@ class MapFile:
 
 
 def read_map_document(
-    path: str | os.PathLike, *, value: Any = None, hint: str = "fedeval calibrate FILE -o map.json"
+    path: str | os.PathLike[str],
+    *,
+    value: Any = None,
+    hint: str = "fedeval calibrate FILE -o map.json",
 ) -> dict[str, Any]:
     """A calibration map's document (binary or multiclass), its schema and any seal checked.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
@@ -56,7 +59,7 @@ def read_map_document(
     )
 
 
-def load_map(path: str | os.PathLike, *, value: Any = None) -> MapFile:
+def load_map(path: str | os.PathLike[str], *, value: Any = None) -> MapFile:
     """Read and check a calibration map; `InputError` names the file and what is wrong.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
     name = "<stdin>" if str(path) == "-" else str(path)
@@ -64,7 +67,7 @@ def load_map(path: str | os.PathLike, *, value: Any = None) -> MapFile:
     if doc.get("kind", "binary") != "binary":
         raise InputError(f"'{name}': a '{doc.get('kind')}' map cannot be applied to binary scores.")
 
-    def field(key: str):
+    def field(key: str) -> Any:
         if key not in doc:
             raise InputError(f"'{name}' is not a valid calibration map: field '{key}' is missing.")
         return doc[key]

@@ -64,7 +64,7 @@ def release_digest(release: Release, score_range: tuple[float, float] | ScoreAxi
 
 
 def save_release(
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     release: Release,
     score_range: tuple[float, float] | ScoreAxis,
     *,
@@ -75,7 +75,9 @@ def save_release(
     write_document(release_dict(release, score_range), path, sign_key=sign_key)
 
 
-def load_release(path: str | os.PathLike, *, verify_key: Any = None) -> tuple[Release, ScoreAxis]:
+def load_release(
+    path: str | os.PathLike[str], *, verify_key: Any = None
+) -> tuple[Release, ScoreAxis]:
     """Read, verify and check a saved aggregate, and the axis its leaves cut; `InputError` names
     the file and what is wrong.
 

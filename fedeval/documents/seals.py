@@ -211,7 +211,7 @@ def fingerprint(public_key: Ed25519PublicKey) -> str:
 
 
 def generate_keypair(
-    private_path: str | os.PathLike, public_path: str | os.PathLike
+    private_path: str | os.PathLike[str], public_path: str | os.PathLike[str]
 ) -> Ed25519PublicKey:
     """Make a new Ed25519 key pair: PKCS#8 PEM private key (unencrypted, mode 0600) at
     `private_path`, PEM public key at `public_path`. Each file is written atomically and never
@@ -278,7 +278,7 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
             os.unlink(tmp)
 
 
-def _read_pem(path: str | os.PathLike, what: str) -> bytes:
+def _read_pem(path: str | os.PathLike[str], what: str) -> bytes:
     try:
         with open(path, "rb") as f:
             return f.read()
@@ -290,7 +290,7 @@ def _read_pem(path: str | os.PathLike, what: str) -> bytes:
         raise InputError(f"cannot read {what} '{path}': {e.strerror or e}.") from None
 
 
-def load_private_key(path: str | os.PathLike) -> Ed25519PrivateKey:
+def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
     """The Ed25519 private key in the PEM file at `path`; `InputError` names the file."""
     from cryptography.hazmat.primitives import serialization
 
@@ -317,7 +317,7 @@ def load_private_key(path: str | os.PathLike) -> Ed25519PrivateKey:
     return key
 
 
-def load_public_key(path: str | os.PathLike) -> Ed25519PublicKey:
+def load_public_key(path: str | os.PathLike[str]) -> Ed25519PublicKey:
     """The Ed25519 public key in the PEM file at `path`; `InputError` names the file."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

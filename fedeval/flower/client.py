@@ -89,7 +89,9 @@ def make_key_pair() -> tuple[bytes, bytes]:
     return private, key.public_key().public_bytes(raw, serialization.PublicFormat.Raw)
 
 
-def _pair_key(private: bytes, peer_public: bytes, first: int, second: int, round_id: bytes):
+def _pair_key(
+    private: bytes, peer_public: bytes, first: int, second: int, round_id: bytes
+) -> bytes:
     own = X25519PrivateKey.from_private_bytes(bytes(private))
     peer = X25519PublicKey.from_public_bytes(bytes(peer_public))
     return secagg.agree_pair_key(own, peer, first, second, round_id)
@@ -144,7 +146,9 @@ def _localdp_slots(rows: ClientRows, config: PrivacyConfig) -> tuple[np.ndarray,
     return labels, real
 
 
-def _probe_roles(rows: ClientRows, config: PrivacyConfig, secret: bytes):
+def _probe_roles(
+    rows: ClientRows, config: PrivacyConfig, secret: bytes
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which slots are probe reports (drawn from the client's secret, the same in both rounds),
     which real examples they use, and how many slots they take."""
     labels, real = _localdp_slots(rows, config)

@@ -141,7 +141,7 @@ round is re-run without it (fresh masks and noise), under localdp its reports ar
 """
 
 
-def write_project(directory: str | os.PathLike, settings: RunSettings | None = None) -> Path:
+def write_project(directory: str | os.PathLike[str], settings: RunSettings | None = None) -> Path:
     """Write the project into `directory` (new, or empty); returns it."""
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):

@@ -140,12 +140,17 @@ class ServerProtocol:
         return sorted(publics), publics, round_id
 
     def _masked_payloads(
-        self, step: str, roster: list[int], publics: dict[int, bytes], round_id: bytes, extra
+        self,
+        step: str,
+        roster: list[int],
+        publics: dict[int, bytes],
+        round_id: bytes,
+        extra: Payload,
     ) -> tuple[dict[int, Payload], int]:
         n = len(roster)
         k = secagg.neighbours_per_side(n, self.neighbours) if self.job.masked else 0
         text = self.job.to_text()
-        out = {}
+        out: dict[int, Payload] = {}
         for i, node in enumerate(roster):
             succ, pred = neighbour_indices(i, n, k)
             idx = np.concatenate([succ, pred])
@@ -350,7 +355,9 @@ class ServerProtocol:
         return release, reported
 
 
-def _local_sums(reply: Payload, config: PrivacyConfig):
+def _local_sums(
+    reply: Payload, config: PrivacyConfig
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
     """One localdp reply's bit sums per node and reports per level, or (None, None) if it is
     not a well-formed set of reports for `config`."""
     per_level = np.asarray(reply.get("levels", np.zeros(0)), np.int64)

@@ -34,7 +34,9 @@ log = logging.getLogger("fedeval.flower")
 PULL_INTERVAL = 0.02
 
 
-def grid_send(grid: Grid, timeout: float) -> Callable[[dict[int, Payload]], Iterator]:
+def grid_send(
+    grid: Grid, timeout: float
+) -> Callable[[dict[int, Payload]], Iterator[tuple[int, Payload]]]:
     """The protocol's transport over a Flower Grid: push one message per node, then pull the
     replies as they arrive until all are in or `timeout` seconds pass. Error replies are
     dropouts."""

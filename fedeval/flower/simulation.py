@@ -48,8 +48,8 @@ class Split:
 
 
 def split_table(
-    source: str | os.PathLike,
-    directory: str | os.PathLike,
+    source: str | os.PathLike[str],
+    directory: str | os.PathLike[str],
     *,
     columns: Columns = DEFAULT_COLUMNS,
     clients: int | None = None,
@@ -186,7 +186,7 @@ def default_backend_config(cpus: int | None = None) -> dict[str, Any]:
 
 
 def simulate_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     settings: RunSettings,
     *,
     columns: Columns = DEFAULT_COLUMNS,

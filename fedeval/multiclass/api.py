@@ -21,8 +21,10 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fedeval.core.errors import UsageError
 from fedeval.multiclass import federation
@@ -387,13 +389,13 @@ def calibrate_multiclass_data(
 
 
 def calibrate_multiclass(
-    y_true,
+    y_true: ArrayLike,
     *,
-    probs=None,
-    logits=None,
-    client_ids=None,
+    probs: ArrayLike | None = None,
+    logits: ArrayLike | None = None,
+    client_ids: ArrayLike | None = None,
     method: Method | str,
-    **options,
+    **options: Any,
 ) -> MulticlassResult:
     """Federated multiclass calibration of in-memory arrays: labels (n,) in 0..c−1, `probs`
     and/or `logits` (n, c), optional client ids; options as for `calibrate_multiclass_file`."""
@@ -402,7 +404,7 @@ def calibrate_multiclass(
 
 
 def calibrate_multiclass_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     method: Method | str,
     rounds: int = DEFAULT_ROUNDS,

@@ -61,7 +61,8 @@ class BinningCalibrator:
 
     @property
     def n_bins(self) -> int:
-        return self.values.shape[1]
+        bins: int = self.values.shape[1]
+        return bins
 
     def weights(self) -> np.ndarray:
         """(c, B): the weight of the binning on every class and bin."""
@@ -249,7 +250,8 @@ def bbq_values(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
         )
         fine_values[:, k - 1] = np.repeat((m + a) / (m + n + prior), width, axis=1)
     weights = np.exp(log_scores - logsumexp(log_scores, axis=1, keepdims=True))
-    return np.einsum("ck,ckb->cb", weights, fine_values)
+    merged: np.ndarray = np.einsum("ck,ckb->cb", weights, fine_values)
+    return merged
 
 
 def class_weights(

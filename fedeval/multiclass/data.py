@@ -18,6 +18,7 @@ from enum import StrEnum
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import ArrayLike
 
 from fedeval.core.errors import InputError, UsageError
 from fedeval.tables.read import read_all_columns, source_name
@@ -79,7 +80,8 @@ class MulticlassData:
 
     @property
     def n_classes(self) -> int:
-        return self._scores().shape[1]
+        classes: int = self._scores().shape[1]
+        return classes
 
     def probabilities(self) -> np.ndarray:
         """Class probabilities: the prob columns, else softmax of the logits."""
@@ -89,12 +91,13 @@ class MulticlassData:
         """Logits: the logit columns, else log of the probabilities (softmax(log p) = p)."""
         if self.logits is not None:
             return self.logits
-        return np.log(np.maximum(self._scores(), LOG_FLOOR))
+        logs: np.ndarray = np.log(np.maximum(self._scores(), LOG_FLOOR))
+        return logs
 
     def take(self, rows: np.ndarray) -> MulticlassData:
         """The same data restricted to `rows` (indices or a mask); clients keep their codes."""
 
-        def sub(a):
+        def sub(a: np.ndarray | None) -> np.ndarray | None:
             return None if a is None else a[rows]
 
         return MulticlassData(
@@ -112,7 +115,8 @@ def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:
     z = np.asarray(logits, dtype=np.float64) / temperature
     z = z - z.max(axis=1, keepdims=True)
     e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    probs: np.ndarray = e / e.sum(axis=1, keepdims=True)
+    return probs
 
 
 def class_columns(names: list[str], prefix: str) -> list[str]:
@@ -134,7 +138,7 @@ def class_columns(names: list[str], prefix: str) -> list[str]:
     return [found[j] for j in range(c)]
 
 
-def _first(mask) -> int:
+def _first(mask: pa.Array | np.ndarray) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
@@ -158,7 +162,8 @@ def _numbers(arr: pa.Array, name: str, col: str, offset: int, what: str) -> np.n
             raise
     if not (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)):
         raise InputError(f"{where}: {what}s must be numbers, found type {arr.type}.")
-    return arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    values: np.ndarray = arr.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    return values
 
 
 def _matrix(rb: pa.RecordBatch, cols: list[str], name: str, offset: int, what: str) -> np.ndarray:
@@ -168,7 +173,7 @@ def _matrix(rb: pa.RecordBatch, cols: list[str], name: str, offset: int, what: s
     return out
 
 
-def _chunk(col) -> pa.Array:
+def _chunk(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
@@ -201,7 +206,8 @@ def check_probs(p: np.ndarray, name: str, cols: list[str], offset: int = 0) -> n
             f"'{name}', columns '{cols[0]}'..'{cols[-1]}', row {offset + i + 1}: probabilities "
             f"sum to {total[i]:.6g}, not 1 (tolerance {tol:g}); every class needs its column."
         )
-    return p / total[:, None]
+    renormalised: np.ndarray = p / total[:, None]
+    return renormalised
 
 
 def check_logits(z: np.ndarray, name: str, cols: list[str], offset: int = 0) -> np.ndarray:
@@ -335,7 +341,7 @@ def parse_batch(
 
 
 def read_multiclass(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     spec: ColumnSpec = ColumnSpec(),
     *,
     need: InputKind | None = None,
@@ -396,11 +402,11 @@ def read_multiclass(
 
 
 def multiclass_from_arrays(
-    y_true,
+    y_true: ArrayLike,
     *,
-    probs=None,
-    logits=None,
-    client_ids=None,
+    probs: ArrayLike | None = None,
+    logits: ArrayLike | None = None,
+    client_ids: ArrayLike | None = None,
     name: str = "<arrays>",
 ) -> MulticlassData:
     """Validate in-memory arrays: labels (n,), probs and/or logits (n, c), optional client ids."""
@@ -440,7 +446,7 @@ def multiclass_from_arrays(
 
 
 def iter_unlabelled(
-    source: str | os.PathLike, spec: ColumnSpec, kind: InputKind, *, keep_text: bool
+    source: str | os.PathLike[str], spec: ColumnSpec, kind: InputKind, *, keep_text: bool
 ) -> tuple[list[str], Iterator[tuple[pa.RecordBatch, np.ndarray]]]:
     """(column names, batches with the validated (n, c) matrix of `kind`) for applying a map.
 

@@ -99,7 +99,8 @@ class NoisyBinning:
 
 def _blocks(values: np.ndarray) -> np.ndarray:
     """Block id of each entry of an isotonic fit: runs of equal values."""
-    return np.r_[0, np.cumsum(np.diff(values) != 0)]
+    blocks: np.ndarray = np.r_[0, np.cumsum(np.diff(values) != 0)]
+    return blocks
 
 
 @dataclass(frozen=True)

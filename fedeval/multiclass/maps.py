@@ -23,6 +23,7 @@ client counts, the input's name); ``run.seed`` appears only in a seeded (NOT pri
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,14 +96,14 @@ class MulticlassMap:
         return calibrated_probs(self.calibrator, self.input_kind, x)
 
 
-def map_kind(path: str | os.PathLike, *, value: Any = None) -> str:
+def map_kind(path: str | os.PathLike[str], *, value: Any = None) -> str:
     """The ``kind`` of a calibration map ("binary" or "multiclass"; "binary" if absent), so a
     caller can pick the loader; `InputError` if the file is not a calibration map at all.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
     return str(read_map_document(path, value=value).get("kind", "binary"))
 
 
-def load_multiclass_map(path: str | os.PathLike, *, value: Any = None) -> MulticlassMap:
+def load_multiclass_map(path: str | os.PathLike[str], *, value: Any = None) -> MulticlassMap:
     """Read and check a multiclass map; `InputError` names the file and the field at fault.
     `value`: the map's JSON already read from `path` (a pipe is read once, `read_json`)."""
     name = "<stdin>" if str(path) == "-" else str(path)
@@ -119,7 +120,7 @@ def load_multiclass_map(path: str | os.PathLike, *, value: Any = None) -> Multic
     def bad(key: str, why: str) -> InputError:
         return InputError(f"'{name}' is not a valid multiclass map: field '{key}' {why}.")
 
-    def field(container: dict, key: str, where: str = ""):
+    def field(container: dict[str, Any], key: str, where: str = "") -> Any:
         if key not in container:
             raise bad(f"{where}{key}", "is missing")
         return container[key]
@@ -230,16 +231,16 @@ def shareable_map(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_map(doc: dict[str, Any], path: str | os.PathLike) -> None:
+def write_map(doc: dict[str, Any], path: str | os.PathLike[str]) -> None:
     """Write a map document atomically (temp file, then rename); under DP its shareable form
     (`shareable_map`: no exact value of the simulation)."""
     write_document(shareable_map(doc), path)
 
 
 def apply_multiclass_map_file(
-    map_path: str | os.PathLike | MulticlassMap,
-    source: str | os.PathLike,
-    output: str | os.PathLike | None = None,
+    map_path: str | os.PathLike[str] | MulticlassMap,
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
     prob_prefix: str | None = None,
     logit_prefix: str | None = None,
@@ -273,7 +274,7 @@ def apply_multiclass_map_file(
             f"'{name}' already has a column '{clash[0]}'; choose another output prefix."
         )
 
-    def calibrated():
+    def calibrated() -> Iterator[pa.RecordBatch]:
         for rb, x in batches:
             if x.shape[1] != cmap.n_classes:
                 probs = cmap.input_kind is InputKind.PROBS

@@ -11,6 +11,7 @@ Sums are in float64 and per bin before the absolute value, as the definition req
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ class Metrics:
     top_label_ece: float
     accuracy: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "cw_ece": self.cw_ece,
             "top_label_ece": self.top_label_ece,

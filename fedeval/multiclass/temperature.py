@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -211,7 +212,8 @@ def local_information(
         np.isfinite(temperatures), 1.0 / np.where(np.isfinite(temperatures), temperatures, 1.0), 1.0
     )
     _, h = _derivatives(_Rows.of(logits, labels, group), s[group], n_groups)
-    return s * s * h
+    information: np.ndarray = s * s * h
+    return information
 
 
 @dataclass(frozen=True)
@@ -374,7 +376,7 @@ class Safeguard:
     def unit(self) -> str:
         return "nats per client (clipped sums)" if self.private else "nats per example"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         metric = (
             "held-out NLL at T = 1 minus at the fitted T, summed over each client's held-out "
             "rows, clipped to ±C_evaluation, averaged over the K enrolled clients, plus "
@@ -401,7 +403,8 @@ def nll_gain(logits: np.ndarray, labels: np.ndarray, temperature: float) -> np.n
     rows = _Rows.of(logits, labels, np.zeros(len(labels), np.int64))
     at_one = np.log(np.exp(rows.zc).sum(axis=1)) - rows.true
     at_t = np.log(np.exp(rows.zc / temperature).sum(axis=1)) - rows.true / temperature
-    return at_one - at_t
+    gain: np.ndarray = at_one - at_t
+    return gain
 
 
 def check_temperature(

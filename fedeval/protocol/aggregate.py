@@ -52,7 +52,7 @@ class AggregateSummary:
 @dataclass(frozen=True)
 class _Cohort:
     directory: Path
-    manifest: dict
+    manifest: dict[str, Any]
     config: PrivacyConfig
     population: int
     axis: ScoreAxis
@@ -126,7 +126,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
     return _Cohort(directory, doc, config, population, axis, clients, seeded, probe)
 
 
-def _verified(directory: Path, entry: dict) -> bytes:
+def _verified(directory: Path, entry: dict[str, Any]) -> bytes:
     """A listed file's bytes, if they hash to what the manifest says."""
     name = str(entry["file"])
     if Path(name).name != name:
@@ -159,7 +159,7 @@ def _verified(directory: Path, entry: dict) -> bytes:
     return data
 
 
-def _table(directory: Path, entry: dict, schema: pa.Schema) -> pa.Table:
+def _table(directory: Path, entry: dict[str, Any], schema: pa.Schema) -> pa.Table:
     path = directory / entry["file"]
     try:
         table = pq.read_table(io.BytesIO(_verified(directory, entry)))
@@ -187,7 +187,9 @@ def _check_no_strays(cohort: _Cohort) -> None:
         )
 
 
-def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
+def _sum_cohort(
+    cohort: _Cohort, progress: Callable[[int, int], None] | None
+) -> tuple[Release, int, int, int]:
     """The cohort's unmasked sum, clients reported, clients recovered, bytes read."""
     cfg, n, d = cohort.config, cohort.clients, cohort.directory
     width = int(level_offsets(cfg)[-1])
@@ -198,7 +200,7 @@ def _sum_cohort(cohort: _Cohort, progress) -> tuple[Release, int, int, int]:
     reporters = np.zeros(len(cfg.levels), np.int64)
     off = level_offsets(cfg)
     bytes_read = 0
-    clients_seen: list = []
+    clients_seen: list[np.ndarray] = []
     parts = cohort.manifest["parts"]
     schema = rf.masked_schema(width) if masked else rf.LOCAL_SCHEMA
     for j, entry in enumerate(parts):
@@ -355,7 +357,7 @@ def _check_distinct_clients(cohorts: list[_Cohort], rosters: list[bytes]) -> Non
     """No client id in two cohorts' rosters (the verified roster bytes of each cohort)."""
     if len(cohorts) < 2:
         return
-    seen: dict = {}
+    seen: dict[Path, pa.Array] = {}
     for c, blob in zip(cohorts, rosters, strict=True):
         roster = pq.read_table(io.BytesIO(blob))
         ids = roster.column(0)

@@ -27,10 +27,12 @@ import secrets
 import sys
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import ArrayLike
 
 from fedeval.core.errors import InputError, UsageError
 from fedeval.protocol.simulate import rng_and_seed
@@ -204,7 +206,9 @@ def _multinomial(rng: np.random.Generator, n: int, p: np.ndarray) -> np.ndarray:
         return np.bincount(np.minimum(pick, len(p) - 1), minlength=len(p))
 
 
-def summarise(client, y_positive, *, n_clients: int | None = None) -> PartitionSummary:
+def summarise(
+    client: ArrayLike, y_positive: ArrayLike, *, n_clients: int | None = None
+) -> PartitionSummary:
     """Describe a partition: clients, examples per client, label skew (seed paper 004, A.2).
 
     `client` holds client codes 0..n_clients−1 when `n_clients` is given (so clients that got
@@ -270,8 +274,8 @@ def _client_codes(ids: pa.ChunkedArray, name: str, col: str) -> tuple[np.ndarray
 
 
 def partition_file(
-    source: str | os.PathLike,
-    output: str | os.PathLike | None = None,
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
     *,
     scheme: Scheme | str,
     n_clients: int | None = None,
@@ -377,7 +381,7 @@ def partition_file(
     )
 
 
-def _write(table: pa.Table, sink, *, parquet: bool) -> None:
+def _write(table: pa.Table, sink: IO[bytes], *, parquet: bool) -> None:
 
     if parquet:
         import pyarrow.parquet as pq

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -74,7 +75,7 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def file_entry(path: Path, rows: int, data: bytes) -> dict:
+def file_entry(path: Path, rows: int, data: bytes) -> dict[str, Any]:
     return {"file": path.name, "rows": rows, "bytes": len(data), "sha256": sha256(data)}
 
 
@@ -87,7 +88,8 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="none", use_dictionary=False, write_statistics=False)
-    return sink.getvalue().to_pybytes()
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -27,6 +29,8 @@ MAX_EXPANSION = 1000
 """Most decompressed bytes per compressed byte accepted."""
 MIN_DECOMPRESSED_CAP = 1 << 30
 """A compressed input may always expand to this many bytes (1 GiB), whatever its size."""
+Source = str | os.PathLike[str] | IO[bytes]
+"""A table to read: a path, or a binary stream such as stdin."""
 CODECS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd"}
 BLOCK_SIZE = 1 << 24
 
@@ -35,7 +39,9 @@ class CappedReader:
     """A binary stream that raises `InputError` once more than `limit` bytes were read, and
     first gives back `pending` (bytes already read past the header)."""
 
-    def __init__(self, stream, name: str, limit: int | None, pending: bytes = b"") -> None:
+    def __init__(
+        self, stream: IO[bytes] | CappedReader, name: str, limit: int | None, pending: bytes = b""
+    ) -> None:
         self._stream = stream
         self._name = name
         self._limit = limit
@@ -71,7 +77,7 @@ class CappedReader:
                 close()
 
 
-def open_source(src, name: str) -> CappedReader:
+def open_source(src: Source, name: str) -> CappedReader:
     """`src` (a path, or a binary stream such as stdin) as a capped stream; a path whose
     extension names a codec is decompressed."""
     if not isinstance(src, str | os.PathLike):
@@ -125,7 +131,7 @@ def read_header(reader: CappedReader, name: str, *, stdin: bool = False) -> tupl
     return names, rest
 
 
-def _native_body(src, stream: CappedReader, rest: bytes):
+def _native_body(src: Source, stream: CappedReader, rest: bytes) -> Any:
     """An uncompressed file's rows as a native Arrow file placed after the header, so the CSV
     reader reads without a Python stream between (about twice as fast); None for a stream or a
     compressed file (read through the capped stream)."""
@@ -141,7 +147,9 @@ def _native_body(src, stream: CappedReader, rest: bytes):
     return body
 
 
-def open_csv(src, name: str, wanted: list[str] | None, text: list[str]):
+def open_csv(
+    src: Source, name: str, wanted: list[str] | None, text: list[str]
+) -> tuple[list[str], Iterator[pa.RecordBatch]]:
     """(column names, a pyarrow CSV reader of the `wanted` columns that exist (every column if
     `wanted` is None), the bounded stream under it).
 

@@ -84,7 +84,7 @@ class OutputSpec:
     compression: str | None = None
 
 
-def spec_from_name(path: str | os.PathLike | None) -> OutputSpec | None:
+def spec_from_name(path: str | os.PathLike[str] | None) -> OutputSpec | None:
     """What the name asks for; None when it names no format (the command's own is used).
     Raises `UsageError` for a suffix no fedeval command writes.
 
@@ -121,13 +121,13 @@ def spec_from_name(path: str | os.PathLike | None) -> OutputSpec | None:
     )
 
 
-def _strip(path: str | os.PathLike) -> str:
+def _strip(path: str | os.PathLike[str]) -> str:
     text = str(path)
     return text[: text.rfind(".")]
 
 
 def output_spec(
-    path: str | os.PathLike | None,
+    path: str | os.PathLike[str] | None,
     *,
     writes: tuple[DataFormat, ...],
     default: DataFormat | None = None,

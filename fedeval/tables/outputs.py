@@ -35,7 +35,7 @@ from fedeval.core.errors import UsageError
 STDOUT = "-"
 
 
-def is_stdout(path: str | os.PathLike | None) -> bool:
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
     return path is not None and str(path) == STDOUT
 
 
@@ -54,7 +54,7 @@ class Target:
     stream: bool
 
 
-def output_target(path: str | os.PathLike) -> Target:
+def output_target(path: str | os.PathLike[str]) -> Target:
     """How `path` may be written, or `UsageError` when it may not (a directory, a block device,
     a socket, a dangling symbolic link). Nothing at `path` is ever replaced but a regular file.
 
@@ -150,7 +150,7 @@ class Outputs:
         self._staged: list[tuple[Path, Target]] = []
         self._made: list[Path] = []
 
-    def staged_path(self, path: str | os.PathLike) -> Path:
+    def staged_path(self, path: str | os.PathLike[str]) -> Path:
         """A new temporary file beside `path`, with the same suffix (writers that pick the format
         from the name still see it), to be renamed to `path` on commit.
 
@@ -173,10 +173,10 @@ class Outputs:
         self._staged.append((Path(tmp), where))
         return Path(tmp)
 
-    def stage_text(self, path: str | os.PathLike, text: str) -> None:
+    def stage_text(self, path: str | os.PathLike[str], text: str) -> None:
         self.stage_bytes(path, text.encode("utf-8"))
 
-    def stage_bytes(self, path: str | os.PathLike, data: bytes) -> None:
+    def stage_bytes(self, path: str | os.PathLike[str], data: bytes) -> None:
         tmp = self.staged_path(path)
         try:
             tmp.write_bytes(data)
@@ -225,7 +225,7 @@ class Outputs:
     def __enter__(self) -> Outputs:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.discard()
 
 
@@ -241,7 +241,7 @@ COMPRESSION = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2"}
 """Output suffix → the codec a CSV output is compressed with."""
 
 
-def compression_of(path: str | os.PathLike | None) -> str | None:
+def compression_of(path: str | os.PathLike[str] | None) -> str | None:
     """The codec `path`'s extension asks for (CSV outputs), or None."""
     if path is None or is_stdout(path):
         return None
@@ -249,7 +249,7 @@ def compression_of(path: str | os.PathLike | None) -> str | None:
 
 
 @contextlib.contextmanager
-def compressed(sink: IO[bytes], codec: str | None):
+def compressed(sink: IO[bytes], codec: str | None) -> Iterator[IO[bytes]]:
     """`sink`, or a stream compressing into it with `codec` (closed, so flushed, at the end)."""
     if codec is None:
         yield sink

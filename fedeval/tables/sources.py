@@ -45,7 +45,7 @@ class SourceFile:
     partition: dict[str, object]
 
 
-def source_files(source: str | os.PathLike) -> list[SourceFile] | None:
+def source_files(source: str | os.PathLike[str]) -> list[SourceFile] | None:
     """The files a source names, in a fixed order (sorted paths): every data file under a
     directory (a Parquet or CSV dataset, hive-partitioned or not; as `pyarrow.dataset` does,
     names starting with '.' or '_' are skipped) or every file a glob matches; None for one file
@@ -103,7 +103,7 @@ def partition_types(files: list[SourceFile]) -> dict[str, pa.DataType]:
     return types
 
 
-def parquet_rows(source: str | os.PathLike) -> int | None:
+def parquet_rows(source: str | os.PathLike[str]) -> int | None:
     """The rows of a source whose every file is Parquet, from the files' footers (nothing
     decoded); None for CSV, stdin, or a file that cannot be read (the read reports it)."""
     try:
@@ -111,7 +111,8 @@ def parquet_rows(source: str | os.PathLike) -> int | None:
         paths = [Path(source)] if files is None else [f.path for f in files]
         if str(source) == STDIN or not all(p.is_file() and is_parquet(p) for p in paths):
             return None
-        return sum(pq.ParquetFile(p, pre_buffer=False).metadata.num_rows for p in paths)
+        rows: int = sum(pq.ParquetFile(p, pre_buffer=False).metadata.num_rows for p in paths)
+        return rows
     except (InputError, pa.ArrowException, OSError, ValueError):
         return None
 
@@ -145,8 +146,12 @@ def row_group_sizes(path: Path) -> list[int] | None:
 
 
 def row_group_loaders(
-    path: Path, cols: list[str], extra, name: str, batch_rows: int
-) -> list | None:
+    path: Path,
+    cols: list[str],
+    extra: Callable[[pa.Table], pa.Table],
+    name: str,
+    batch_rows: int,
+) -> list[tuple[int, Callable[[], pa.Table]]] | None:
     """(rows, loader) per non-empty row group of a Parquet file, each loader opening the file
     on its own (a reader is not shared between threads), so row groups are read in parallel;
     None when a row group holds more than `batch_rows` rows (the file is then streamed in
@@ -171,11 +176,18 @@ _END = object()
 """Put by a row group's reader after its last batch."""
 
 
-def _stream_row_group(path: Path, i: int, cols: list[str], batch_rows: int, out, stop) -> None:
+def _stream_row_group(
+    path: Path,
+    i: int,
+    cols: list[str],
+    batch_rows: int,
+    out: queue.Queue[object],
+    stop: threading.Event,
+) -> None:
     """Read row group i in batches into the queue `out` (bounded: the reader waits while it
     is full), then `_END`; an error is put instead. Stops early once `stop` is set."""
 
-    def put(item) -> bool:
+    def put(item: object) -> bool:
         while not stop.is_set():
             try:
                 out.put(item, timeout=0.05)
@@ -206,10 +218,10 @@ def big_row_groups(
     Each reader holds at most two batches ahead: memory is `ahead` × 3 batches."""
     groups = [i for i, n in enumerate(sizes) if n]
     stop = threading.Event()
-    started: list[tuple[threading.Thread, queue.Queue]] = []
+    started: list[tuple[threading.Thread, queue.Queue[object]]] = []
 
     def start(k: int) -> None:
-        q: queue.Queue = queue.Queue(maxsize=2)
+        q: queue.Queue[object] = queue.Queue(maxsize=2)
         t = threading.Thread(
             target=_stream_row_group,
             args=(path, groups[k], cols, batch_rows, q, stop),

@@ -33,7 +33,7 @@ def validate_batch(
     offset: int = 0,
     score_range: tuple[float, float] = (0.0, 1.0),
     pos_label: object = None,
-    labels_seen: dict | None = None,
+    labels_seen: dict[object, None] | None = None,
     text_scores: bool = False,
 ) -> Batch:
     """Check one batch and convert it; `offset` is the number of rows before it (for messages).
@@ -80,7 +80,7 @@ def check_client_ids(ids: pa.Array | pa.ChunkedArray, name: str, col: str, offse
         raise InputError(f"'{name}', column '{col}', row {row}: client id is missing.")
 
 
-def single_chunk(col) -> pa.Array:
+def single_chunk(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
@@ -103,7 +103,8 @@ def as_numpy(arr: pa.Array) -> np.ndarray:
     )
     data = arr.buffers()[1] if kind and arr.null_count == 0 else None
     if data is None:
-        return arr.to_numpy(zero_copy_only=False)
+        converted: np.ndarray = arr.to_numpy(zero_copy_only=False)
+        return converted
     n, start = len(arr), arr.offset
     if kind == "b":
         bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")
@@ -112,7 +113,7 @@ def as_numpy(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(data, dtype, count=n, offset=start * dtype.itemsize)
 
 
-def _first_true(mask) -> int:
+def _first_true(mask: pa.Array | np.ndarray) -> int:
     return int(np.flatnonzero(np.asarray(mask))[0])
 
 
@@ -160,7 +161,7 @@ def parse_numbers(arr: pa.Array, where: str, offset: int) -> pa.Array:
 
 
 def positive_labels(
-    arr: pa.Array, name: str, col: str, offset: int, pos_label: object, seen: dict
+    arr: pa.Array, name: str, col: str, offset: int, pos_label: object, seen: dict[object, None]
 ) -> np.ndarray:
     where = f"'{name}', column '{col}'"
     if arr.null_count:
@@ -212,4 +213,5 @@ def positive_labels(
             f"{where}, row {offset + i + 1}: label {y[i].item()!r} is not binary (expected 0/1 or "
             "true/false); pass `pos_label` VALUE for other codings."
         )
-    return y == 1
+    positive: np.ndarray = y == 1
+    return positive

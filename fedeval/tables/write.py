@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -51,12 +52,13 @@ def csv_bytes(batch: pa.RecordBatch, *, header: bool) -> bytes:
             )
         except pa.ArrowInvalid:
             continue
-        return out.getvalue().encode("utf-8") + buf.getvalue().to_pybytes()
+        data: bytes = out.getvalue().encode("utf-8") + buf.getvalue().to_pybytes()
+        return data
     raise AssertionError("quoting_style='needed' cannot fail")
 
 
 @contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
+def atomic_output(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[Any]]:
     """Write to a temporary file beside `path` and rename it into place only on success.
 
     A device or pipe at `path` (`/dev/null`, `/dev/stdout`, a FIFO) is written through, never
@@ -92,26 +94,26 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator:
         raise
 
 
-def table_output(output: str | os.PathLike | None) -> OutputSpec:
+def table_output(output: str | os.PathLike[str] | None) -> OutputSpec:
     """How `write_batches` writes `output`: Parquet or CSV (compressed as the name says), by
     the one rule of `fedeval.tables.output_format`; `UsageError` for a name asking for another
     format (.json, .xlsx, .parquet.gz). CSV for stdout and for names without a format."""
     return output_spec(output, writes=(DataFormat.CSV, DataFormat.PARQUET))
 
 
-def writes_parquet(output: str | os.PathLike | None) -> bool:
+def writes_parquet(output: str | os.PathLike[str] | None) -> bool:
     """Whether `write_batches` writes Parquet to `output` (.parquet/.pq) rather than CSV."""
     return table_output(output).format is DataFormat.PARQUET
 
 
-def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike | None) -> int:
+def write_batches(batches: Iterable[pa.RecordBatch], output: str | os.PathLike[str] | None) -> int:
     """Stream record batches to `output`: Parquet for .parquet/.pq, CSV otherwise (compressed
     for .gz, .zst, .bz2; both atomically: a failure leaves no file), CSV on stdout for None or
     '-' (`table_output`). Returns the rows."""
     spec = table_output(output)
     parquet = spec.format is DataFormat.PARQUET
 
-    def write(sink) -> int:
+    def write(sink: IO[bytes]) -> int:
         writer = None
         rows = 0
         try:

@@ -28,6 +28,7 @@ from fedeval.views.plots import (
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
     from fedeval.api.compare import Comparison
     from fedeval.api.evaluate import Evaluation
@@ -61,7 +62,7 @@ def noise_bands(ev: Evaluation) -> dict[str, np.ndarray] | None:
         }
 
 
-def comparison_figure(c: Comparison):
+def comparison_figure(c: Comparison) -> Figure:
     """ROC (left) and PR (right) of both models, with bands."""
     fig = _figure_class()(figsize=(10, 4.8), layout="constrained")
     roc, pr = fig.subplots(1, 2)
@@ -97,7 +98,7 @@ def _draw(roc: Axes, pr: Axes, side: str, ev: Evaluation, colour: str) -> None:
     pr.fill_between(bands["recall"], *bands["precision"], color=colour, alpha=0.2, lw=0)
 
 
-def plot_comparison(c: Comparison, path: str | os.PathLike) -> None:
+def plot_comparison(c: Comparison, path: str | os.PathLike[str]) -> None:
     """Write the figure to `path` (.png or .svg), atomically."""
     fmt = _format(path)
     _save(comparison_figure(c), path, fmt)

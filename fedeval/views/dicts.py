@@ -137,7 +137,7 @@ def shareable(doc: dict[str, Any]) -> dict[str, Any]:
             return [strip(v) for v in x]
         return x
 
-    out = strip(copy.deepcopy(doc))
+    out: dict[str, Any] = strip(copy.deepcopy(doc))
     out["exact_values"] = False
     out["privacy"].pop("note", None)
     out["data"] = {k: v for k, v in out["data"].items() if k.endswith("_estimate")}

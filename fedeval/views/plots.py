@@ -120,7 +120,7 @@ def curves_figure(result: CurveResult) -> Figure:
     return fig
 
 
-def plot_curves(result: CurveResult, path: str | os.PathLike) -> None:
+def plot_curves(result: CurveResult, path: str | os.PathLike[str]) -> None:
     """Write the ROC and PR curves of one release to `path` (.png or .svg).
 
     The estimated curve (solid, with its quantile knots as dots) is drawn over the exact one
@@ -302,7 +302,7 @@ def reliability_figure(result: CalibrationResult) -> Figure:
     return fig
 
 
-def plot_reliability(result: CalibrationResult, path: str | os.PathLike) -> None:
+def plot_reliability(result: CalibrationResult, path: str | os.PathLike[str]) -> None:
     """Write the reliability diagram of one calibration to `path` (.png or .svg).
 
     Fraction of positives against mean score in M equal-width bins, estimated from the release's
@@ -353,7 +353,7 @@ def _ece(e: Estimate) -> str:
 # Files
 
 
-def _format(path: str | os.PathLike) -> str:
+def _format(path: str | os.PathLike[str]) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         allowed = " or ".join(FORMATS)
@@ -361,7 +361,7 @@ def _format(path: str | os.PathLike) -> str:
     return FORMATS[suffix]
 
 
-def _figure_class():
+def _figure_class() -> type[Figure]:
     try:
         from matplotlib.figure import Figure
     except ImportError as e:
@@ -369,7 +369,7 @@ def _figure_class():
     return Figure
 
 
-def _save(fig: Figure, path: str | os.PathLike, fmt: str) -> None:
+def _save(fig: Figure, path: str | os.PathLike[str], fmt: str) -> None:
     """Save atomically; SVG keeps text as text (searchable, small) and carries no date, so the
     same result gives the same file."""
     import matplotlib
