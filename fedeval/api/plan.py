@@ -390,7 +390,7 @@ BINORMAL_LIMITS = (
     "with many ties (a 0.01 grid, a tree model's leaf values), squeezed into a narrow range, "
     "or with a class on a few values, the AUC error measured was up to 10-30x this prediction, "
     "and on rare positives with most negatives near 0 the precision error up to 9x: pass a "
-    "pilot table with --like (measured within 2.7x on every kind of data)"
+    "pilot table with --like (measured within 2.5x on every kind of data)"
 )
 """What the binormal reference cannot predict (`benchmarks/plan_families.py`)."""
 

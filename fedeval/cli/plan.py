@@ -85,7 +85,7 @@ def plan(
     evaluate, curves and calibrate will do with --height auto. On smooth scores measured errors
     fall within about 2.5× of the binormal prediction; on ties, a narrow score range or a class
     on a few values its AUC error can be 10-30× off. With --like a pilot of the same data, they
-    fall within 2.7× on every kind measured: pass a pilot file when you have one.
+    fall within 2.5× on every kind measured: pass a pilot file when you have one.
 
     Examples:
     $ fedeval plan --rows 200000 -m distdp -e 1
