@@ -273,13 +273,8 @@ def calibrate_multiclass(
         charge_ledger(ledger, budget, doc)
         out.commit()
     as_json = document_text(doc) if output_format is OutputFormat.json else None
-    show(
-        map_text,
-        to_stdout,
-        output,
-        as_json,
-        lambda: render_multiclass_table(result, Console(), source=name),
-    )
+    table = lambda: render_multiclass_table(result, Console(), source=name)  # noqa: E731
+    show(map_text, to_stdout, output, as_json, table)
     written = shareable_map(doc)  # the summary states what the file holds, no more
     temperature = (written.get("calibrator") or {}).get("temperature")
     wrote(

@@ -137,7 +137,8 @@ class Mechanism:
             "(negatives' cells, then positives'; their sums are the class totals)",
             "chooses": "the height h, by fedeval.core.height_choice.choose_height from the noisy "
             "histogram (post-processing of the probe): the least predicted noise and "
-            "discretisation error of AUC, AP and P/R/A",
+            "discretisation error of AUC, AP and P/R/A, never below the AUC's height for "
+            "smooth scores from the histogram's class totals",
         }
         return common | own
 

@@ -27,7 +27,13 @@ import numpy as np
 from fedeval.core.config import PrivacyConfig, PrivacyModel
 from fedeval.core.height_choice import PROBE_LEVEL, HeightChoice, choose_height
 from fedeval.core.hierarchy import coarsen
-from fedeval.core.params import AUTO_MAX_HEIGHT, AUTO_MIN_HEIGHT, oue_sigma2
+from fedeval.core.params import (
+    AUTO_MAX_HEIGHT,
+    AUTO_MIN_HEIGHT,
+    oue_sigma2,
+    probe_epsilon_per_example,
+    probe_height,
+)
 from fedeval.core.release import Probe
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
@@ -202,7 +208,23 @@ def choice_from_histogram(
     lo = min(lo, hi)
     heights = np.arange(lo, hi + 1)
     sd = count_sd(config, heights, total_reports)
-    return choose_height(hist, variance, heights, sd, config.model.value)
+    chosen = choose_height(hist, variance, heights, sd, config.model.value)
+    # The histogram may only take the tree finer than the AUC's smooth-data height from the
+    # same probe's class totals (`probe_height`, what `auto` chose before the histogram): it
+    # sees masses, squeezed scores and a class on a few values that need finer leaves, but on
+    # smooth scores its noisy reading of the bias could not show a finer step worth its noise
+    # and fell back toward the P/R/A floor. Binormal scores, 20,000 rows, distdp ε = 1: h = 4
+    # in 43 of 60 releases (AUC error 1.9e-3) where the totals' rule gives h = 5 (5.6e-4).
+    neg, pos = (max(float(t), 0.0) for t in np.asarray(hist, dtype=np.float64).sum(axis=-1))
+    smooth = probe_height(
+        config.model,
+        negatives=neg,
+        positives=pos,
+        epsilon=probe_epsilon_per_example(config),
+        reports=total_reports,
+        min_height=lo,
+    )
+    return replace(chosen, height=int(min(max(chosen.height, smooth), hi)))
 
 
 def height(
