@@ -253,8 +253,9 @@ def plan(
     """(prediction at the recommended parameters, predictions for each height in `heights`).
 
     The recommendation is `--height auto --shape auto`'s rule (`fedeval.core.params`), so what the
-    planner predicts is what the other commands will do: under DP a probe of the class totals
-    takes PROBE_SHARE of ε (distdp) or of the reports (localdp), and the tree the rest.
+    planner predicts is what the other commands will do: under DP a probe of each class's counts
+    over a few cells takes PROBE_SHARE of ε (distdp) or of the reports (localdp), and the tree
+    the rest.
     `positives_fraction` defaults to the pilot's (`like`), else 0.5, as `plan_report` and the
     command do. `progress(done, total)` is told after each prediction.
     """
