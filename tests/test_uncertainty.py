@@ -89,7 +89,8 @@ PRA = ("precision", "recall", "accuracy")
 # With R releases the observed coverage of an interval that holds with probability c has the
 # binomial spread √(c(1 − c)/R): 0.0056 at c = 0.95 and R = 1500, and no more for P/R/A pooled
 # over thresholds (the mean of correlated indicators varies at most as one of them does). The
-# window [0.95 − 3 SE, 0.96 + 3 SE] = [0.933, 0.977] passes an interval whose true coverage is
+# window [0.95 − 3 SE, 0.97] = [0.933, 0.97] (the upper end kept where the 200-run test had it)
+# passes an interval whose true coverage is
 # anywhere from 95% (noise only, or the truth at an end of the bias-aware range) to 96% (the
 # localdp AUC at the h = 5 it picks here: 0.960 over seeds 0–1999) with probability ≥ 99.8%, and
 # one that truly covers 92% with probability 3%. The window 93–97% over 200 runs was ±1.3 SE: a
@@ -97,7 +98,7 @@ PRA = ("precision", "recall", "accuracy")
 # held 0.920).
 COVERAGE_RUNS = 1500
 COVERAGE_SE = math.sqrt(0.95 * 0.05 / COVERAGE_RUNS)
-COVERAGE_WINDOW = (0.95 - 3 * COVERAGE_SE, 0.96 + 3 * COVERAGE_SE)
+COVERAGE_WINDOW = (0.95 - 3 * COVERAGE_SE, 0.97)
 
 
 def _release_intervals(sample, model: str, seed: int, thresholds: np.ndarray):
