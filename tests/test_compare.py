@@ -4,8 +4,8 @@ the planner calls sufficient, the pair's privacy claim, and the parts (MOVER, De
 Coverage is over fresh noise on fixed paired data (one data set per scenario of
 `tests/paired.py`, used in turn): the interval is for the difference on this population. With R
 releases the observed coverage of a 95% interval has spread SE = √(0.95·0.05/R) (0.89% at
-R = 600); a calibrated metric must fall within 93–97% (±3.2 SE: a correct interval fails it
-about 0.2% of the time per metric). AUC and AP are held to the floor 0.93 only: on these families
+R = 600); a calibrated metric must fall within 93–97% (±2.2 SE: a correct interval fails it
+about 2.4% of the time per metric). AUC and AP are held to the floor 0.93 only: on these families
 (two models of the same kind, both smooth or both tied) their truths sit inside the summed
 ranges, which the releases cannot tell from the corners a tied and a smooth model reach
 (`tests/test_compare_limits.py`).
@@ -59,7 +59,7 @@ def _coverage(model: str, epsilon: float, rows: int, releases: int, seed: int):
 
 RELEASES = 600
 SE = math.sqrt(0.95 * 0.05 / RELEASES)
-WINDOW = (0.93, 0.97)  # the bounds the 400-run test had, now over 600 runs (±3.2 SE)
+WINDOW = (0.93, 0.97)  # the bounds the 400-run test had, now over 600 runs (±2.2 SE)
 
 
 @pytest.mark.parametrize(
