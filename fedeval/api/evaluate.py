@@ -265,10 +265,16 @@ def sparse_precision(
     full [0, 1] interval and a note, so that a gate on either bound of the interval fails safe
     while the table still shows a value.
     """
-    leaves = run.histogram.leaves
+    return sparse_precision_of(run.histogram.leaves, run.noise_draws, unit_thresholds)
+
+
+def sparse_precision_of(
+    leaves: np.ndarray, draws: np.ndarray | None, unit_thresholds: np.ndarray
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """`sparse_precision` from consistent leaves (2, L) and fresh noise draws on them
+    (draws, 2, L) or None: the planner asks it of the releases it draws."""
     tp, fp = threshold_counts(leaves, unit_thresholds)
     low = count_bounds(leaves[1], unit_thresholds)[0] + count_bounds(leaves[0], unit_thresholds)[0]
-    draws = run.noise_draws
     region_sd: float | np.ndarray
     if draws is None:
         sd, region_sd = np.zeros_like(low), 0.0

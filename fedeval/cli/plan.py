@@ -157,6 +157,13 @@ def plan(
                 "positive, or no predicted positive, at any threshold)[/dim]",
                 soft_wrap=True,
             )
+        if best.sparse_thresholds:
+            at = ", ".join(f"{t:g}" for t in best.sparse_thresholds)
+            out.print(
+                f"[dim]precision at {at} is not predicted: few examples score above "
+                "(evaluate reports it as sparse, over [0, 1]); left out of its error[/dim]",
+                soft_wrap=True,
+            )
         if not like:
             out.print(f"[dim]note: {planning.BINORMAL_LIMITS}.[/dim]", soft_wrap=True)
         if others:
