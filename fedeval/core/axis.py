@@ -148,7 +148,7 @@ class ScoreAxis:
         lower[0] = -np.inf  # the ends are not clamped: out-of-range values stay out of range
         upper = np.nextafter(self._us[1:], -np.inf)
         upper[-1] = np.inf
-        clamped: np.ndarray = np.clip(unit, lower[seg], upper[seg])
+        clamped: npt.NDArray[np.float64] = np.clip(unit, lower[seg], upper[seg])
         return clamped
 
     def from_unit(self, u: np.ndarray | float) -> np.ndarray | float:

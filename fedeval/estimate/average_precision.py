@@ -61,7 +61,9 @@ def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
     moved away from the truth, which sat between the step and integral rules, and the AP
     interval held it in 73% of 40 releases; with the step rule kept, see benchmarks/hard.py).
     """
-    candidates: np.ndarray = leaf_ap_candidate_rows(leaves[None], np.array([estimate]))[0]
+    candidates: npt.NDArray[np.float64] = leaf_ap_candidate_rows(
+        leaves[None], np.array([estimate])
+    )[0]
     return candidates
 
 

@@ -122,7 +122,7 @@ def discretisation_range(
 
     def by_bin(x: np.ndarray) -> np.ndarray:
         if n_bins == 1:  # one entry a leaf: the (L, 1) table's own (pairwise) sum
-            one: np.ndarray = x.reshape(-1, 1).sum(axis=0)
+            one: npt.NDArray[np.float64] = x.reshape(-1, 1).sum(axis=0)
             return one
         return np.bincount(b, x, minlength=n_bins)
 

@@ -37,7 +37,8 @@ def ratio_variance(
     """Variance of P̃/(P̃ + Ñ) at frequency g: the delta method on X/(X + Y) with independent
     noise of variances `var_pos`, `var_neg` ((1 − g)²·v₊ + g²·v₋)/A², plus binomial sampling
     g(1 − g)/A, A = `mass` > 0."""
-    variance: np.ndarray = ((1 - g) ** 2 * var_pos + g**2 * var_neg) / mass**2 + g * (1 - g) / mass
+    noise = ((1 - g) ** 2 * var_pos + g**2 * var_neg) / mass**2
+    variance: npt.NDArray[np.float64] = noise + g * (1 - g) / mass
     return variance
 
 

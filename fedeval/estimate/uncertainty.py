@@ -205,5 +205,5 @@ def noise_sd(values: np.ndarray) -> np.ndarray:
     fewer than two draws are defined: the estimate then gets no interval from the noise)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-nan slices are expected here
-        spread: np.ndarray = np.nanstd(values, axis=0, ddof=1)
+        spread: npt.NDArray[np.float64] = np.nanstd(values, axis=0, ddof=1)
     return spread
