@@ -44,7 +44,8 @@ audit: $(VENV)/.installed-dev
 	FEDEVAL_AUDIT=full $(BIN)/python -m pytest -q tests/audit
 	$(BIN)/python benchmarks/audit.py
 
-# The import graph's layers, no circles, no module over 600 lines (tests/test_layers.py, static).
+# Ruff; mypy strict on fedeval/ (pyproject's [tool.mypy], a few listed modules aside); the import
+# graph's layers, no circles, no module over 600 lines (tests/test_layers.py, static).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

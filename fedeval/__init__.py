@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from fedeval.api.compare import Comparison, compare
     from fedeval.api.curves import CurveResult, roc_pr_curves, roc_pr_curves_file
     from fedeval.api.evaluate import (
-        Estimate,
         Evaluation,
         ThresholdMetrics,
         evaluate,
@@ -35,6 +34,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         UsageError,
     )
     from fedeval.core.release import Release, ScoreHistogram
+    from fedeval.core.results import Estimate
     from fedeval.core.spec import ReleaseSpec
     from fedeval.core.version import __version__
     from fedeval.privacy.ledger import BudgetExceeded, Ledger
@@ -50,7 +50,7 @@ _SOURCES: dict[str, str] = {
     "CurveResult": "fedeval.api.curves",
     "roc_pr_curves": "fedeval.api.curves",
     "roc_pr_curves_file": "fedeval.api.curves",
-    "Estimate": "fedeval.api.evaluate",
+    "Estimate": "fedeval.core.results",
     "Evaluation": "fedeval.api.evaluate",
     "ThresholdMetrics": "fedeval.api.evaluate",
     "evaluate": "fedeval.api.evaluate",

@@ -168,7 +168,8 @@ def auc_interval(
 
     With equi-depth `buckets` (not a dyadic tree: no parent to check) the range is the
     Richardson one over B and B/2 buckets, or the worst case below RICHARDSON_MIN_CELLS."""
-    return np.clip(auc_interval_parts(leaves, draws, buckets, edges).interval(), 0.0, 1.0)
+    ci: np.ndarray = np.clip(auc_interval_parts(leaves, draws, buckets, edges).interval(), 0.0, 1.0)
+    return ci
 
 
 def auc_interval_parts(
@@ -209,7 +210,9 @@ def _bucket_auc_parts(leaves: np.ndarray, draws: np.ndarray | None, buckets: int
     return IntervalParts(lo, hi, sd, float(np.sqrt(noise_variance)), float(np.sqrt(order)))
 
 
-def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buckets: int | None):
+def metric_intervals(
+    run: Simulated, est: MetricEstimates, unit_thresholds: np.ndarray, buckets: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None, None]:
     """95% intervals of AUC (`auc_interval`) and of P/R/A at each threshold
     (`fedeval.estimate.uncertainty`): the worst case over where the examples of the leaf that
     holds t sit (`threshold_bounds`, none of it to all of it ≥ t; nothing when t is on a leaf
@@ -227,7 +230,9 @@ def metric_intervals(run: Simulated, est: MetricEstimates, unit_thresholds, buck
     )
 
 
-def threshold_parts(run: Simulated, unit_thresholds) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+def threshold_parts(
+    run: Simulated, unit_thresholds: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """(noise σ (T,), worst-case bounds (T, 2)) of precision, recall and accuracy at each
     threshold: the parts of their intervals (`interval_around`), which a difference of two
     releases combines (ranges linearly, noise in quadrature)."""
@@ -291,7 +296,9 @@ def undetermined(metric: str, run: Simulated) -> str:
     return undetermined_note(metric, run.histogram.positives, run.histogram.negatives)
 
 
-def _defined(value: float, exact, interval, note: str) -> Estimate:
+def _defined(
+    value: float, exact: float | None, interval: tuple[float, float] | None, note: str
+) -> Estimate:
     """An estimate that is never a silent null: where the noisy class totals leave the metric
     undefined (a total ≤ 0, so the ratio is nan), the uninformative 0.5 with the full [0, 1]
     interval and the reason."""
@@ -410,7 +417,7 @@ def evaluate_run(
         ep, er, ea = precision_recall_accuracy(tp, fp, float(s.n_positives), float(s.n_negatives))
         exact_p, exact_r, exact_a = ep.tolist(), er.tolist(), ea.tolist()
 
-    def ci(a, i) -> tuple[float, float] | None:
+    def ci(a: np.ndarray | None, i: int) -> tuple[float, float] | None:
         return None if a is None else (float(a[i, 0]), float(a[i, 1]))
 
     rows = tuple(

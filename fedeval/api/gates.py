@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from fedeval.api.evaluate import DEFAULT_THRESHOLDS
+from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.errors import GateFailed, UsageError
 
 

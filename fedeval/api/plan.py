@@ -30,12 +30,12 @@ from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
 from fedeval.api.evaluate import (
-    DEFAULT_THRESHOLDS,
     MetricEstimates,
     estimate_metrics,
     sparse_precision_of,
     threshold_axis,
 )
+from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
 from fedeval.core.params import (
@@ -419,7 +419,7 @@ def plan_report(
     epsilon: float | None = None,
     positives_fraction: float | None = None,
     auc: float = 0.85,
-    like: str | os.PathLike | None = None,
+    like: str | os.PathLike[str] | None = None,
     heights: bool = False,
     target_error: float | None = None,
     metric: str = "pra",

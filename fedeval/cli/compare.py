@@ -158,12 +158,12 @@ def compare(
     2 bad input or usage, or a release refused by the ledger (nothing is written).
     """
     from fedeval.api.compare import (
-        IntervalKind,
         compare_file,
         compare_releases,
         judge_differences,
         parse_margins,
     )
+    from fedeval.api.compare_intervals import IntervalKind
     from fedeval.api.gates import GateOn
     from fedeval.core.spec import check_ci_draws
     from fedeval.documents.files import document_text

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 MIN_ALIGN_HEIGHT = 4
 """The coarsest height thresholds are aligned to (more when there are more thresholds): a warp
@@ -126,7 +127,7 @@ class ScoreAxis:
         x = np.asarray(x, dtype=np.float64)
         if self.is_linear:
             return (x - self.lo) / (self.hi - self.lo)
-        unit = np.interp(x, self._xs, self._us)
+        unit: npt.NDArray[np.float64] = np.interp(x, self._xs, self._us)
         h = self.align_height()
         if unit.ndim and h <= 30:
             # The clamp below moves only a value that rounding carried onto or a few ulps past
@@ -147,7 +148,8 @@ class ScoreAxis:
         lower[0] = -np.inf  # the ends are not clamped: out-of-range values stay out of range
         upper = np.nextafter(self._us[1:], -np.inf)
         upper[-1] = np.inf
-        return np.clip(unit, lower[seg], upper[seg])
+        clamped: npt.NDArray[np.float64] = np.clip(unit, lower[seg], upper[seg])
+        return clamped
 
     def from_unit(self, u: np.ndarray | float) -> np.ndarray | float:
         """Unit positions (cell edges, midpoints, curve thresholds) back to scores."""
@@ -165,7 +167,8 @@ class ScoreAxis:
     def leaf_midpoints(self, n_leaves: int) -> np.ndarray:
         """Each leaf's midpoint score: where its mass is taken to sit (linear inside a leaf)."""
         e = self.leaf_edges(n_leaves)
-        return (e[:-1] + e[1:]) / 2
+        midpoints: npt.NDArray[np.float64] = (e[:-1] + e[1:]) / 2
+        return midpoints
 
     def to_dict(self) -> dict[str, Any]:
         """The keys a document stores: `score_range`, and `cell_edges` when thresholds were
@@ -339,9 +342,12 @@ class LeafLookup:
     def _cells(self, x: np.ndarray) -> np.ndarray:
         """The fine cell of each score; outside [0, cells] it is clipped (by `take` when
         looking up, so a score that rounds past an end still finds the end cell)."""
+        cells: npt.NDArray[np.intp]
         if self.lo == 0:
-            return (x * self.scale).astype(np.intp)
-        return ((x - self.lo) * self.scale).astype(np.intp)
+            cells = (x * self.scale).astype(np.intp)
+        else:
+            cells = ((x - self.lo) * self.scale).astype(np.intp)
+        return cells
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """Leaf indices (int32) of the scores `x` (of this lookup's dtype, inside the range)."""

@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from fedeval.core.errors import UsageError
 
@@ -318,10 +320,10 @@ class PrivacyConfig:
         return 1 << self.height
 
 
-def config_dict(config: PrivacyConfig) -> dict:
+def config_dict(config: PrivacyConfig) -> dict[str, Any]:
     """The configuration as stored in report directories and saved aggregates (`probe_share`
     only for a two-phase release, so a given height stores what it always did)."""
-    out = {
+    out: dict[str, Any] = {
         "model": config.model.value,
         "epsilon": config.epsilon,
         "height": config.height,
@@ -339,7 +341,7 @@ def config_dict(config: PrivacyConfig) -> dict:
     return out
 
 
-def config_from_dict(p: dict) -> PrivacyConfig:
+def config_from_dict(p: Mapping[str, Any]) -> PrivacyConfig:
     """Read `config_dict`'s output back (KeyError, ValueError or UsageError if malformed); files
     written before units existed have no unit and mean one example. A hierarchy's first level is
     its stored levels' first (1 in files written before it could differ), and the stored levels

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 from scipy.optimize import isotonic_regression
 
 try:  # the pool-adjacent-violators kernel behind `isotonic_regression`, without its copies
@@ -59,7 +60,8 @@ def coarsen(leaves: np.ndarray, height: int) -> np.ndarray:
         raise ValueError(f"cannot refine {n} cells into {target}")
     if n == 2 * target and leaves.dtype in (np.float64, np.int64):
         return _pair_sum(leaves)  # one level up: the pairs by slicing (the same one rounding)
-    return leaves.reshape(*leaves.shape[:-1], target, n // target).sum(axis=-1)
+    cells: np.ndarray = leaves.reshape(*leaves.shape[:-1], target, n // target).sum(axis=-1)
+    return cells
 
 
 def levels_from_leaves(leaves: np.ndarray, levels: Sequence[int]) -> list[np.ndarray]:
@@ -178,7 +180,8 @@ def _consistent_per_cell(
 def _pair_sum(a: np.ndarray) -> np.ndarray:
     """Neighbouring cells summed: a[2i] + a[2i + 1] (one rounding, as the pair's reduce does,
     without its per-pair loop: several times faster on a stack of noise draws)."""
-    return a[..., 0::2] + a[..., 1::2]
+    pairs: np.ndarray = a[..., 0::2] + a[..., 1::2]
+    return pairs
 
 
 def cumulative(
@@ -198,13 +201,17 @@ def cumulative(
     j = np.minimum(np.floor(pos).astype(np.int64), n - 1)
     frac = pos - j
     below = np.where(j > 0, cs[..., np.maximum(j - 1, 0)], 0.0)  # (no leading 0 to copy in)
-    return below + leaves[..., j] * frac
+    mass: npt.NDArray[np.float64] = below + leaves[..., j] * frac
+    return mass
 
 
 def mass_at_or_above(leaves: np.ndarray, t: np.ndarray | float) -> np.ndarray:
     """Mass with score ≥ t (the leaf that holds t taken as uniform inside)."""
     leaves = np.asarray(leaves, dtype=np.float64)
-    return leaves.sum(axis=-1, keepdims=np.ndim(t) > 0) - cumulative(leaves, t)
+    mass: npt.NDArray[np.float64] = leaves.sum(axis=-1, keepdims=np.ndim(t) > 0) - cumulative(
+        leaves, t
+    )
+    return mass
 
 
 def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
@@ -294,7 +301,8 @@ def quantiles_of(cs: np.ndarray, q: np.ndarray) -> np.ndarray:
     lo, hi = cs[j - 1], cs[j]
     width = np.where(hi > lo, hi - lo, 1.0)
     frac = np.where(hi > lo, (target - lo) / width, 0.0)
-    return (j - 1 + frac) / n
+    positions: npt.NDArray[np.float64] = (j - 1 + frac) / n
+    return positions
 
 
 def equidepth_edges(

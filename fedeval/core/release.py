@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any, TypeVar
 
 import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import ReleaseError
+
+_Summed = TypeVar("_Summed", np.ndarray, int)
 
 
 def level_offsets(config: PrivacyConfig) -> np.ndarray:
@@ -100,8 +103,8 @@ class Probe:
             and self.reports == other.reports
         )
 
-    def to_dict(self) -> dict:
-        out: dict = {"counts": self.counts.tolist()}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"counts": self.counts.tolist()}
         if self.reports is not None:
             out["reports"] = self.reports
         return out
@@ -191,7 +194,7 @@ class Release:
         if self.probe is not None and not self.probe.same(other.probe):
             raise ReleaseError("cannot merge releases whose heights were chosen by other probes.")
 
-        def both(a, b):
+        def both(a: _Summed | None, b: _Summed | None) -> _Summed | None:
             return None if a is None or b is None else a + b
 
         return Release(

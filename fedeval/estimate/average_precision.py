@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative
@@ -29,7 +30,8 @@ adding noise of the same spread (σ → √2σ) adds (√2 − 1)× the release'
 def _coarser(leaves: np.ndarray) -> np.ndarray:
     """The leaves one level up: each pair of neighbours summed (post-processing of the release),
     by slicing: the pairs' reduce, one rounding each, without its per-pair loop."""
-    return leaves[..., 0::2] + leaves[..., 1::2]
+    pairs: np.ndarray = leaves[..., 0::2] + leaves[..., 1::2]
+    return pairs
 
 
 STEP_TRUSTED_FROM = 32
@@ -59,7 +61,10 @@ def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
     moved away from the truth, which sat between the step and integral rules, and the AP
     interval held it in 73% of 40 releases; with the step rule kept, see benchmarks/hard.py).
     """
-    return leaf_ap_candidate_rows(leaves[None], np.array([estimate]))[0]
+    candidates: npt.NDArray[np.float64] = leaf_ap_candidate_rows(
+        leaves[None], np.array([estimate])
+    )[0]
+    return candidates
 
 
 def leaf_ap_candidate_rows(
@@ -262,7 +267,12 @@ def shuffled_ap_mean(leaves: np.ndarray) -> float:
     return leaf_ap(*leaf_tails(leaves), "shuffled")
 
 
-def _exact_order_variance(a, c, p, m) -> np.ndarray:
+def _exact_order_variance(
+    a: npt.NDArray[np.float64],
+    c: npt.NDArray[np.float64],
+    p: npt.NDArray[np.float64],
+    m: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
     """Var over random orders of each leaf's S = Σₖ Xₖ(a + Tₖ)/(c + k), exactly: S = (a + 1)U + V
     with U = Σ Xₖfₖ, V = Σ_{l<k} X_l Xₖ fₖ, fₖ = 1/(c + k), from the joint moments of 1 to 4
     positions under sampling without replacement. O(m) per leaf, vectorised over leaves."""
@@ -287,10 +297,18 @@ def _exact_order_variance(a, c, p, m) -> np.ndarray:
     var_u = mu1 * f2 + mu2 * (f1 * f1 - f2) - eu * eu
     cov = mu2 * (pairs + own) + mu3 * (f1 * c1 - pairs - own) - eu * ev
     var_v = mu4 * c1 * c1 + (mu3 - mu4) * (touching - own) + (mu2 - mu3) * own - ev * ev
-    return np.maximum((a + 1.0) ** 2 * var_u + 2.0 * (a + 1.0) * cov + var_v, 0.0)
+    var: npt.NDArray[np.float64] = np.maximum(
+        (a + 1.0) ** 2 * var_u + 2.0 * (a + 1.0) * cov + var_v, 0.0
+    )
+    return var
 
 
-def _first_order_variance(a, c, p, m) -> np.ndarray:
+def _first_order_variance(
+    a: npt.NDArray[np.float64],
+    c: npt.NDArray[np.float64],
+    p: npt.NDArray[np.float64],
+    m: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
     """Var of each leaf's S to first order in the positives' deviations δ_l = X_l − p/m:
     S ≈ E + Σ δ_l v_l with v_l = (a + πl)/(c + l) + π·Σ_{k=l}^{m} 1/(c + k), π = p/m, so
     Var = π(1 − π)·m/(m − 1)·Σ_l (v_l − v̄)² (sampling without replacement). The sum runs over
@@ -322,7 +340,12 @@ def _first_order_variance(a, c, p, m) -> np.ndarray:
     return out
 
 
-def _linear_order_variance(a, c, p, m) -> np.ndarray:
+def _linear_order_variance(
+    a: npt.NDArray[np.float64],
+    c: npt.NDArray[np.float64],
+    p: npt.NDArray[np.float64],
+    m: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
     """`_first_order_variance` of leaves far below the top (ORDER_LINEAR_BELOW): the weights'
     step v_{l+1} − v_l = −(a + π(l + 1))/((c + l)(c + l + 1)) is nearly constant over the leaf,
     so their spread over l = 1 … m is that step at the leaf's middle, squared, times
@@ -330,7 +353,10 @@ def _linear_order_variance(a, c, p, m) -> np.ndarray:
     pi = p / m
     mid = (m + 1.0) / 2.0
     step = (a + pi * (mid + 1.0)) / ((c + mid) * (c + mid + 1.0))
-    return np.where(m > 1.0, pi * (1.0 - pi) * m * m * (m + 1.0) / 12.0 * step * step, 0.0)
+    var: npt.NDArray[np.float64] = np.where(
+        m > 1.0, pi * (1.0 - pi) * m * m * (m + 1.0) / 12.0 * step * step, 0.0
+    )
+    return var
 
 
 def shuffled_ap(leaves: np.ndarray, mean: float | None = None) -> tuple[float, float]:

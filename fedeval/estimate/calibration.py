@@ -10,6 +10,7 @@ monotone and in [0, 1] under noise by pooling adjacent violators over buckets, w
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,7 +210,7 @@ class MapCheck:
     gain_sd: float
     kept: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str | float | bool]:
         return {
             "metric": "estimated reduction, from the noisy release alone, of the mass-weighted "
             "mean squared gap between each bucket's frequency and its mean score, the map "
@@ -412,7 +413,11 @@ def ece_rows(
     return np.where(total > 0, ece, np.nan)
 
 
-def exact_ece(s: SortedScores, n_bins: int = 15, transform=None) -> float:
+def exact_ece(
+    s: SortedScores,
+    n_bins: int = 15,
+    transform: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> float:
     """ECE of the raw scores (already on [0, 1]) or of `transform(scores)`, from the data:
     summed over the distinct scores with their counts (`fedeval.estimate.exact.exact_ece_of`)."""
     return exact_ece_of(s, n_bins, transform)

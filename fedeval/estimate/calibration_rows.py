@@ -10,6 +10,7 @@ summed in another order than scipy's kernel sums them).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from fedeval.core.hierarchy import monotone_cumulative
 
@@ -35,7 +36,8 @@ def isotonic_rows(y: np.ndarray, w: np.ndarray) -> np.ndarray:
     np.divide(s, t, out=mean, where=upper)
     # min over k ≥ i of Av(j, k), for each (j, i): a running minimum from the right.
     low = np.minimum.accumulate(mean[..., ::-1], axis=-1)[..., ::-1]
-    return np.max(np.where(upper, low, -np.inf), axis=-2)
+    fit: npt.NDArray[np.float64] = np.max(np.where(upper, low, -np.inf), axis=-2)
+    return fit
 
 
 def searchsorted_rows(a: np.ndarray, v: np.ndarray) -> np.ndarray:

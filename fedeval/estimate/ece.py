@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from fedeval.core.results import Estimate, undetermined_note
 
@@ -114,12 +115,15 @@ def discretisation_range(
     e_p = np.minimum(np.asarray(departing[1], dtype=np.float64), counts[1])
     sn, sp = (counts[0] - e_n)[leaf], (counts[1] - e_p)[leaf]
 
-    def gap(pos, neg, score):
+    def gap(
+        pos: npt.NDArray[np.float64], neg: npt.NDArray[np.float64], score: npt.NDArray[np.float64]
+    ) -> npt.NDArray[np.float64]:
         return pos * (1.0 - score) - neg * score
 
     def by_bin(x: np.ndarray) -> np.ndarray:
         if n_bins == 1:  # one entry a leaf: the (L, 1) table's own (pairwise) sum
-            return x.reshape(-1, 1).sum(axis=0)
+            one: npt.NDArray[np.float64] = x.reshape(-1, 1).sum(axis=0)
+            return one
         return np.bincount(b, x, minlength=n_bins)
 
     ep, en = e_p[leaf], e_n[leaf]
@@ -173,9 +177,10 @@ def _touching(
     return leaf[keep], b[keep]
 
 
-def _debiased(gaps: np.ndarray, var: np.ndarray) -> np.ndarray:
+def _debiased(gaps: np.ndarray, var: np.ndarray) -> npt.NDArray[np.float64]:
     """√max(D² − v, 0), elementwise."""
-    return np.sqrt(np.maximum(gaps * gaps - var, 0.0))
+    debiased: npt.NDArray[np.float64] = np.sqrt(np.maximum(gaps * gaps - var, 0.0))
+    return debiased
 
 
 def ece_estimate(

@@ -8,6 +8,7 @@ a negative in the same bucket count ½.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from numpy.typing import ArrayLike
 
 from fedeval.core.hierarchy import mass_at_or_above
@@ -26,7 +27,8 @@ def auc_from_buckets(negatives: np.ndarray, positives: np.ndarray) -> np.ndarray
     above = p_total[..., None] - np.cumsum(pos, axis=-1)  # positives in buckets after i
     numerator = (neg * (above + 0.5 * pos)).sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return numerator / (p_total * n_total)
+        auc: npt.NDArray[np.float64] = numerator / (p_total * n_total)
+    return auc
 
 
 def threshold_counts(leaves: np.ndarray, thresholds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +58,8 @@ def precision_recall_accuracy(
 
 def clip_unit(x: np.ndarray) -> np.ndarray:
     """Clamp an estimated rate into [0, 1]: the last step, after every sum (nan stays nan)."""
-    return np.clip(x, 0.0, 1.0)
+    clipped: np.ndarray = np.clip(x, 0.0, 1.0)
+    return clipped
 
 
 def top_region_precision(leaves: np.ndarray, min_mass: np.ndarray | float = 0.0) -> float:

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative, quantiles
@@ -124,10 +125,13 @@ def class_ecdf(leaves: np.ndarray, n_quantiles: int) -> Callable[[np.ndarray], n
     return ecdf
 
 
-def _precision(tpr, fpr, positives: float, negatives: float) -> np.ndarray:
+def _precision(
+    tpr: np.ndarray, fpr: np.ndarray, positives: float, negatives: float
+) -> npt.NDArray[np.float64]:
     tp, fp = positives * tpr, negatives * fpr
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(tp + fp > 0, tp / (tp + fp), 1.0)
+        precision: npt.NDArray[np.float64] = np.where(tp + fp > 0, tp / (tp + fp), 1.0)
+    return precision
 
 
 def estimate_curves(
@@ -274,7 +278,9 @@ def leaf_curves(
     return dense, points
 
 
-def _rates(tp_t, fp_t, t, positives, negatives) -> tuple[np.ndarray, np.ndarray]:
+def _rates(
+    tp_t: np.ndarray, fp_t: np.ndarray, t: np.ndarray, positives: float, negatives: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(TPR, FPR) at thresholds `t` (highest first) from TP and FP there, from (0, 0) to (1, 1)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         tpr = tp_t / positives if positives > 0 else (t == -np.inf).astype(float)

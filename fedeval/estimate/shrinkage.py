@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 GAIN_Z = 1.6448536269514722
 """One-sided 95 % normal quantile: a map is kept if its estimated gain over the identity is
@@ -36,7 +37,9 @@ def ratio_variance(
     """Variance of P̃/(P̃ + Ñ) at frequency g: the delta method on X/(X + Y) with independent
     noise of variances `var_pos`, `var_neg` ((1 − g)²·v₊ + g²·v₋)/A², plus binomial sampling
     g(1 − g)/A, A = `mass` > 0."""
-    return ((1 - g) ** 2 * var_pos + g**2 * var_neg) / mass**2 + g * (1 - g) / mass
+    noise = ((1 - g) ** 2 * var_pos + g**2 * var_neg) / mass**2
+    variance: npt.NDArray[np.float64] = noise + g * (1 - g) / mass
+    return variance
 
 
 @dataclass(frozen=True)
@@ -122,4 +125,5 @@ def kept_rows(
     total_mass = m.sum(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         score = total_gain / total_mass - GAIN_Z * np.sqrt(gain_var) / total_mass
-    return (k > 0) & (total_mass > 0) & (score > 0)
+    worth: npt.NDArray[np.bool_] = (k > 0) & (total_mass > 0) & (score > 0)
+    return worth

@@ -38,6 +38,7 @@ All of it is post-processing of the release and its noise draws (no data is read
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative
@@ -131,18 +132,22 @@ def _weights_of(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return w, index, readable
 
 
-def uniform_edges(n_leaves: int) -> np.ndarray:
+def uniform_edges(n_leaves: int) -> npt.NDArray[np.float64]:
     """The edges of n_leaves leaves of equal width on [0, 1]."""
-    return np.arange(n_leaves + 1) / n_leaves
+    edges: npt.NDArray[np.float64] = np.arange(n_leaves + 1) / n_leaves
+    return edges
 
 
-def smoothness_residuals(class_leaves: np.ndarray, edges: np.ndarray | None = None) -> np.ndarray:
+def smoothness_residuals(
+    class_leaves: np.ndarray, edges: np.ndarray | None = None
+) -> npt.NDArray[np.float64]:
     """Each parent's residual r (`_residual_weights`) for one class's leaves (..., L), L even,
     shape (..., L/2); `edges` the leaves' L + 1 edges in the scores' units (None: equal)."""
     x = np.asarray(class_leaves, dtype=np.float64)
     n_leaves = x.shape[-1]
     w, index, _ = _residual_weights(uniform_edges(n_leaves) if edges is None else edges)
-    return np.einsum("...jk,jk->...j", x[..., index], w)
+    residuals: npt.NDArray[np.float64] = np.einsum("...jk,jk->...j", x[..., index], w)
+    return residuals
 
 
 def _residual_stats(
@@ -176,7 +181,8 @@ def rough_parents(
     if n_leaves < 4 or n_leaves % 2:
         return np.ones(max(n_leaves // 2, 1), bool)
     r, sd, readable = _residual_stats(leaves, draws, edges)
-    return ~readable | np.any(np.abs(r) > ROUGH_SDS * sd + 1e-9, axis=0)
+    rough: npt.NDArray[np.bool_] = ~readable | np.any(np.abs(r) > ROUGH_SDS * sd + 1e-9, axis=0)
+    return rough
 
 
 def _sampling_terms(w: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -333,7 +339,7 @@ def auc_parts(
     return raw, bias, half, variance
 
 
-def _leaf_terms(leaves: np.ndarray) -> tuple[np.ndarray, ...]:
+def _leaf_terms(leaves: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], ...]:
     """(p, n, a, c) per leaf, top leaf first, of the non-negative leaves (..., 2, L) from the
     monotone prefix sums: positives and examples inside each leaf (n: negatives) and above it
     (a: positives, c: examples)."""
@@ -344,7 +350,12 @@ def _leaf_terms(leaves: np.ndarray) -> tuple[np.ndarray, ...]:
     return pos, neg, a, c
 
 
-def _precision_sums(p, n, a, c) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _precision_sums(
+    p: npt.NDArray[np.float64],
+    n: npt.NDArray[np.float64],
+    a: npt.NDArray[np.float64],
+    c: npt.NDArray[np.float64],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per leaf, the sum of precisions at its positives (a leaf's share of AP·P): lowest and
     highest over every order and over ties inside it, and under a uniform mix (the integral
     rule, `leaf_ap_rows`). Orders: positives last or first, Σₖ (a + k)/(c' + k) = p − (c' − a)
@@ -354,7 +365,7 @@ def _precision_sums(p, n, a, c) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rank), so a bound for any data takes both."""
     m = p + n
 
-    def ordered(above):
+    def ordered(above: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         return p - (above - a) * (digamma(above + p + 1) - digamma(above + 1))
 
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -379,13 +390,23 @@ def ap_hull(leaves: np.ndarray) -> tuple[float, float]:
     return float(low.sum() / total), float(high.sum() / total)
 
 
-def _positives_in_order(q, above_pos, above):
+def _positives_in_order(
+    q: npt.NDArray[np.float64], above_pos: npt.NDArray[np.float64], above: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
     """Σₖ₌₁^q (a + k)/(c + k): the precisions at q positives ranked one after another below c
     examples, a of them positive (`within_leaf_bounds`' closed form)."""
-    return q - (above - above_pos) * (digamma(above + q + 1) - digamma(above + 1))
+    total: npt.NDArray[np.float64] = q - (above - above_pos) * (
+        digamma(above + q + 1) - digamma(above + 1)
+    )
+    return total
 
 
-def _mixed(p, n, above_pos, above):
+def _mixed(
+    p: npt.NDArray[np.float64],
+    n: npt.NDArray[np.float64],
+    above_pos: npt.NDArray[np.float64],
+    above: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
     """The integral rule's sum of precisions at p positives mixed uniformly with n negatives
     below c examples, a of them positive (`_precision_sums`' `mix`)."""
     m = p + n
@@ -393,14 +414,23 @@ def _mixed(p, n, above_pos, above):
         safe_m = np.where(m > 0, m, 1.0)
         log_term = np.where(above > 0, np.log1p(m / np.where(above > 0, above, 1.0)) / safe_m, 0.0)
         mix = np.where(m > 0, p / safe_m + (above_pos - p * above / safe_m) * log_term, 0.0)
-    return p * np.clip(np.nan_to_num(mix), 0.0, 1.0)
+    mixed: npt.NDArray[np.float64] = p * np.clip(np.nan_to_num(mix), 0.0, 1.0)
+    return mixed
 
 
-def _tied(q, r, above_pos, above):
+def _tied(
+    q: npt.NDArray[np.float64],
+    r: npt.NDArray[np.float64],
+    above_pos: npt.NDArray[np.float64],
+    above: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
     """q positives tied with r negatives below c examples, a of them positive: each at the
     tie's precision (a + q)/(c + q + r), as scikit-learn scores a tied score."""
     total = above + q + r
-    return np.where(total > 0, q * (above_pos + q) / np.where(total > 0, total, 1.0), 0.0)
+    tied: npt.NDArray[np.float64] = np.where(
+        total > 0, q * (above_pos + q) / np.where(total > 0, total, 1.0), 0.0
+    )
+    return tied
 
 
 def rough_ap_reach(leaves: np.ndarray, departing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

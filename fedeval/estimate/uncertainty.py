@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import numpy.typing as npt
 from scipy.special import ndtr
 
 from fedeval.core.hierarchy import mass_at_or_above
@@ -132,7 +133,12 @@ def threshold_metrics(
     return precision_recall_accuracy(tp, fp, p, n)
 
 
-def interval(estimate, noise_sd, extra_variance=0.0, extra_width=0.0) -> np.ndarray:
+def interval(
+    estimate: npt.ArrayLike,
+    noise_sd: npt.ArrayLike,
+    extra_variance: float | npt.NDArray[np.float64] = 0.0,
+    extra_width: float | npt.NDArray[np.float64] = 0.0,
+) -> npt.NDArray[np.float64]:
     """estimate ± (z·√(noise_sd² + extra_variance) + extra_width), clipped to [0, 1]; the last
     axis holds (lo, hi)."""
     half = Z95 * np.sqrt(np.asarray(noise_sd) ** 2 + extra_variance) + extra_width
@@ -141,7 +147,9 @@ def interval(estimate, noise_sd, extra_variance=0.0, extra_width=0.0) -> np.ndar
     return np.stack([lo, hi], axis=-1)
 
 
-def interval_around(estimate, noise_sd, bounds) -> np.ndarray:
+def interval_around(
+    estimate: npt.ArrayLike, noise_sd: npt.ArrayLike, bounds: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
     """[min(estimate, low) − z·σ, max(estimate, high) + z·σ], clipped to [0, 1]: the noise spread
     added on each side of a deterministic range (`threshold_bounds`, last axis (low, high)); a
     nan bound adds nothing. The last axis holds (lo, hi)."""
@@ -162,7 +170,7 @@ Z90 = 1.6448536269514722
 """The one-sided 95% normal quantile: the bias-aware critical value's limit for a large bias."""
 
 
-def bias_aware_critical_value(ratio) -> np.ndarray:
+def bias_aware_critical_value(ratio: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """c with P(|N(r, 1)| ≤ c) = 0.95 for r = `ratio` ≥ 0 (Armstrong & Kolesár, "Simple and honest
     confidence intervals in nonparametric regression", Quant. Econ. 2020, section 2): z at r = 0,
     r + 1.645 as r grows. Solved by bisection between those two bounds."""
@@ -175,7 +183,9 @@ def bias_aware_critical_value(ratio) -> np.ndarray:
     return hi
 
 
-def bias_aware_interval(low, high, sd) -> np.ndarray:
+def bias_aware_interval(
+    low: npt.ArrayLike, high: npt.ArrayLike, sd: npt.ArrayLike
+) -> npt.NDArray[np.float64]:
     """95% interval for a value whose estimate lies in [low, high] up to noise of spread `sd`:
     the midpoint ± c·sd with c = `bias_aware_critical_value`(half-width/sd). It covers at 95%
     wherever the value sits in the range (exactly at its ends) and contains the whole range;
@@ -195,4 +205,5 @@ def noise_sd(values: np.ndarray) -> np.ndarray:
     fewer than two draws are defined: the estimate then gets no interval from the noise)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-nan slices are expected here
-        return np.nanstd(values, axis=0, ddof=1)
+        spread: npt.NDArray[np.float64] = np.nanstd(values, axis=0, ddof=1)
+    return spread

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from fedeval.core.errors import InputError, UsageError
 from fedeval.tables.limits import (
     CappedReader,
+    Source,
     open_csv,  # bounded header, needed columns only, capped expansion
     open_source,
     read_header,
@@ -61,12 +62,12 @@ class Columns:
 DEFAULT_COLUMNS = Columns()
 
 
-def source_name(source: str | os.PathLike) -> str:
+def source_name(source: str | os.PathLike[str]) -> str:
     return "<stdin>" if str(source) == STDIN else str(source)
 
 
 def _record_batches(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     wanted: list[str] | None,
     text: list[str],
     name: str,
@@ -105,7 +106,7 @@ def _record_batches(
 
 
 def _csv_batches(
-    src, wanted: list[str] | None, text: list[str], name: str
+    src: Source, wanted: list[str] | None, text: list[str], name: str
 ) -> tuple[list[str], Iterator[pa.RecordBatch]]:
 
     try:
@@ -146,7 +147,7 @@ def _check_unique(names: list[str], used: list[str], name: str) -> None:
             )
 
 
-def _guard(batches, name: str) -> Iterator[pa.RecordBatch]:
+def _guard(batches: Iterable[pa.RecordBatch], name: str) -> Iterator[pa.RecordBatch]:
     """Turn Arrow's mid-stream decoding errors into InputError naming the file."""
     try:
         yield from batches
@@ -157,7 +158,7 @@ def _guard(batches, name: str) -> Iterator[pa.RecordBatch]:
 
 
 def scan(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     columns: Columns = DEFAULT_COLUMNS,
     *,
     batch_rows: int = BATCH_ROWS,
@@ -181,8 +182,13 @@ def scan(
 
 
 def _scan_file(
-    source, partition: dict, types: dict, columns: Columns, batch_rows: int, threads: int = 1
-):
+    source: str | os.PathLike[str],
+    partition: dict[str, str],
+    types: dict[str, pa.DataType],
+    columns: Columns,
+    batch_rows: int,
+    threads: int = 1,
+) -> Iterator[Piece]:
     name = source_name(source)
     # The implicit "client" column, unless it already holds the scores or the labels.
     implicit = None if "client" in (columns.score, columns.label) else "client"
@@ -205,7 +211,7 @@ def _scan_file(
         )
     client = client_col if client_col is not None and client_col in names else None
 
-    def extra(rb):  # hive partition keys: one value for the whole file
+    def extra(rb: pa.Table) -> pa.Table:  # hive partition keys: one value for the whole file
         for col in from_dirs:
             typ = types.get(col, pa.string())
             value = int(partition[col]) if typ == pa.int64() else partition[col]
@@ -238,7 +244,7 @@ def validate_piece(
     *,
     score_range: tuple[float, float] = (0.0, 1.0),
     pos_label: object = None,
-    labels_seen: dict | None = None,
+    labels_seen: dict[object, None] | None = None,
 ) -> Batch:
     """`validate_batch` on one piece of `scan` (read first if need be)."""
     return validate_batch(
@@ -256,7 +262,7 @@ def validate_piece(
 
 
 def read_batches(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     columns: Columns = DEFAULT_COLUMNS,
     *,
     score_range: tuple[float, float] = (0.0, 1.0),
@@ -269,7 +275,7 @@ def read_batches(
     Raises `InputError` for an unreadable file, a missing column, a null or NaN score, a score
     outside `score_range`, a label that is not binary, or a source with no rows.
     """
-    labels_seen: dict = {}
+    labels_seen: dict[object, None] = {}
     rows = 0
     for piece in scan(source, columns, batch_rows=batch_rows):
         yield validate_piece(
@@ -280,7 +286,9 @@ def read_batches(
         raise InputError(f"'{source_name(source)}' has no rows: nothing to evaluate.")
 
 
-def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Iterator]:
+def _csv_as_text(
+    source: str | os.PathLike[str], name: str
+) -> tuple[list[str], Iterator[pa.RecordBatch]]:
     """Every column of a CSV as text, exactly as written (only empty cells are missing).
 
     The header is read first so every column can be declared text, and nothing is guessed.
@@ -333,7 +341,7 @@ def _csv_as_text(source: str | os.PathLike, name: str) -> tuple[list[str], Itera
 
 
 def read_all_columns(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     keep_text: bool,
     text: list[str] | tuple[str, ...] = (),
@@ -355,7 +363,7 @@ def read_all_columns(
 
 
 def read_with_scores(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     score_col: str,
     *,
     score_range: tuple[float, float] = (0.0, 1.0),

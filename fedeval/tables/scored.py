@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -214,7 +215,7 @@ class _Accumulator:
     def finish(self) -> ScoredData:
         sorted_scores = None
         if self.packed:
-            sorting: Future | None = None
+            sorting: Future[np.ndarray | None] | None = None
             if self.keys.data is None:
                 keys = np.zeros(0, np.uint32)
             elif self.presort and self.keys.source is not None:
@@ -355,7 +356,11 @@ def _axis(score_range: tuple[float, float], axis: ScoreAxis | None) -> ScoreAxis
 
 
 def _accumulate(
-    batches: Iterable[Batch], resolution: int, axis: ScoreAxis, keep_scores, keep_examples
+    batches: Iterable[Batch],
+    resolution: int,
+    axis: ScoreAxis,
+    keep_scores: bool,
+    keep_examples: bool,
 ) -> ScoredData:
     acc = _Accumulator(resolution, axis, keep_scores, keep_examples)
     for b in batches:
@@ -380,7 +385,7 @@ def _check_threads(threads: int | None) -> int:
 
 
 def read_scored(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     columns: Columns = DEFAULT_COLUMNS,
     *,
     score_range: tuple[float, float] = (0.0, 1.0),
@@ -407,9 +412,9 @@ def read_scored(
     acc.parallel(threads, rows)
     pieces = scan(source, columns, threads=threads)
     lo_hi = axis.score_range
-    labels_seen: dict = {}
+    labels_seen: dict[object, None] = {}
 
-    def validate(piece: Piece, seen: dict | None) -> Batch:
+    def validate(piece: Piece, seen: dict[object, None] | None) -> Batch:
         return validate_piece(
             piece, columns, score_range=lo_hi, pos_label=pos_label, labels_seen=seen
         )
@@ -436,7 +441,15 @@ def read_scored(
     return acc.finish()
 
 
-def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, parallel_checks):
+def _read_all(
+    pieces: Iterable[Piece],
+    acc: _Accumulator,
+    threads: int,
+    validate: Callable[[Piece, dict[object, None] | None], Batch],
+    merge: Callable[[_Part], None],
+    labels_seen: dict[object, None],
+    parallel_checks: bool,
+) -> None:
     if threads == 1:
         for piece in pieces:
             merge(acc.reduce(validate(piece, labels_seen)))
@@ -446,7 +459,7 @@ def _read_all(pieces, acc: _Accumulator, threads, validate, merge, labels_seen, 
         # Results are merged in submission order, so the first bad row in file order is the
         # one reported, and at most 2 × threads batches are in flight (bounded memory).
         pool = ThreadPoolExecutor(threads, thread_name_prefix="fedeval-read")
-        pending: deque = deque()
+        pending: deque[Future[_Part]] = deque()
         try:
             for piece in pieces:
                 if parallel_checks:
@@ -500,10 +513,10 @@ def cap_examples(data: ScoredData, max_examples: int, rng: np.random.Generator) 
 
 
 def scored_from_arrays(
-    y_true,
-    y_score,
+    y_true: npt.ArrayLike,
+    y_score: npt.ArrayLike,
     *,
-    client_ids=None,
+    client_ids: npt.ArrayLike | None = None,
     pos_label: object = None,
     score_range: tuple[float, float] = (0.0, 1.0),
     keep_scores: bool = True,

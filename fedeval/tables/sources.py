@@ -42,7 +42,7 @@ class SourceFile:
     """One file of a source, with the hive partition values its directories give (key=value)."""
 
     path: Path
-    partition: dict[str, object]
+    partition: dict[str, str]
 
 
 def source_files(source: str | os.PathLike[str]) -> list[SourceFile] | None:
@@ -77,10 +77,10 @@ def source_files(source: str | os.PathLike[str]) -> list[SourceFile] | None:
     return None
 
 
-def _hive_keys(relative: Path) -> dict[str, object]:
+def _hive_keys(relative: Path) -> dict[str, str]:
     """The key=value pairs of a file's directories (hive partitioning), as text; typed across
     all files by `partition_types`."""
-    out: dict[str, object] = {}
+    out: dict[str, str] = {}
     for part in relative.parts[:-1]:
         key, eq, value = part.partition("=")
         if eq and key:

@@ -25,7 +25,8 @@ from fedeval.views.dicts import evaluation_dict as report_dict
 from fedeval.views.terminal import NOTE_MARK, _notes, _pm
 
 if TYPE_CHECKING:  # the result types only annotate: the API module imports this view
-    from fedeval.api.compare import Comparison, Difference
+    from fedeval.api.compare import Comparison
+    from fedeval.api.compare_intervals import Difference
     from fedeval.api.evaluate import Evaluation
 
 METRICS = ("precision", "recall", "accuracy")
