@@ -56,6 +56,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,16 @@ PER_CLIENT_RATIO = 3.0
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def load_average() -> str:
+    """The system's load averages (1, 5, 15 min), printed with the table: on a machine shared
+    with other work, ratios measured under load move by tens of percent between runs."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except (AttributeError, OSError):
+        return "load average unknown"
+    return f"load average {one:.2f}, {five:.2f}, {fifteen:.2f}"
 
 
 def all_cores() -> int:
@@ -172,7 +183,7 @@ def floor(path: Path, threads: int, sort: bool, sort_groups: bool = False) -> No
     scores in the thread that read it, and keep them."""
     n_groups = pq.ParquetFile(path).metadata.num_row_groups
 
-    def group(i: int):
+    def group(i: int) -> tuple[np.ndarray, np.ndarray | None]:
         t = pq.ParquetFile(path, pre_buffer=False).read_row_group(
             i, columns=["score", "label"], use_threads=False
         )
@@ -225,7 +236,7 @@ def own_peak_rss_mb() -> float:
 def run_child(task: str, path: Path, threads: int, model: str, mode: str, repeats: int) -> None:
     pa.set_cpu_count(threads)
     pa.set_io_thread_count(max(threads, 1))
-    work = {
+    work: Callable[[], None] = {
         "floor": lambda: floor(path, threads, sort=False),
         "floor+sort": lambda: floor(path, threads, sort=True),
         "parallel floor": lambda: floor(path, threads, sort=False, sort_groups=True),
@@ -295,7 +306,7 @@ class Result:
         )
 
 
-def run_size(rows: int, threads: int, models, repeats: int) -> list[Result]:
+def run_size(rows: int, threads: int, models: list[str], repeats: int) -> list[Result]:
     path = ensure_data(rows)
     log(f"{rows:,} rows, {threads} threads: warming the page cache ...")
     measure("floor", path, threads, 1)
@@ -333,7 +344,9 @@ def same_release_from_a_directory(rows: int) -> bool:
     return same
 
 
-def per_client_ratios(threads: int, models, repeats: int) -> list[tuple[str, float, float]]:
+def per_client_ratios(
+    threads: int, models: list[str], repeats: int
+) -> list[tuple[str, float, float]]:
     path = ensure_clients(PER_CLIENT_CLIENTS)
     out = []
     for model in models:
@@ -351,7 +364,11 @@ def per_client_ratios(threads: int, models, repeats: int) -> list[tuple[str, flo
     return out
 
 
-def verdicts(results: list[Result], directory_same: bool | None, clients) -> list[str]:
+def verdicts(
+    results: list[Result],
+    directory_same: bool | None,
+    clients: list[tuple[str, float, float]],
+) -> list[str]:
     lines = []
 
     def check(ok: bool, text: str) -> None:
@@ -417,11 +434,11 @@ def verdicts(results: list[Result], directory_same: bool | None, clients) -> lis
     if directory_same is not None:
         check(directory_same, f"a directory of {DIR_FILES} Parquet files gives the same release")
     if clients:
-        worst = max(clients, key=lambda c: c[2] / c[1])
+        name, fast, slow = max(clients, key=lambda c: c[2] / c[1])
         check(
-            worst[2] / worst[1] <= PER_CLIENT_RATIO,
+            slow / fast <= PER_CLIENT_RATIO,
             f"--per-client ≤ {PER_CLIENT_RATIO:g}× the fast path at {PER_CLIENT_CLIENTS:,} "
-            f"clients (worst {worst[2] / worst[1]:.2f}, {worst[0]})",
+            f"clients (worst {slow / fast:.2f}, {name})",
         )
     return lines
 
@@ -464,7 +481,10 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(BILLION)
     threads = args.threads or [all_cores()]
     models = [m for m in args.models.split(",") if m]
-    print(f"# {all_cores()} cores available; threads {threads}; best of {args.repeats}")
+    print(
+        f"# {all_cores()} cores available; threads {threads}; best of {args.repeats}; "
+        f"{load_average()}"
+    )
     results: list[Result] = []
     for n in rows:
         for t in threads:
@@ -474,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         directory_same = same_release_from_a_directory(min(rows))
         print(f"directory of {DIR_FILES} files, {min(rows):,} rows: same release: {directory_same}")
     clients = [] if args.skip_per_client else per_client_ratios(max(threads), models, args.repeats)
+    print(f"# at the end: {load_average()}")
     for line in verdicts(results, directory_same, clients):
         print(line)
     return 0

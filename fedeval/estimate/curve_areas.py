@@ -5,9 +5,13 @@ exact, unthinned ROC and PR curves of sorted scores."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.roc_pr import Curves
+
+Knots = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A curve as `step_limits` gives it: (distinct x, value arriving at, value leaving each)."""
 
 
 def exact_curves(s: SortedScores) -> Curves:
@@ -33,7 +37,7 @@ def exact_curves(s: SortedScores) -> Curves:
     return Curves(t, tpr, fpr, precision)
 
 
-def step_limits(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def step_limits(x: ArrayLike, y: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct x (ascending) with the curve's value arriving at (left) and leaving (right) each:
     they differ where the curve jumps vertically. Points must be in curve order.
 
@@ -51,7 +55,9 @@ def step_limits(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return x[first], y[first], y[last]
 
 
-def _at(ux, left, right, g: np.ndarray, side: str) -> np.ndarray:
+def _at(
+    ux: np.ndarray, left: np.ndarray, right: np.ndarray, g: np.ndarray, side: str
+) -> np.ndarray:
     """The curve's value at g, approached from the right of g ('right') or arriving at g from
     its left ('left'); at a knot that is the knot's right or left limit."""
     le = np.searchsorted(ux, g, side="right")
@@ -60,7 +66,14 @@ def _at(ux, left, right, g: np.ndarray, side: str) -> np.ndarray:
     return leaving if side == "right" else arriving
 
 
-def on_grid(ux, left, right, g, le, on) -> tuple[np.ndarray, np.ndarray]:
+def on_grid(
+    ux: np.ndarray,
+    left: np.ndarray,
+    right: np.ndarray,
+    g: np.ndarray,
+    le: np.ndarray,
+    on: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """(value leaving, value arriving at) each g, given the number of knots ≤ g (`le`) and
     whether g is a knot (`on`): at a knot its right and left limits, read directly; elsewhere
     the straight line between the knots either side (the first or last segment's value beyond
@@ -75,11 +88,12 @@ def on_grid(ux, left, right, g, le, on) -> tuple[np.ndarray, np.ndarray]:
     if not len(off):
         return leaving, arriving
 
-    def line(i, j, x):
+    def line(i: np.ndarray, j: np.ndarray, x: np.ndarray) -> np.ndarray:
         x0, x1, y0, y1 = ux[i], ux[j], right[i], left[j]
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.where(x1 > x0, (x - x0) / (x1 - x0), 0.0)
-        return y0 + t * (y1 - y0)
+        y: np.ndarray = y0 + t * (y1 - y0)
+        return y
 
     x, m = g[off], le[off]
     i = np.minimum(np.maximum(m - 1, 0), n - 1)  # the segment from the last knot below
@@ -91,7 +105,7 @@ def on_grid(ux, left, right, g, le, on) -> tuple[np.ndarray, np.ndarray]:
     return leaving, arriving
 
 
-def _merged_grid(ux1: np.ndarray, ux2: np.ndarray):
+def _merged_grid(ux1: np.ndarray, ux2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The union of two ascending distinct arrays, and for each whether each grid point is one
     of its knots.
 
@@ -115,7 +129,7 @@ AREA_BLOCK = 1 << 16
 stays bounded however many points the exact curve has."""
 
 
-def _area_between(x1, y1, x2, y2) -> float:
+def _area_between(x1: ArrayLike, y1: ArrayLike, x2: ArrayLike, y2: ArrayLike) -> float:
     """∫|y1(x) − y2(x)| dx, exactly, for two curves whose x runs monotone from 0 to 1 and that
     are linear between their points (vertical jumps allowed: only the limits at a jump matter).
 
@@ -133,7 +147,15 @@ def _area_between(x1, y1, x2, y2) -> float:
     return total
 
 
-def _area_on_grid(c1, c2, g, le1, on1, le2, on2) -> float:
+def _area_on_grid(
+    c1: Knots,
+    c2: Knots,
+    g: np.ndarray,
+    le1: np.ndarray,
+    on1: np.ndarray,
+    le2: np.ndarray,
+    on2: np.ndarray,
+) -> float:
     """∫|y1 − y2| over the grid points g (ascending, every knot of either curve between its
     ends among them), given each curve's limits, its knots ≤ each point and which are knots."""
     (ux1, left1, right1), (ux2, left2, right2) = c1, c2
@@ -144,7 +166,13 @@ def _area_on_grid(c1, c2, g, le1, on1, le2, on2) -> float:
     )
 
 
-def area_of(g, leave1, arrive1, leave2, arrive2) -> float:
+def area_of(
+    g: np.ndarray,
+    leave1: np.ndarray,
+    arrive1: np.ndarray,
+    leave2: np.ndarray,
+    arrive2: np.ndarray,
+) -> float:
     """∫|y1 − y2| over the grid g from each curve's value leaving and arriving at each point."""
     # On each grid interval both curves are linear: difference d0 at the start, d1 at the end.
     d0 = leave1[:-1] - leave2[:-1]
@@ -164,11 +192,12 @@ def pr_area_error(estimate: Curves, exact: Curves) -> float:
     )
 
 
-def area_terms(width, d0, d1) -> np.ndarray:
+def area_terms(width: ArrayLike, d0: np.ndarray, d1: np.ndarray) -> np.ndarray:
     """∫|d| over each interval where d is linear from d0 to d1 (two triangles where it changes
     sign), times the interval's width: the terms `area_of` sums."""
     a0, a1 = np.abs(d0), np.abs(d1)
     area = (a0 + a1) / 2
     crossing = d0 * d1 < 0
     area[crossing] = (d0[crossing] ** 2 + d1[crossing] ** 2) / (2 * (a0[crossing] + a1[crossing]))
-    return area * width
+    terms: np.ndarray = area * width
+    return terms

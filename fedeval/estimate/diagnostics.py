@@ -9,10 +9,11 @@ import math
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from fedeval.estimate.curve_areas import area_of, area_terms, on_grid, step_limits
+from fedeval.estimate.curve_areas import Knots, area_of, area_terms, on_grid, step_limits
 from fedeval.estimate.exact import SortedScores
 from fedeval.estimate.exact_rows import Block, Inline, ahead, row_tasks
 from fedeval.estimate.roc_pr import Curves
@@ -54,6 +55,9 @@ def _knots_of(
     return (ux, left, right), (np.repeat(ux, 2), np.column_stack([left, right]).ravel())
 
 
+BlockSums = tuple[float, tuple[np.ndarray, ...] | None, tuple[float, float, float]]
+"""`_AreaPass.block`'s sums of a block: (its area, its special segments, its last point)."""
+
 SLICED_SEGMENTS = 32
 """`_AreaPass._lines` reads the estimate's lines a segment at a time, on slices of the block,
 up to this many segments in a block (the same float operations on the same values as repeating
@@ -84,7 +88,7 @@ class _AreaPass:
         self.total = 0.0
         self.prev: tuple[float, float, float] | None = None  # last point: x, y, difference
         self.head: tuple[np.ndarray, np.ndarray] | None = None  # first points, until 3 knots
-        self.first: tuple[np.ndarray, ...] | None = None  # the exact curve's first two knots
+        self.first: Knots | None = None  # the exact curve's first two knots
         self.tail: tuple[np.ndarray, np.ndarray] = (np.zeros(0), np.zeros(0))  # last 2 knots
         # The blocks not yet folded into `tail` (its last two knots are read off them at the
         # end), and the special segments not yet integrated (`_flush`, a batch at a time).
@@ -94,7 +98,7 @@ class _AreaPass:
         # The sums not yet added to `total`, in curve order: each block's, and each batch of
         # special segments' (a Future where `executor`, a pool, integrates it): added in this
         # order whichever thread made them, so the total is the same bit for bit.
-        self.addends: list[float | Future] = []
+        self.addends: list[float | Future[float]] = []
         self.executor: Executor | None = None
         if start is not None:
             self.add(np.array([start[0]]), np.array([start[1]]), np.zeros(1))
@@ -120,7 +124,7 @@ class _AreaPass:
         steps: np.ndarray,
         unit: float,
         prev: tuple[float, float, float] | None,
-    ) -> tuple[float, tuple[np.ndarray, ...] | None, tuple[float, float, float]]:
+    ) -> BlockSums:
         """`add`'s sums over one block, from the point before it (`prev`; None: the curve's
         first point opens the block): (its area, its special segments, its last point). Reads
         only the estimate: safe in any thread, blocks in any order."""
@@ -235,7 +239,7 @@ class _AreaPass:
         the ends, which `add` integrates again. Each segment's line is repeated over its run
         of points: a few passes, no search per point. Written into `out` when given."""
         ux, _, right = self.estimate
-        f = np.empty(len(x)) if out is None else out
+        f: np.ndarray = np.empty(len(x)) if out is None else out
         if len(ux) < 2:
             f[:] = right[0]
             return f
@@ -260,7 +264,7 @@ class _AreaPass:
         f += np.repeat(right[j0 : j1 + 1], runs)
         return f
 
-    def _segments(self, xa, ya, xb, yb) -> float:
+    def _segments(self, xa: np.ndarray, ya: np.ndarray, xb: np.ndarray, yb: np.ndarray) -> float:
         """∫|exact − estimate| over exact segments from (xa, ya) to (xb, yb) (each straight,
         xb > xa), on a grid of its ends and the estimate's knots between them: at those
         knots the estimate's limits are read directly, and only the ends are placed on it."""
@@ -304,7 +308,8 @@ class _AreaPass:
             )
             knots, points = _knots_of((hx, hy))
             if len(knots[0]) > 2:
-                self.first = tuple(a[:2] for a in knots)
+                ux, left, right = knots
+                self.first = ux[:2], left[:2], right[:2]
                 self.head = None
             else:
                 self.head = points
@@ -350,7 +355,7 @@ class _AreaPass:
             total += self._beyond(last, g)
         return total
 
-    def _beyond(self, knots, g: np.ndarray) -> float:
+    def _beyond(self, knots: Knots, g: np.ndarray) -> float:
         """∫|exact − estimate| over the grid g, the exact curve read from its `knots` (its
         first or last two: all `on_grid` uses beyond its ends)."""
         ends = []
@@ -371,7 +376,8 @@ class _Picked:
     where: np.ndarray | None
 
     def at(self, i: np.ndarray) -> np.ndarray:
-        return self.scores[i if self.where is None else self.where[i]]
+        picked: np.ndarray = self.scores[i if self.where is None else self.where[i]]
+        return picked
 
     def all(self) -> np.ndarray:
         return self.scores if self.where is None else self.scores[self.where]
@@ -398,8 +404,8 @@ class _Derived:
     ap: float
     corner: bool  # the block's first point starts a cell: the point above it is kept too
     keep: np.ndarray  # the block's points kept (indices ≥ 0)
-    roc: tuple | None = None  # the block's `_AreaPass.block` sums of either area
-    pr: tuple | None = None
+    roc: BlockSums | None = None  # the block's `_AreaPass.block` sums of either area
+    pr: BlockSums | None = None
 
 
 def _derive(
@@ -468,7 +474,7 @@ def _derive(
     )
 
 
-def _derive_made(make: Callable[[], Block], tp0: float, fp0: float, *args) -> _Derived:
+def _derive_made(make: Callable[[], Block], tp0: float, fp0: float, *args: Any) -> _Derived:
     return _derive(make(), tp0, fp0, *args)
 
 

@@ -16,12 +16,14 @@ then read off each block of keys by one comparison of neighbours, with no merge.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,14 +102,15 @@ def pack(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
     """Keys that sort as (score, label): the score's bits shifted left by one (for a
     non-negative float the bits order as the values do, and the shift drops only the sign bit,
     which makes −0.0 equal 0.0), the label in the freed lowest bit. Same width as the scores."""
-    keys = np.left_shift(scores.view(_KEY_TYPES[scores.dtype]), 1)
+    keys: np.ndarray = np.left_shift(scores.view(_KEY_TYPES[scores.dtype]), 1)
     np.bitwise_or(keys, positive.view(np.uint8), out=keys)
     return keys
 
 
 def unpack(keys: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """The scores of packed keys (the label dropped)."""
-    return np.right_shift(keys, 1).view(dtype)
+    scores: np.ndarray = np.right_shift(keys, 1).view(dtype)
+    return scores
 
 
 def widen(keys: np.ndarray) -> np.ndarray:
@@ -149,7 +152,9 @@ class SortedScores:
     `negatives` and `positives` are each class's sorted scores (unpacked on first use)."""
 
     _keys: np.ndarray | None = None
-    _sorting: Future | None = None  # the keys' sort, when it runs in another thread
+    _sorting: Future[np.ndarray | None] | None = (
+        None  # the keys' sort, when it runs in another thread
+    )
     threads: int = 1
     """Threads the passes over the scores may use (the reader's thread count)."""
 
@@ -160,7 +165,11 @@ class SortedScores:
 
     @classmethod
     def from_keys(
-        cls, keys: np.ndarray, dtype, n_positives: int, sorting: Future | None = None
+        cls,
+        keys: np.ndarray,
+        dtype: DTypeLike,
+        n_positives: int,
+        sorting: Future[np.ndarray | None] | None = None,
     ) -> SortedScores:
         """From sorted packed keys of scores of `dtype`, `n_positives` of them positive; or
         from keys being sorted by `sorting` (waited for on first use: the work that does not
@@ -306,7 +315,9 @@ class SortedScores:
                 lo_n, lo_p = new_n, new_p
 
 
-def _live(neg, pos, lo_n, lo_p, hi_n, hi_p):
+def _live(
+    neg: np.ndarray, pos: np.ndarray, lo_n: int, lo_p: int, hi_n: int, hi_p: int
+) -> list[tuple[np.ndarray, int, int]]:
     """(scores, lo, hi) of each class with scores left in [lo, hi)."""
     return [(a, lo, hi) for a, lo, hi in ((neg, lo_n, hi_n), (pos, lo_p, hi_p)) if lo < hi]
 
@@ -360,7 +371,7 @@ def exact_threshold_counts(
     return np.reshape(tp, t.shape).astype(np.float64), np.reshape(fp, t.shape).astype(np.float64)
 
 
-def _count_below(a: np.ndarray, x: float, below=None) -> int:
+def _count_below(a: np.ndarray, x: float, below: Callable[[Any], bool] | None = None) -> int:
     """How many of the sorted `a` are below x (compared in float64), or satisfy `below`, a
     predicate true on a prefix of `a` that changes near x.
 
@@ -379,7 +390,7 @@ def _count_below(a: np.ndarray, x: float, below=None) -> int:
     return i
 
 
-def _keys_below(s: SortedScores, x: float, below=None) -> int:
+def _keys_below(s: SortedScores, x: float, below: Callable[[Any], bool] | None = None) -> int:
     """`_count_below` in the packed keys: how many scores are below x (compared in float64),
     or satisfy `below`; the search key is x rounded to the scores' dtype, corrected by a step
     or two, a run of equal scores at a time."""
@@ -405,8 +416,13 @@ ECE_BLOCK = 1 << 20
 """Packed keys unpacked at a time to sum a bin's scores."""
 
 
-def _bin_of(v, n_bins: int) -> int:
+def _bin_of(v: Any, n_bins: int) -> int:
     return min(int(float(v) * n_bins), n_bins - 1)
+
+
+def _in_bin_below(n_bins: int, k: int, v: Any) -> bool:
+    """Whether score v falls in a bin below bin k of `n_bins`."""
+    return _bin_of(v, n_bins) < k
 
 
 def _bin_starts(a: np.ndarray, n_bins: int) -> list[int]:
@@ -415,12 +431,16 @@ def _bin_starts(a: np.ndarray, n_bins: int) -> list[int]:
     corrected by a step or two to the exact boundary."""
     starts = [0]
     for k in range(1, n_bins):
-        i = _count_below(a, k / n_bins, lambda v, k=k: _bin_of(v, n_bins) < k)
+        i = _count_below(a, k / n_bins, partial(_in_bin_below, n_bins, k))
         starts.append(max(i, starts[-1]))
     return [*starts, len(a)]
 
 
-def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
+def exact_ece_of(
+    s: SortedScores,
+    n_bins: int = 15,
+    transform: Callable[[np.ndarray], ArrayLike] | None = None,
+) -> float:
     """ECE over `n_bins` equal-width bins of the scores (on [0, 1]) or of `transform(score)`,
     a function applied score by score: Σ_b |positives_b − Σ score|_b / N (sums in float64).
 
@@ -432,7 +452,7 @@ def exact_ece_of(s: SortedScores, n_bins: int = 15, transform=None) -> float:
         keys = s.keys
         edges = [0]
         for k in range(1, n_bins):
-            i = _keys_below(s, k / n_bins, lambda v, k=k: _bin_of(v, n_bins) < k)
+            i = _keys_below(s, k / n_bins, partial(_in_bin_below, n_bins, k))
             edges.append(max(i, edges[-1]))
         edges.append(len(keys))
         for lo, hi in itertools.pairwise(edges):

@@ -8,13 +8,17 @@ number running)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
 from functools import partial
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from fedeval.estimate.exact import SortedScores
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -115,15 +119,15 @@ def _steps(a: np.ndarray, before: float) -> np.ndarray:
 class Inline(Executor):
     """An executor that runs each task at once, on the calling thread (one thread)."""
 
-    def submit(self, fn: Callable, /, *args, **kwargs) -> Future:
-        f: Future = Future()
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        f: Future[T] = Future()
         f.set_result(fn(*args, **kwargs))
         return f
 
 
-def ahead(pool: Executor, tasks, depth: int) -> Iterator:
+def ahead(pool: Executor, tasks: Iterable[tuple[Any, ...]], depth: int) -> Iterator[Any]:
     """The results of `tasks` ((function, *args) each) in order, at most `depth` running."""
-    pending: deque[Future] = deque()
+    pending: deque[Future[Any]] = deque()
     for fn, *args in tasks:
         pending.append(pool.submit(fn, *args))
         if len(pending) >= depth:

@@ -55,7 +55,8 @@ def _splitters(runs: Sequence[np.ndarray], ranges: int) -> np.ndarray:
     order = np.argsort(sample, kind="stable")
     sample, cum = sample[order], np.cumsum(np.concatenate(weights)[order])
     at = np.searchsorted(cum, np.arange(1, ranges) * (cum[-1] / ranges), side="left")
-    return sample[np.minimum(at, len(sample) - 1)]
+    split: np.ndarray = sample[np.minimum(at, len(sample) - 1)]
+    return split
 
 
 def merge_sorted_runs(
@@ -118,7 +119,7 @@ def merge_sorted_runs(
                 give_back(j)
         return out
     pool = ThreadPoolExecutor(threads, "fedeval-merge")
-    pending: deque[tuple[int, Future]] = deque()
+    pending: deque[tuple[int, Future[None]]] = deque()
     try:
         for j in range(ranges):
             pending.append((j, pool.submit(gather_and_sort, j)))
