@@ -177,4 +177,8 @@ def test_library_call_is_the_command(table):
     assert r.exit_code == 0, r.output
     c = compare_file(table, baseline_col="score", candidate_col="score_new", seed=9, ci_draws=20)
     assert json.loads(c.to_json(source=str(table))) == json.loads(r.stdout)
-    assert inspect.signature(fedeval.compare).parameters["model"].default == "distdp"
+    # The release's keywords (model, ε, …) take `ReleaseSpec`'s defaults, the command's too.
+    from fedeval.core.spec import ReleaseSpec
+
+    assert "release" in inspect.signature(fedeval.compare).parameters
+    assert ReleaseSpec().model == "distdp"

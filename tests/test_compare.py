@@ -296,3 +296,72 @@ def test_threshold_difference_adds_worst_cases_linearly_and_noise_in_quadrature(
     lo, hi = threshold_difference(b, c, (0.01, 0.60, 0.60), (0.02, 0.55, 0.55))
     assert (lo + hi) / 2 == pytest.approx(-0.05, abs=1e-11)
     assert hi - lo == pytest.approx(2 * half, abs=1e-11)
+
+
+@pytest.mark.parametrize("model", ["federated", "distdp", "localdp"])
+def test_evaluation_keeps_the_parts_compare_reads(model):
+    """Each release's interval parts are kept where the evaluation computes them
+    (`Evaluation.parts`) and the difference reads those, not a second pass over the release:
+    the same parts, bit for bit, as rebuilding them from the release (AUC, the 'leaves' AP
+    with its re-noised tails computed afresh, P/R/A at each threshold)."""
+    from fedeval.api.compare_intervals import area_parts, threshold_pieces
+    from fedeval.api.curves import _departing, _exact_counts
+    from fedeval.api.evaluate import auc_interval_parts, threshold_parts
+    from fedeval.estimate.average_precision import leaf_ap_parts
+    from fedeval.estimate.roc_pr import within_leaf_bounds
+
+    rng = np.random.default_rng(13)
+    c = compare(*paired_scores(20_000, rng), model=model, exact=False, seed=4, thresholds=[0.5])
+    for ev in (c.baseline, c.candidate):
+        run, parts = ev.run, ev.parts
+        assert parts is not None
+        assert area_parts(ev)["auc"] is parts.auc and area_parts(ev)["ap"] is parts.ap
+        leaves = run.histogram.leaves
+        edges = run.axis.leaf_edges(leaves.shape[-1])
+        assert auc_interval_parts(leaves, run.noise_draws, ev.buckets, edges) == parts.auc
+        est = ev.curves.average_precision.estimate
+        ap = leaf_ap_parts(
+            leaves, est, tuple(within_leaf_bounds(leaves)[2:]), run.noise_draws, None,
+            est if _exact_counts(run) else None, _departing(run),
+        )  # fmt: skip
+        assert ap == parts.ap
+        fresh = threshold_parts(run, run.to_unit(np.array([0.5])))
+        for (sd, bounds), (sd_kept, bounds_kept) in zip(fresh, parts.thresholds, strict=True):
+            np.testing.assert_array_equal(sd, sd_kept)
+            np.testing.assert_array_equal(bounds, bounds_kept)
+        assert set(threshold_pieces(ev)) == {
+            f"{m}@0.5" for m in ("precision", "recall", "accuracy")
+        }
+    no_ci = compare(*paired_scores(3_000, rng), model=model, exact=False, ci_draws=0)
+    assert no_ci.baseline.parts is None and area_parts(no_ci.baseline) == {}
+
+
+def test_spec_gives_the_pair_its_release_and_refuses_the_same_keywords(tmp_path):
+    """`spec=` (a `ReleaseSpec` for the pair: its ε and seed split between the two releases)
+    makes the same comparison as the keywords; both at once are refused naming the keywords,
+    as `evaluate` refuses them, for arrays and for a file."""
+    import pandas as pd
+
+    from fedeval.api.compare import compare_file
+    from fedeval.core.errors import UsageError
+    from fedeval.core.spec import ReleaseSpec
+
+    rng = np.random.default_rng(14)
+    y, b, c = paired_scores(4_000, rng)
+    keywords = dict(model="localdp", epsilon=4.0, seed=9, height=5, ci_draws=20)
+    spec = ReleaseSpec.of(**keywords)
+    by_spec = compare(y, b, c, spec=spec, split=0.25, exact=False).to_dict()
+    by_keywords = compare(y, b, c, split=0.25, exact=False, **keywords).to_dict()
+    assert by_spec["metrics"] == by_keywords["metrics"]
+    assert by_spec["privacy"] == by_keywords["privacy"]
+    assert by_spec["privacy"]["split"]["baseline"] == pytest.approx(1.0)
+    with pytest.raises(UsageError, match=r"not both.*`epsilon`, `seed`"):
+        compare(y, b, c, spec=spec, epsilon=1.0, seed=2)
+    path = tmp_path / "s.parquet"
+    pd.DataFrame({"label": y.astype(int), "score": b, "new": c}).to_parquet(path)
+    by_file = compare_file(
+        path, baseline_col="score", candidate_col="new", spec=spec, split=0.25, exact=False
+    ).to_dict()
+    assert by_file["metrics"] == by_keywords["metrics"]
+    with pytest.raises(UsageError, match=r"not both.*`model`"):
+        compare_file(path, baseline_col="score", candidate_col="new", spec=spec, model="distdp")

@@ -23,8 +23,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from fedeval.api.curves import ap_interval_parts
-from fedeval.api.evaluate import Evaluation, auc_interval_parts, threshold_parts
+from fedeval.api.evaluate import Evaluation
 from fedeval.core.errors import UsageError
 from fedeval.core.results import Estimate
 from fedeval.estimate.interval_parts import IntervalParts, difference_interval
@@ -150,32 +149,29 @@ def _sampling_sds(ev: Evaluation) -> dict[str, float]:
 
 def area_parts(ev: Evaluation) -> dict[str, IntervalParts]:
     """The parts of a release's AUC interval and of its 'leaves' AP interval (none without
-    intervals): what `difference_interval` combines."""
-    run = ev.run
-    if not run.ci_draws:
+    intervals), as the evaluation kept them (`Evaluation.parts`): what `difference_interval`
+    combines."""
+    if ev.parts is None:
         return {}
-    leaves = run.histogram.leaves
-    edges = run.axis.leaf_edges(leaves.shape[-1])
-    out = {"auc": auc_interval_parts(leaves, run.noise_draws, ev.buckets, edges)}
-    if ev.curves.method == "leaves":
-        ap = ap_interval_parts(run, ev.curves.average_precision.estimate)
-        if ap is not None:
-            out["ap"] = ap
+    out = {"auc": ev.parts.auc}
+    if ev.parts.ap is not None:
+        out["ap"] = ev.parts.ap
     return out
 
 
 def threshold_pieces(ev: Evaluation) -> dict[str, tuple[float, float, float]]:
     """(noise σ, worst-case low, high) of precision, recall and accuracy at each threshold of a
-    release (`fedeval.api.evaluate.threshold_parts`), keyed 'recall@0.5', …; none without
-    intervals."""
-    if not ev.run.ci_draws or not ev.thresholds:
+    release (`fedeval.api.evaluate.threshold_parts`, as the evaluation kept them), keyed
+    'recall@0.5', …; none without intervals."""
+    if ev.parts is None or not ev.thresholds:
         return {}
-    thr = np.array([t.threshold for t in ev.thresholds])
     out = {}
-    parts = threshold_parts(ev.run, ev.run.to_unit(thr))
-    for name, (sd, bounds) in zip(("precision", "recall", "accuracy"), parts, strict=True):
-        for i, t in enumerate(thr):
-            out[f"{name}@{float(t)!r}"] = (float(sd[i]), float(bounds[i, 0]), float(bounds[i, 1]))
+    for name, (sd, bounds) in zip(
+        ("precision", "recall", "accuracy"), ev.parts.thresholds, strict=True
+    ):
+        for i, t in enumerate(ev.thresholds):
+            key = f"{name}@{t.threshold!r}"
+            out[key] = (float(sd[i]), float(bounds[i, 0]), float(bounds[i, 1]))
     return out
 
 

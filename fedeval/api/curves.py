@@ -25,7 +25,7 @@ from fedeval.core.params import data_resolution
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
-from fedeval.estimate.average_precision import AP_DRAWS, APParts, leaf_ap_interval, leaf_ap_parts
+from fedeval.estimate.average_precision import AP_DRAWS, APParts, leaf_ap_interval_parts
 from fedeval.estimate.diagnostics import exact_diagnostics
 from fedeval.estimate.roc_pr import (
     CURVE_METHODS,
@@ -74,6 +74,9 @@ class CurveResult:
     average_precision: Estimate
     roc_area_error: float | None
     pr_area_error: float | None
+    ap_parts: APParts | None = field(default=None, repr=False, compare=False)
+    """The parts of the 'leaves' AP interval (`leaf_ap_interval_parts`), kept for a difference
+    of two releases; None under 'pchip' or without intervals."""
 
     def to_dict(self, *, source: str | None = None) -> dict[str, Any]:
         """The `fedeval.curves/2` document ``fedeval curves --format json`` writes."""
@@ -114,9 +117,9 @@ def curve_result(
     # continuous mix is 9-25 of that order's sd off where leaves hold a few examples).
     ap_rule = "shuffled" if _exact_counts(run) else "integral"
     dense, points = estimate_curves(leaves, n_quantiles, method=method, ap_rule=ap_rule)
-    roc_ci = ap_ci = None
+    roc_ci = ap_ci = ap_parts = None
     if run.ci_draws:
-        roc_ci, ap_ci = _area_intervals(run, dense, n_quantiles, method)
+        roc_ci, ap_ci, ap_parts = _area_intervals(run, dense, n_quantiles, method)
     exact = None
     roc_err = pr_err = None
     if run.truth is not None:
@@ -147,6 +150,7 @@ def curve_result(
         average_precision=ap,
         roc_area_error=roc_err,
         pr_area_error=pr_err,
+        ap_parts=ap_parts,
     )
 
 
@@ -155,8 +159,8 @@ def _leaf_ap_interval(
     estimate: float,
     hull: tuple[float, float],
     tails: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[float, float]:
-    """95% interval of the 'leaves' AP from the run's release and noise draws
+) -> tuple[tuple[float, float], APParts]:
+    """95% interval of the 'leaves' AP, and its parts, from the run's release and noise draws
     (`fedeval.estimate.roc_pr.leaf_ap_interval`); `tails` of the re-noised leaves if known.
     On exact counts the estimate is the random-order mean (`curve_result`), passed on as such.
     The examples the release shows departing from smooth (`departures`, as the AUC's
@@ -165,7 +169,7 @@ def _leaf_ap_interval(
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
     departing = _departing(run)
-    return leaf_ap_interval(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
+    return leaf_ap_interval_parts(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
 
 
 def _departing(run: Simulated) -> np.ndarray:
@@ -176,19 +180,6 @@ def _departing(run: Simulated) -> np.ndarray:
     return with_end_leaves(departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS))
 
 
-def ap_interval_parts(run: Simulated, estimate: float) -> APParts | None:
-    """The parts of the 'leaves' AP interval of a run (`leaf_ap_parts`): what a difference of
-    two releases combines (`fedeval.estimate.interval_parts`). None without intervals."""
-    if not run.ci_draws:
-        return None
-    leaves = run.histogram.leaves
-    ap_lo, ap_hi = within_leaf_bounds(leaves)[2:]
-    mean = estimate if _exact_counts(run) else None
-    return leaf_ap_parts(
-        leaves, estimate, (ap_lo, ap_hi), run.noise_draws, None, mean, _departing(run)
-    )
-
-
 def _exact_counts(run: Simulated) -> bool:
     """Whether the release's counts are exact (no noise): the AP is then the random-order mean
     over the leaves ('shuffled'), not the integral rule."""
@@ -197,7 +188,7 @@ def _exact_counts(run: Simulated) -> bool:
 
 def _area_intervals(
     run: Simulated, dense: Curves, n_quantiles: int, method: str
-) -> tuple[tuple[float, float], tuple[float, float]]:
+) -> tuple[tuple[float, float], tuple[float, float], APParts | None]:
     """95% intervals of the curve areas. ROC AUC (and AP under 'pchip'): conservative rather
     than calibrated, the hull of the estimate and the areas every order of examples inside the
     leaves allows (`within_leaf_bounds`), widened by z times the noise spread over the run's
@@ -239,12 +230,11 @@ def _area_intervals(
             float(np.clip(max(est, hi) + Z95 * sd, 0.0, 1.0)),
         )
 
-    ap_interval = (
-        _leaf_ap_interval(run, dense.average_precision, (ap_lo, ap_hi), tails)
-        if method == "leaves"
-        else hull(dense.average_precision, ap_lo, ap_hi, ap_sd)
-    )
-    return hull(dense.roc_auc, auc_lo, auc_hi, roc_sd), ap_interval
+    roc = hull(dense.roc_auc, auc_lo, auc_hi, roc_sd)
+    if method != "leaves":
+        return roc, hull(dense.average_precision, ap_lo, ap_hi, ap_sd), None
+    ap_interval, parts = _leaf_ap_interval(run, dense.average_precision, (ap_lo, ap_hi), tails)
+    return roc, ap_interval, parts
 
 
 def curves_data(

@@ -30,7 +30,7 @@ from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
-from fedeval.estimate.interval_parts import IntervalParts, leaf_auc_parts
+from fedeval.estimate.interval_parts import IntervalParts, ReleaseParts, leaf_auc_parts
 from fedeval.estimate.metrics import (
     auc_from_buckets,
     clip_unit,
@@ -77,6 +77,8 @@ class Evaluation:
     buckets: int | None
     curves: CurveResult = field(repr=False)
     ece: Estimate | None = None
+    parts: ReleaseParts | None = field(default=None, repr=False, compare=False)
+    """The parts of the intervals, for a difference of two releases (None without intervals)."""
 
     config = property(lambda self: self.run.config)
     mechanism = property(lambda self: self.run.mechanism)
@@ -211,23 +213,39 @@ def _bucket_auc_parts(leaves: np.ndarray, draws: np.ndarray | None, buckets: int
 
 
 def metric_intervals(
-    run: Simulated, est: MetricEstimates, unit_thresholds: np.ndarray, buckets: int | None
+    run: Simulated,
+    est: MetricEstimates,
+    unit_thresholds: np.ndarray,
+    buckets: int | None,
+    parts: ReleaseParts | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None, None]:
     """95% intervals of AUC (`auc_interval`) and of P/R/A at each threshold
     (`fedeval.estimate.uncertainty`): the worst case over where the examples of the leaf that
     holds t sit (`threshold_bounds`, none of it to all of it ≥ t; nothing when t is on a leaf
     edge), widened by z·σ of the noise on each side. All None when intervals are switched off
-    (ci_draws = 0)."""
+    (ci_draws = 0). `parts`: the run's (`release_parts`), where already computed."""
     if run.ci_draws == 0:
         return None, None, None, None
-    leaves = run.histogram.leaves
-    (sd_p, bp), (sd_r, br), (sd_a, ba) = threshold_parts(run, unit_thresholds)
+    if parts is None:
+        parts = release_parts(run, unit_thresholds, buckets, None)
+    (sd_p, bp), (sd_r, br), (sd_a, ba) = parts.thresholds
     return (
-        auc_interval(leaves, run.noise_draws, buckets, run.axis.leaf_edges(leaves.shape[-1])),
+        np.clip(parts.auc.interval(), 0.0, 1.0),
         interval_around(est.precision, sd_p, bp),
         interval_around(est.recall, sd_r, br),
         interval_around(est.accuracy, sd_a, ba),
     )
+
+
+def release_parts(
+    run: Simulated, unit_thresholds: np.ndarray, buckets: int | None, ap: IntervalParts | None
+) -> ReleaseParts:
+    """The parts of a release's AUC interval (`auc_interval_parts`) and P/R/A intervals
+    (`threshold_parts`), with the AP's (`fedeval.api.curves.CurveResult.ap_parts`)."""
+    leaves = run.histogram.leaves
+    edges = run.axis.leaf_edges(leaves.shape[-1])
+    auc = auc_interval_parts(leaves, run.noise_draws, buckets, edges)
+    return ReleaseParts(auc, ap, threshold_parts(run, unit_thresholds))
 
 
 def threshold_parts(
@@ -398,13 +416,16 @@ def evaluate_run(
         raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
     unit_thr = run.to_unit(thr)
     est = estimate_metrics(run.histogram, unit_thr, n_buckets)
-    auc_ci, p_ci, r_ci, a_ci = metric_intervals(run, est, unit_thr, n_buckets)
+    curves = curve_result(run, quantiles)
+    parts = None
+    if run.ci_draws:
+        parts = release_parts(run, unit_thr, n_buckets, curves.ap_parts)
+    auc_ci, p_ci, r_ci, a_ci = metric_intervals(run, est, unit_thr, n_buckets, parts)
     sparse, top_precision, predicted = sparse_precision(run, unit_thr)
     precision = np.where(sparse, top_precision, est.precision)
     if p_ci is not None:
         p_ci = np.where(sparse[:, None], np.array([0.0, 1.0]), p_ci)
 
-    curves = curve_result(run, quantiles)
     exact_auc_value: float | None = None
     exact_p = exact_r = exact_a = [None] * len(thr)
     if run.truth is not None:
@@ -444,6 +465,7 @@ def evaluate_run(
         buckets=n_buckets,
         curves=curves,
         ece=raw_ece(run),
+        parts=parts,
     )
 
 

@@ -135,21 +135,52 @@ def leaf_ap_interval(
     added to σ in quadrature). Without it scores on a 0.01 grid (5% positives, 200k, distdp
     ε = 1, 32 leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in
     none."""
-    ap_lo, ap_hi = hull
+    return leaf_ap_interval_parts(leaves, estimate, hull, draws, tails, shuffled_mean, departing)[0]
+
+
+def leaf_ap_interval_parts(
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    draws: np.ndarray | None,
+    tails: tuple[np.ndarray, np.ndarray] | None = None,
+    shuffled_mean: float | None = None,
+    departing: np.ndarray | None = None,
+) -> tuple[tuple[float, float], APParts]:
+    """`leaf_ap_interval` and its parts (`leaf_ap_parts`) from one pass over the release: what
+    an evaluation keeps, so that a difference of two releases reuses them."""
     if draws is None:
-        if departing is None:
-            departing = np.zeros(leaves.shape, np.float64)
-        below, above = (float(x) for x in rough_ap_reach(leaves, departing))
-        lo, hi = _order_interval(leaves, estimate, hull, shuffled_mean)
-        return (
-            float(np.clip(max(lo - below, ap_lo - ROUNDING), 0.0, 1.0)),
-            float(np.clip(min(hi + above, ap_hi + ROUNDING), 0.0, 1.0)),
-        )
+        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing)
     parts = leaf_ap_parts(leaves, estimate, hull, draws, tails, shuffled_mean, departing)
     if not np.isfinite(parts.order_sd):  # too many examples at the top to sum: the worst case
-        return parts.low, parts.high
+        return (parts.low, parts.high), parts
     ci = parts.interval()
-    return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0)))
+    return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0))), parts
+
+
+def _exact_leaf_ap(
+    leaves: np.ndarray,
+    estimate: float,
+    hull: tuple[float, float],
+    shuffled_mean: float | None,
+    departing: np.ndarray | None,
+) -> tuple[tuple[float, float], APParts]:
+    """On exact counts (no draws): the interval (`_order_interval` widened by the departing
+    examples' reach, inside the hull) and the parts (its span widened by the reach, inside the
+    hull, the order's spread) from one reach and one span."""
+    ap_lo, ap_hi = hull
+    if departing is None:
+        departing = np.zeros(leaves.shape, np.float64)
+    below, above = (float(x) for x in rough_ap_reach(leaves, departing))
+    span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean)
+    lo, hi = _span_interval(span_lo, span_hi, order, hull)
+    interval = (
+        float(np.clip(max(lo - below, ap_lo - ROUNDING), 0.0, 1.0)),
+        float(np.clip(min(hi + above, ap_hi + ROUNDING), 0.0, 1.0)),
+    )
+    # The hull holds the AP of any data with these counts: the reach stops at it.
+    lo, hi = max(span_lo - below, ap_lo), min(span_hi + above, ap_hi)
+    return interval, APParts(lo, hi, order, 0.0, order, hull, reach=(below, above))
 
 
 @dataclass(frozen=True)
@@ -176,14 +207,11 @@ def leaf_ap_parts(
     spread. On exact counts (no draws) the range is the span of `_order_interval` widened by
     the reach and kept inside the hull, the spread the order's (`hull` set)."""
     ap_lo, ap_hi = hull
+    if draws is None:
+        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing)[1]
     if departing is None:
         departing = np.zeros(leaves.shape, np.float64)
     below, above = (float(x) for x in rough_ap_reach(leaves, departing))
-    if draws is None:
-        span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean)
-        # The hull holds the AP of any data with these counts: the reach stops at it.
-        lo, hi = max(span_lo - below, ap_lo), min(span_hi + above, ap_hi)
-        return APParts(lo, hi, order, 0.0, order, hull, reach=(below, above))
     order_mean, order_sd = shuffled_ap(leaves)
     if not np.isfinite(order_sd):
         lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
@@ -398,8 +426,14 @@ def _order_interval(
     the tie candidates of `leaf_ap_candidates` (exact where a leaf holds one tied score). The
     integral rule (a continuous mix) is not among them: with few examples per leaf its
     discreteness bias is 9–25σ (benchmarks/hard.py, h = 16)."""
+    return _span_interval(*_order_span(leaves, estimate, hull, shuffled_mean), hull)
+
+
+def _span_interval(
+    span_lo: float, span_hi: float, sd: float, hull: tuple[float, float]
+) -> tuple[float, float]:
+    """`_order_interval` from its span and spread (`_order_span`)."""
     ap_lo, ap_hi = hull
-    span_lo, span_hi, sd = _order_span(leaves, estimate, hull, shuffled_mean)
     if not np.isfinite(sd):
         return span_lo, span_hi
     ci = bias_aware_interval(span_lo, span_hi, sd)

@@ -118,3 +118,16 @@ def difference_interval(baseline: IntervalParts, candidate: IntervalParts) -> tu
     if d.hull is not None:
         lo, hi = max(lo, d.hull[0]), min(hi, d.hull[1])
     return max(lo - ROUNDING, -1.0), min(hi + ROUNDING, 1.0)
+
+
+@dataclass(frozen=True, eq=False)
+class ReleaseParts:
+    """The parts of one release's intervals, kept where the evaluation computes them so that a
+    difference of two releases reuses them instead of reading the release again: the AUC's and
+    the 'leaves' AP's (None where not computed: the 'pchip' curves), and at each threshold
+    (precision, recall, accuracy) × (noise σ (T,), worst-case bounds (T, 2))
+    (`fedeval.api.evaluate.threshold_parts`)."""
+
+    auc: IntervalParts
+    ap: IntervalParts | None
+    thresholds: tuple[tuple[np.ndarray, np.ndarray], ...]
