@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import fedeval
+from fedeval.api.plan import plan_report
 from fedeval.core.config import HEIGHT_METRICS, config_dict, config_from_dict
 from fedeval.core.errors import UsageError
 from fedeval.core.height_choice import (
@@ -351,3 +352,15 @@ def test_bad_height_metrics_exit_2_naming_the_option(cli, scores, command, value
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "--height" in lines[0], result.stderr
     assert not Path("out.json").exists()
+
+
+def test_plan_recommends_the_height_for_the_metrics_asked_for():
+    # `fedeval plan --height auto:precision`: the floor height, and the rule says for what.
+    default = plan_report(20_000)
+    pra = plan_report(20_000, height="auto:precision")
+    assert pra.recommended["height"] == AUTO_MIN_HEIGHT[pra.best.config.model]
+    assert pra.recommended["height"] < default.recommended["height"]
+    assert pra.recommended["height_rule"].endswith("for pra")
+    assert default.recommended["height_rule"] == (
+        "chosen by a probe of the class totals (two-phase auto)"
+    )
