@@ -5,18 +5,31 @@ probe whose claim states what it releases."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
+import fedeval
+from fedeval.api.plan import plan_report
+from fedeval.core.config import HEIGHT_METRICS, config_dict, config_from_dict
+from fedeval.core.errors import UsageError
 from fedeval.core.height_choice import (
     PROBE_LEVEL,
     choose_height,
     discretisation,
     level_values,
 )
-from fedeval.core.params import probe_epsilon_per_example, probe_height, resolve_config
+from fedeval.core.params import (
+    AUTO_MIN_HEIGHT,
+    probe_epsilon_per_example,
+    probe_height,
+    resolve_config,
+)
+from fedeval.core.spec import ReleaseSpec
 from fedeval.privacy import probe
-from fedeval.privacy.mechanism import Mechanism
+from fedeval.privacy.mechanism import Mechanism, mechanism_from_section
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -36,10 +49,15 @@ def _family(name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     return y, np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
 
 
-def _heights(name: str, n: int, model: str, seeds=range(3)) -> tuple[int, list[int]]:
-    """(the class-total rule's height, the histogram rule's height for each probe seed)."""
+def _heights(
+    name: str, n: int, model: str, seeds=range(3), height_for: tuple[str, ...] = ()
+) -> tuple[int, list[int]]:
+    """(the class-total rule's height, the histogram rule's height for each probe seed), the
+    height chosen for the metrics `height_for` names (all by default)."""
     y, s = _family(name, n)
-    cfg = resolve_config(model, n=0, epsilon=1.0 if model == "distdp" else 5.0)
+    cfg = resolve_config(
+        model, n=0, epsilon=1.0 if model == "distdp" else 5.0, height_for=height_for
+    )
     level = PROBE_LEVEL[cfg.model]
     hist = np.zeros((2, 1 << level), np.int64)
     np.add.at(
@@ -175,3 +193,174 @@ def test_probe_claim_states_the_histogram_split_and_parameters():
         else:
             assert params["domain"].startswith(f"label × cell: {2 * cells} bits")
             assert params["composition"].startswith("parallel")
+
+
+# `--height auto:METRIC,…`: the same rule over the metrics asked for alone.
+
+METRIC_SETS = [("auc",), ("ap",), ("pra",), ("auc", "ap"), ("auc", "pra"), ("ap", "pra")]
+
+
+def test_restricted_rule_takes_the_argmin_of_the_restricted_prediction():
+    # Noisy probes of three kinds of data: for every metric set the height is the one whose
+    # geometric mean of predicted error ratios over those metrics alone is least (ties to the
+    # finer), and the sets do not all agree with the default (the restriction is not a no-op).
+    heights = np.arange(4, 15)
+    sd = np.sqrt(heights * 1.0) * 12.0
+    differs = 0
+    for name in ("smooth", "squeezed", "rare"):
+        y, s = _family(name, 200_000)
+        hist = np.zeros((2, 64))
+        np.add.at(hist, (y.astype(int), np.minimum((s * 64).astype(int), 63)), 1)
+        noisy = hist + np.random.default_rng(3).normal(0.0, 15.0, hist.shape)
+        default = choose_height(noisy, 225.0, heights, sd, "distdp")
+        for metrics in METRIC_SETS:
+            got = choose_height(noisy, 225.0, heights, sd, "distdp", metrics)
+            rows = [HEIGHT_METRICS.index(m) for m in metrics]
+            assert got.metrics == metrics
+            score = np.log(got.ratio[rows]).mean(axis=0)
+            expect = heights[np.flatnonzero(score <= score.min() + 1e-12)[-1]]
+            assert got.height == expect, (name, metrics, got.height, expect)
+            differs += got.height != default.height
+    assert differs >= 3, differs
+
+
+def test_a_metric_set_the_probe_cannot_read_falls_back_to_all_metrics():
+    # A probe whose positives are noise: AUC and AP undefined (nan bias). Choosing for them
+    # alone would tie every height (ratio 1) and take the finest, the noisiest; it takes the
+    # default's choice instead.
+    rng = np.random.default_rng(1)
+    hist = rng.integers(-3, 4, (2, 64)).astype(np.float64)
+    hist[0] += 20
+    hist[1, 0] -= hist[1].sum()
+    heights = np.arange(3, 12)
+    default = choose_height(hist, 4.0, heights, heights * 1.0, "distdp")
+    for metrics in [("auc",), ("ap",), ("auc", "ap")]:
+        got = choose_height(hist, 4.0, heights, heights * 1.0, "distdp", metrics)
+        assert got.height == default.height < heights[-1]
+        assert got.metrics == HEIGHT_METRICS
+
+
+@pytest.mark.parametrize("model", ["distdp", "localdp"])
+def test_auto_auc_is_never_coarser_than_auto_where_the_auc_wants_finer_leaves(model):
+    # 20,000 smooth rows: the default trades the AUC for P/R/A (under localdp h = 4 in most
+    # probes, where the AUC alone takes 5); choosing for the AUC alone never goes coarser.
+    seeds = range(12)
+    _, default = _heights("smooth", 20_000, model, seeds)
+    _, auc = _heights("smooth", 20_000, model, seeds, height_for=("auc",))
+    assert all(a >= d for a, d in zip(auc, default, strict=True)), (auc, default)
+    if model == "localdp":
+        assert sum(a > d for a, d in zip(auc, default, strict=True)) >= 6, (auc, default)
+
+
+@pytest.mark.parametrize("model", ["distdp", "localdp"])
+def test_auto_precision_takes_the_floor_height_on_smooth_data(model):
+    # P/R/A at declared thresholds have no discretisation: their error grows with the height,
+    # so the least height auto may pick (AUTO_MIN_HEIGHT, or the thresholds' alignment floor),
+    # not the smooth AUC's height from the class totals (distdp 7, localdp 5 here).
+    for name in ("precision", "recall", "accuracy", "pra"):
+        assert resolve_config(model, n=0, epsilon=1.0, height_for=(name,)).height_for == ("pra",)
+    floor = AUTO_MIN_HEIGHT[resolve_config(model, n=0).model]
+    old, got = _heights("smooth", 200_000, model, height_for=("precision",))
+    assert old > floor and got == [floor] * 3, (old, got)
+    cfg = resolve_config(model, n=0, epsilon=1.0, height_for=("precision",))
+    y, s = _family("smooth", 200_000)
+    hist = np.zeros((2, 1 << PROBE_LEVEL[cfg.model]))
+    np.add.at(hist, (y.astype(int), (s * hist.shape[1]).astype(int)), 1)
+    aligned = probe.choice_from_histogram(hist, 0.0, cfg, 200_000, floor + 2, 16)
+    assert aligned.height == floor + 2
+
+
+def test_height_for_is_parsed_checked_and_canonical():
+    spec = ReleaseSpec.of(height="auto:AUC, recall")
+    assert (spec.height, spec.height_for) == ("auto", ("auc", "pra"))
+    assert spec.config(n=10_000).height_for == ("auc", "pra")
+    # every metric is the default `auto`, bit for bit: nothing restricted, nothing stated
+    assert ReleaseSpec.of(height="auto:ap,auc,precision,recall").height_for == ()
+    assert ReleaseSpec.of(height="auto:auc") == ReleaseSpec(height_for=("auc",))
+    # federated and a fixed rule have no probe to choose with: nothing to state
+    assert ReleaseSpec.of(model="federated", height="auto:auc").config(n=100).height_for == ()
+    for bad, words in [
+        ("auto:", "needs metric names"),
+        ("auto:ece", "'ece'"),
+        ("auto:auc,,ap", "an empty metric name"),
+        ("auto;auc", "must be an integer or 'auto'"),
+    ]:
+        with pytest.raises(UsageError, match="`height`") as err:
+            ReleaseSpec.of(height=bad)
+        assert words in str(err.value)
+    with pytest.raises(UsageError, match="does not apply to height 5"):
+        ReleaseSpec(height=5, height_for=("auc",))
+    with pytest.raises(UsageError, match="not both"):
+        ReleaseSpec(height="auto:ap", height_for=("auc",))
+
+
+def test_the_release_states_the_metrics_its_height_was_chosen_for():
+    # A public setting, in the claim: `height_for` and the rule's words; the default `auto`
+    # documents exactly what it did before (no `height_for`, the same words).
+    y, s = _family("smooth", 20_000)
+    docs = {}
+    for height in ("auto", "auto:ap", "auto:auc"):
+        ev = fedeval.evaluate(y, s, height=height, seed=1, ci_draws=0)
+        docs[height] = ev.to_dict()["privacy"]
+        assert config_from_dict(config_dict(ev.config)) == ev.config
+    assert "height_for" not in docs["auto"]
+    assert docs["auto"]["probe"]["chooses"].endswith(
+        "of AUC, AP and P/R/A, never below the AUC's height for smooth scores from the "
+        "histogram's class totals"
+    )
+    assert docs["auto:ap"]["height_for"] == ["ap"]
+    assert "of AP (the metrics asked for" in docs["auto:ap"]["probe"]["chooses"]
+    assert "never below" not in docs["auto:ap"]["probe"]["chooses"]
+    assert docs["auto:auc"]["height_for"] == ["auc"]
+    # otherwise the same privacy document (both chose h = 5 from the same seeded probe)
+    auto, auc = docs["auto"], docs["auto:auc"]
+    assert auto["height"] == auc["height"]
+    assert auc.pop("height_for") == ["auc"]
+    assert auto["probe"].pop("chooses") != auc["probe"].pop("chooses")
+    assert auto == auc
+    # and a saved release reads back with its metric set (the claim matches its configuration)
+    assert mechanism_from_section(docs["auto:ap"]).config.height_for == ("ap",)
+
+
+@pytest.mark.parametrize(
+    ("command", "value"),
+    [
+        (["evaluate", "s.parquet", "-o", "out.json"], "auto:ece"),
+        (["evaluate", "s.parquet", "-o", "out.json"], "auto:"),
+        (["curves", "s.parquet", "-o", "out.json"], "auto:auc,,ap"),
+        (
+            [
+                "compare",
+                "s.parquet",
+                "--baseline-col",
+                "score",
+                "--candidate-col",
+                "new",
+                "-o",
+                "out.json",
+            ],
+            "auto:ece",
+        ),
+        (["plan", "--rows", "1000"], "auto:roc"),
+    ],
+)
+def test_bad_height_metrics_exit_2_naming_the_option(cli, scores, command, value):
+    frame = pd.read_parquet(scores)
+    frame.assign(new=frame["score"] ** 2).to_parquet(scores)
+    result = cli(*command, "--height", value)
+    assert result.exit_code == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--height" in lines[0], result.stderr
+    assert not Path("out.json").exists()
+
+
+def test_plan_recommends_the_height_for_the_metrics_asked_for():
+    # `fedeval plan --height auto:precision`: the floor height, and the rule says for what.
+    default = plan_report(20_000)
+    pra = plan_report(20_000, height="auto:precision")
+    assert pra.recommended["height"] == AUTO_MIN_HEIGHT[pra.best.config.model]
+    assert pra.recommended["height"] < default.recommended["height"]
+    assert pra.recommended["height_rule"].endswith("for pra")
+    assert default.recommended["height_rule"] == (
+        "chosen by a probe of the class totals (two-phase auto)"
+    )

@@ -246,11 +246,12 @@ def curves_data(
     progress: Callable[[int, int], None] | None = None,
     **release: Unpack[ReleaseKeywords],
 ) -> CurveResult:
-    """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2."""
+    """Simulate the protocol and estimate the curves; 'auto' height is ⌈log₂ Q⌉ + 2 ('auto:auc',
+    'auto:ap', …: the DP probe's choice for those metrics, `fedeval.privacy.probe`)."""
     spec = release_spec(spec, release)
     quantiles = _check_quantiles(quantiles)
     method = _check_method(method)
-    if spec.height == "auto":
+    if spec.height == "auto" and not spec.height_for:
         spec = replace(spec, height=curve_height(quantiles))
     run = simulate(data, spec=spec, progress=progress)
     return curve_result(run, quantiles, method)
@@ -283,7 +284,7 @@ def roc_pr_curves(
         client_ids=client_ids,
         pos_label=pos_label,
         score_range=score_range,
-        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec.height)),
+        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec)),
     )
     return curves_data(data, spec=spec, quantiles=quantiles, method=method)
 
@@ -312,15 +313,18 @@ def roc_pr_curves_file(
         columns,
         score_range=score_range,
         pos_label=pos_label,
-        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec.height)),
+        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec)),
         threads=threads,
         progress=read_progress,
     )
     return curves_data(data, spec=spec, quantiles=quantiles, method=method, progress=progress)
 
 
-def _resolution(quantiles: int, height: int | str) -> int:
-    """The leaf height to read data at: the curves' auto height, or the one given."""
-    if height == "auto":
+def _resolution(quantiles: int, spec: ReleaseSpec) -> int:
+    """The leaf height to read data at: the curves' auto height, the finest a probe may choose
+    ('auto:METRIC'), or the one given."""
+    if spec.height == "auto":
+        if spec.height_for:
+            return spec.resolution()
         return curve_height(_check_quantiles(quantiles))
-    return data_resolution(PrivacyModel.FEDERATED, height)
+    return data_resolution(PrivacyModel.FEDERATED, spec.height)

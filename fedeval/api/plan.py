@@ -42,6 +42,7 @@ from fedeval.core.params import (
     auto_quantiles,
     resolve_config,
 )
+from fedeval.core.spec import parse_height
 from fedeval.privacy import probe
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.registry import MODELS, model_of
@@ -215,14 +216,22 @@ def predict(
 
 
 def recommended_config(
-    rows: int, population: ScoredData, model: PrivacyModel | str, epsilon: float | None
+    rows: int,
+    population: ScoredData,
+    model: PrivacyModel | str,
+    epsilon: float | None,
+    height: int | str = "auto",
 ) -> PrivacyConfig:
     """`--height auto --shape auto` as evaluate resolves it on this population: under DP the
     probe's rule (`fedeval.privacy.probe.choice_from_histogram`) on the population's exact
     histogram at the probe level (a reference population: nothing private), no coarser than the
-    thresholds' alignment floor."""
+    thresholds' alignment floor; `height` 'auto:METRIC,…' chooses for those metrics alone, a
+    fixed h is taken as given."""
+    h_given, height_for = parse_height(height)
+    if h_given != "auto":
+        return resolve_config(model, n=rows, epsilon=epsilon, height=h_given)
     floor = population.axis.auto_floor(RESOLUTION)
-    cfg = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor)
+    cfg = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor, height_for=height_for)
     if not cfg.probed:
         return cfg
     level = probe.probe_level(cfg.model, RESOLUTION)
@@ -264,13 +273,14 @@ def plan(
     seed: int = 0,
     runs: int = 20,
     progress: Callable[[int, int], None] | None = None,
+    height: int | str = "auto",
 ) -> tuple[Prediction, list[Prediction]]:
     """(prediction at the recommended parameters, predictions for each height in `heights`).
 
     The recommendation is `--height auto --shape auto`'s rule (`fedeval.core.params`), so what the
     planner predicts is what the other commands will do: under DP a probe of each class's counts
     over a few cells takes PROBE_SHARE of ε (distdp) or of the reports (localdp), and the tree
-    the rest.
+    the rest; `height` 'auto:METRIC,…' (or a fixed h) as `--height` gives it.
     `positives_fraction` defaults to the pilot's (`like`), else 0.5, as `plan_report` and the
     command do. `progress(done, total)` is told after each prediction.
     """
@@ -278,7 +288,7 @@ def plan(
     _check(rows, positives_fraction, auc, seed)
     rng = np.random.default_rng(seed)
     population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
-    best = recommended_config(rows, population, model, epsilon)
+    best = recommended_config(rows, population, model, epsilon, height)
     truth = population_truth(population, rng)
     todo = [best] + [
         resolve_config(model, n=rows, epsilon=epsilon, height=h) for h in heights or []
@@ -302,6 +312,7 @@ def population_needed(
     like: ScoredData | None = None,
     seed: int = 0,
     max_rows: int = 10**9,
+    height: int | str = "auto",
 ) -> int | None:
     """The smallest population (to two significant digits) whose predicted error of `metric`
     ('auc' or 'pra') is at most `target`; None if even `max_rows` is not enough."""
@@ -320,6 +331,7 @@ def population_needed(
             auc=auc,
             like=like,
             seed=seed,
+            height=height,
         )
         return pred.auc if metric == "auc" else pred.pra
 
@@ -425,16 +437,19 @@ def plan_report(
     metric: str = "pra",
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    height: int | str = "auto",
 ) -> PlanReport:
     """`fedeval plan` as a library call: the population is `rows` (default: the rows of the
     pilot table `like`), its positive share `positives_fraction` (default: the pilot's, else
-    0.5); with `heights`, the errors at h = 2..16 too; with `target_error`, the n it needs.
+    0.5); with `heights`, the errors at h = 2..16 too; with `target_error`, the n it needs;
+    `height` as `--height` gives it ('auto', 'auto:METRIC,…' or h).
 
     >>> r = plan_report(1000, model="federated")
     >>> r.to_dict()["recommended"]["height"] >= 1
     True
     """
 
+    parse_height(height)  # refused before the pilot is read
     like_data = None if like is None else read_scored(like, keep_scores=False)
     if rows is None:
         if like_data is None:
@@ -449,6 +464,7 @@ def plan_report(
         "auc": auc,
         "like": like_data,
         "seed": seed,
+        "height": height,
     }
     best, others = plan(
         rows, heights=range(2, 17) if heights else None, progress=progress, **kwargs
@@ -471,8 +487,9 @@ def plan_report(
         "shape": cfg.shape.value,
         "height": cfg.height,
         "height_rule": "chosen by a probe of the class totals (two-phase auto)"
+        + (f" for {', '.join(cfg.height_for)}" if cfg.height_for else "")
         if cfg.probed
-        else "auto",
+        else ("auto" if parse_height(height)[0] == "auto" else "given"),
         "leaves": cfg.n_leaves,
         "quantiles": auto_quantiles(cfg.model, rows, cfg.epsilon),
         "calibration_buckets": auto_buckets(cfg.model, rows, cfg.epsilon, cfg.n_leaves),

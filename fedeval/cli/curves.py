@@ -80,8 +80,9 @@ def curves(
     height: Annotated[
         str,
         typer.Option(
-            help="h: 2^h cells; auto: ⌈log₂ Q⌉ + 2 (the papers' choice).",
-            metavar="auto|H",
+            help="h: 2^h cells; auto: ⌈log₂ Q⌉ + 2 (the papers' choice); auto:auc (or ap, "
+            "comma-separated): chosen by a DP probe for those metrics.",
+            metavar="auto[:METRIC,…]|H",
             rich_help_panel=RELEASE,
         ),
     ] = "auto",

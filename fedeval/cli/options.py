@@ -74,8 +74,9 @@ EpsilonOpt = Annotated[
 HeightOpt = Annotated[
     str,
     typer.Option(
-        help="h: 2^h cells over the score range; auto: chosen from a noisy coarse histogram.",
-        metavar="auto|H",
+        help="h: 2^h cells over the score range; auto: chosen from a noisy coarse histogram; "
+        "auto:auc (or ap, precision, …, comma-separated): chosen for those metrics alone.",
+        metavar="auto[:METRIC,…]|H",
         rich_help_panel=RELEASE,
     ),
 ]

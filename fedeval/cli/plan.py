@@ -62,6 +62,14 @@ def plan(
     heights: Annotated[
         bool, typer.Option("--heights", help="Also show the predicted error at every height.")
     ] = False,
+    height: Annotated[
+        str,
+        typer.Option(
+            help="auto, auto:auc (or ap, precision, …, comma-separated: the height chosen for "
+            "those metrics alone, as evaluate's --height), or h.",
+            metavar="auto[:METRIC,…]|H",
+        ),
+    ] = "auto",
     output_format: Annotated[
         OutputFormat, typer.Option("--format", "-f", help="table, or json (one document).")
     ] = OutputFormat.table,
@@ -97,9 +105,10 @@ def plan(
     from fedeval.api import plan as planning
 
     if detect is not None:
-        if rows is not None or target_error is not None or heights:
+        if rows is not None or target_error is not None or heights or height != "auto":
             raise UsageError(
-                "--detect finds the population itself: drop --rows, --target-error and --heights."
+                "--detect finds the population itself: drop --rows, --target-error, --height and "
+                "--heights."
             )
         _detect(detect, model, epsilon, positives_fraction, auc, like, seed, output_format)
         return
@@ -115,6 +124,7 @@ def plan(
             auc=auc,
             like=like,
             heights=heights,
+            height=height,
             target_error=target_error,
             metric=metric,
             seed=seed,

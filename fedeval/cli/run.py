@@ -181,7 +181,8 @@ class ReleaseOptions:
         """The release FILE's simulation makes, as the library takes it (checked once)."""
         from fedeval.core.spec import ReleaseSpec, SimulationPath
 
-        same = [f.name for f in fields(ReleaseSpec) if f.name != "path"]  # one name each
+        # one name each; --height carries auto:METRIC's metrics (`height_for`)
+        same = [f.name for f in fields(ReleaseSpec) if f.name not in ("path", "height_for")]
         path = SimulationPath.PER_CLIENT if self.per_client else SimulationPath.FAST
         return ReleaseSpec(**{name: getattr(self, name) for name in same}, path=path)
 

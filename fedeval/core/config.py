@@ -181,6 +181,36 @@ def check_height(height: object) -> int:
     return check_count(height, "height", 1, MAX_HEIGHT)
 
 
+HEIGHT_METRICS = ("auc", "ap", "pra")
+"""The metrics `--height auto:METRIC,…` may choose the height for (`fedeval.core.height_choice`):
+precision, recall and accuracy are one group, `pra`, since at declared thresholds (cell edges)
+they have no discretisation and share one noise-only prediction, so they always agree."""
+
+HEIGHT_METRIC_NAMES = {"auc": "auc", "ap": "ap", "pra": "pra"} | dict.fromkeys(
+    ("precision", "recall", "accuracy"), "pra"
+)
+
+
+def check_height_for(metrics: object) -> tuple[str, ...]:
+    """The metrics a probed height is chosen for, canonical: a subset of HEIGHT_METRICS in its
+    order, () for all of them (the default `auto`); names as the gates write them."""
+    if isinstance(metrics, str) or not isinstance(metrics, tuple | list | frozenset | set):
+        raise UsageError(f"`height_for` must be a list of metric names. Found {metrics!r}.")
+    picked = set()
+    for name in metrics:
+        key = HEIGHT_METRIC_NAMES.get(name.strip().lower()) if isinstance(name, str) else None
+        if key is None:
+            what = f"the metric {name!r}" if str(name).strip() else "an empty metric name"
+            raise UsageError(
+                f"`height` auto:… names {what}, which the height rule does not "
+                "predict; choose from auc, ap, precision, recall, accuracy (or pra for the "
+                "last three), e.g. auto:auc or auto:auc,ap."
+            )
+        picked.add(key)
+    canonical = tuple(m for m in HEIGHT_METRICS if m in picked)
+    return () if canonical == HEIGHT_METRICS else canonical
+
+
 def check_buckets(buckets: object) -> int:
     """B, the number of equi-depth buckets: 1..MAX_BUCKETS."""
     return check_count(buckets, "buckets", 1, MAX_BUCKETS)
@@ -235,6 +265,7 @@ class PrivacyConfig:
     first_level: int = 1
     colluders: int = 0
     cohort_floor: int = 0
+    height_for: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
@@ -253,6 +284,9 @@ class PrivacyConfig:
         object.__setattr__(self, "probe_share", float(share))
         if share and self.model is PrivacyModel.FEDERATED:
             raise UsageError("a probe round applies to distdp and localdp only.")
+        object.__setattr__(self, "height_for", check_height_for(self.height_for))
+        if self.height_for and not share:
+            raise UsageError("`height_for` applies to a height chosen by a probe (auto) only.")
         self._check_colluders()
         if self.epsilon is not None:
             if self.epsilon > 10:
@@ -322,7 +356,8 @@ class PrivacyConfig:
 
 def config_dict(config: PrivacyConfig) -> dict[str, Any]:
     """The configuration as stored in report directories and saved aggregates (`probe_share`
-    only for a two-phase release, so a given height stores what it always did)."""
+    only for a two-phase release, `height_for` only when restricted, so a given height and the
+    default `auto` store what they always did)."""
     out: dict[str, Any] = {
         "model": config.model.value,
         "epsilon": config.epsilon,
@@ -338,6 +373,8 @@ def config_dict(config: PrivacyConfig) -> dict[str, Any]:
     if config.colluders:
         out["colluders"] = config.colluders
         out["cohort_floor"] = config.cohort_floor
+    if config.height_for:
+        out["height_for"] = list(config.height_for)
     return out
 
 
@@ -363,6 +400,7 @@ def config_from_dict(p: Mapping[str, Any]) -> PrivacyConfig:
         first_level=first,
         colluders=p.get("colluders", 0),
         cohort_floor=p.get("cohort_floor", 0),
+        height_for=p.get("height_for", ()),
     )
     if stored is not None and list(stored) != list(config.levels):
         raise ValueError(f"levels {stored} are not the levels {list(config.levels)} of {config}")

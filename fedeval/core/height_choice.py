@@ -18,7 +18,10 @@ where they differ by more than a level no height is near both; the largest ratio
 AUC for the P/R/A's noise (the rule's own predictions for smooth scores, distdp ε = 1, 1M rows:
 largest ratio 1.99 at h = 7, the AUC's, and 2.00 at h = 8, P/R/A's, so it would take h = 7 and
 double the AUC's error), while the mean takes h = 8, where the smooth-data target (AUC ≤ 2e-5)
-holds. Post-processing of the probe only.
+holds. A run that reports or gates on some metrics only names them (`--height auto:auc`,
+`auto:ap`, `auto:precision`, …: `fedeval.core.config.HEIGHT_METRICS`) and the same mean is
+taken over those alone: P/R/A alone take the floor height, the AUC alone its own best. The
+metric set is a public setting, so the choice stays post-processing of the probe only.
 
 **Noise** (sd of one released count, `count_sd` ∝ √v(h) per the mechanism at that height:
 discrete Laplace of α = exp(−ε_tree/Δ(h)) under distdp, where Δ grows with the levels; OUE
@@ -53,12 +56,12 @@ a population dominates anyway.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ndtri
 
-from fedeval.core.config import PrivacyModel
+from fedeval.core.config import HEIGHT_METRICS, PrivacyModel, check_height_for
 
 PROBE_LEVEL = {PrivacyModel.DISTDP: 6, PrivacyModel.LOCALDP: 4}
 """k of the probe's 2^k cells per class (`fedeval.privacy.probe`; coarser where the data were
@@ -70,6 +73,8 @@ Either resolves a score range a tenth of the axis wide into several cells, which
 the rule that the data are coarse relative to the cells."""
 
 METRICS = ("AUC", "AP", "P/R/A")
+"""The rows of `HeightChoice`'s predictions; `fedeval.core.config.HEIGHT_METRICS` names them as
+`--height auto:METRIC,…` does (auc, ap, pra)."""
 
 NOISE_SCALE = {"distdp": (0.4, 2.0), "localdp": (0.3, 0.8)}
 """(K_AUC, K_AP) of the module docstring's noise model, per DP model: the middle of the
@@ -116,12 +121,14 @@ scores 0.16–0.18."""
 @dataclass(frozen=True)
 class HeightChoice:
     """The chosen height and the predictions behind it: `error[i, j]` is metric METRICS[i]'s
-    predicted error at `heights[j]` (noise and discretisation combined)."""
+    predicted error at `heights[j]` (noise and discretisation combined); `metrics`, the rows
+    (HEIGHT_METRICS' names) the height was chosen for."""
 
     height: int
     heights: np.ndarray
     noise: np.ndarray
     bias: np.ndarray
+    metrics: tuple[str, ...] = HEIGHT_METRICS
 
     @property
     def error(self) -> np.ndarray:
@@ -293,13 +300,17 @@ def choose_height(
     heights: np.ndarray,
     count_sd: np.ndarray,
     model: str,
+    metrics: tuple[str, ...] = (),
 ) -> HeightChoice:
     """The candidate of `heights` (ascending, from the thresholds' alignment floor up) whose
-    predicted error ratios over AUC, AP and P/R/A have the smallest geometric mean, from the
-    probe's noisy histogram (2, 2^k) with per-count `variance`, and `count_sd`[j] the sd of
-    one released count of the tree at heights[j] (module docstring). A metric whose bias the
-    probe cannot read (nan) has a ratio of 1 at every height (`HeightChoice.ratio`), so it does
-    not move the choice. Ties go to the finer height."""
+    predicted error ratios over `metrics` (HEIGHT_METRICS' names: auc, ap, pra; () for all
+    three, the default `auto`) have the smallest geometric mean, from the probe's noisy
+    histogram (2, 2^k) with per-count `variance`, and `count_sd`[j] the sd of one released
+    count of the tree at heights[j] (module docstring). A metric whose bias the probe cannot
+    read (nan) has a ratio of 1 at every height (`HeightChoice.ratio`), so it does not move the
+    choice; where that leaves none of `metrics` readable, the choice is the default's, over all
+    three (a ratio of 1 everywhere would otherwise tie every height, and ties go to the finest,
+    the noisiest). Ties go to the finer height."""
     hist = np.asarray(hist, dtype=np.float64)
     heights = np.asarray(heights, dtype=np.int64)
     count_sd = np.asarray(count_sd, dtype=np.float64)
@@ -314,7 +325,11 @@ def choose_height(
     )
     bias = np.zeros_like(noise)
     bias[:2] = discretisation(hist, np.asarray(variance, np.float64), heights)
-    pick = HeightChoice(int(heights[0]), heights, noise, bias)
-    score = np.nan_to_num(np.log(pick.ratio).mean(axis=0), nan=np.inf)
+    chosen = check_height_for(metrics) or HEIGHT_METRICS
+    rows = [HEIGHT_METRICS.index(m) for m in chosen]
+    if np.isnan(bias[rows]).all():
+        chosen, rows = HEIGHT_METRICS, [0, 1, 2]
+    pick = HeightChoice(int(heights[0]), heights, noise, bias, chosen)
+    score = np.nan_to_num(np.log(pick.ratio[rows]).mean(axis=0), nan=np.inf)
     j = int(np.flatnonzero(score <= score.min() + 1e-12)[-1]) if np.isfinite(score.min()) else 0
-    return HeightChoice(int(heights[j]), heights, noise, bias)
+    return replace(pick, height=int(heights[j]))

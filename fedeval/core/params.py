@@ -221,6 +221,7 @@ def resolve_config(
     relation: str | None = None,
     min_height: int = 0,
     probe: bool = True,
+    height_for: tuple[str, ...] = (),
 ) -> PrivacyConfig:
     """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε.
 
@@ -231,7 +232,9 @@ def resolve_config(
 
     'auto' under distdp or localdp is two-phase (`probe_share` = PROBE_SHARE): the height is
     chosen later, from the probe's noisy class totals (`fedeval.privacy.probe`); `probe=False`
-    keeps the one-phase rule from n (`auto_height`), for a caller with no probe round."""
+    keeps the one-phase rule from n (`auto_height`), for a caller with no probe round.
+    `height_for` (`--height auto:METRIC,…`) names the metrics the probe chooses the height for;
+    it applies to a two-phase release only (a fixed rule or height has no choice to make)."""
     try:
         model = PrivacyModel(model)
     except ValueError as e:
@@ -279,6 +282,7 @@ def resolve_config(
         relation=relation,
         probe_share=probe_share,
         first_level=first_level(model, shape, report_epsilon),
+        height_for=height_for if probe_share else (),
     )
 
 

@@ -33,6 +33,7 @@ from fedeval.core.config import (
     Unit,
     check_epsilon,
     check_height,
+    check_height_for,
     check_relation,
     check_unit,
 )
@@ -97,7 +98,11 @@ class ReleaseSpec:
     model : the privacy model (distdp by default, as on the command line).
     epsilon : ε of the whole release; None: the model's default (`DEFAULT_EPSILON`), none
         under federated.
-    height, shape : the leaf height h (2^h cells) and the levels released, or 'auto'.
+    height, shape : the leaf height h (2^h cells) and the levels released, or 'auto'. A height
+        'auto:METRIC[,METRIC…]' is 'auto' chosen for those metrics alone (auc, ap, precision,
+        recall, accuracy; the last three are one group): it sets `height_for`.
+    height_for : the metrics a probed 'auto' height is chosen for, () for all (the default);
+        a public setting, stated in the release's documents.
     unit, max_examples : whom ε protects; under unit client each client's cap L.
     relation : the neighbouring relation; None: the model's default.
     seed : None for private noise; an int or Generator makes a reproducible simulation.
@@ -115,6 +120,7 @@ class ReleaseSpec:
     seed: int | np.random.Generator | None = None
     ci_draws: int = DEFAULT_DRAWS
     path: SimulationPath = SimulationPath.FAST
+    height_for: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, **keywords: Unpack[ReleaseKeywords]) -> ReleaseSpec:
@@ -138,7 +144,19 @@ class ReleaseSpec:
         check_relation(model, self.relation)
         if self.relation is not None:
             set_(self, "relation", Relation(self.relation))
-        set_(self, "height", _height(self.height))
+        height, metrics = parse_height(self.height)
+        set_(self, "height", height)
+        given = check_height_for(self.height_for)
+        if given and metrics and given != metrics:
+            raise UsageError(
+                f"give the metrics of `height` {self.height!r} or `height_for` "
+                f"{list(self.height_for)!r}, not both."
+            )
+        set_(self, "height_for", metrics or given)
+        if self.height_for and height != "auto":
+            raise UsageError(
+                f"`height_for` chooses an 'auto' height; it does not apply to height {height}."
+            )
         if self.shape != "auto":
             try:
                 set_(self, "shape", Shape(self.shape))
@@ -183,19 +201,30 @@ class ReleaseSpec:
             relation=self.relation,
             min_height=min_height,
             probe=probe,
+            height_for=self.height_for,
         )
 
 
-def _height(height: object) -> int | Literal["auto"]:
-    """'auto', or h as an int in 1..MAX_HEIGHT (a string of digits too, as the CLI gives it)."""
+def parse_height(height: object) -> tuple[int | Literal["auto"], tuple[str, ...]]:
+    """('auto', ()), ('auto', metrics) of 'auto:METRIC[,METRIC…]', or (h, ()) with h an int
+    in 1..MAX_HEIGHT (a string of digits too, as the CLI gives it)."""
     if height == "auto":
-        return "auto"
+        return "auto", ()
     if isinstance(height, str):
+        head, colon, names = height.partition(":")
+        if head.strip().lower() == "auto" and colon:
+            metrics = tuple(n for n in names.split(","))
+            if not names.strip():
+                raise UsageError(
+                    f"`height` auto: needs metric names, e.g. auto:auc or auto:auc,ap. Found "
+                    f"{height!r}."
+                )
+            return "auto", check_height_for(metrics)
         try:
             height = int(height)
         except ValueError:
             raise UsageError(f"`height` must be an integer or 'auto'. Found {height!r}.") from None
-    return check_height(height)
+    return check_height(height), ()
 
 
 def release_spec(spec: ReleaseSpec | None, keywords: ReleaseKeywords) -> ReleaseSpec:

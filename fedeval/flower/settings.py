@@ -84,7 +84,8 @@ class RunSettings:
     def release(self) -> ReleaseSpec:
         """The release these settings ask for (`fedeval.core.spec.ReleaseSpec`: the settings
         of the same names; a protocol run has no interval draws of its own)."""
-        same = [f.name for f in fields(ReleaseSpec) if f.name not in ("ci_draws", "path")]
+        skip = ("ci_draws", "path", "height_for")  # `height` carries auto:METRIC's metrics
+        same = [f.name for f in fields(ReleaseSpec) if f.name not in skip]
         return ReleaseSpec(**{name: getattr(self, name) for name in same})
 
     def job(self) -> Job:

@@ -135,10 +135,7 @@ class Mechanism:
             "cells_per_class": cells,
             "releases": f"each class's counts over {cells} equal cells of the score axis "
             "(negatives' cells, then positives'; their sums are the class totals)",
-            "chooses": "the height h, by fedeval.core.height_choice.choose_height from the noisy "
-            "histogram (post-processing of the probe): the least predicted noise and "
-            "discretisation error of AUC, AP and P/R/A, never below the AUC's height for "
-            "smooth scores from the histogram's class totals",
+            "chooses": _chooses(cfg.height_for),
         }
         return common | own
 
@@ -279,7 +276,7 @@ class Mechanism:
         release adds `probe_share` and `probe` (the probe round's parameters); the probe's
         noisy totals are part of the release and stored beside it (`probe_section`)."""
         cfg = self.config
-        out = {
+        out: dict[str, Any] = {
             "model": cfg.model.value,
             "epsilon": cfg.epsilon,
             "delta": 0.0 if self.private else None,
@@ -308,7 +305,30 @@ class Mechanism:
                 probe["released"] = self.probe.to_dict()
             out["probe_share"] = cfg.probe_share
             out["probe"] = probe
+        if cfg.height_for:  # `--height auto:METRIC,…`: a public setting, stated
+            out["height_for"] = list(cfg.height_for)
         return out
+
+
+HEIGHT_METRIC_WORDS = {"auc": "AUC", "ap": "AP", "pra": "P/R/A"}
+
+
+def _chooses(height_for: tuple[str, ...]) -> str:
+    """How the probe chooses the height, for the metrics `height_for` names (all when ())."""
+    words = [HEIGHT_METRIC_WORDS[m] for m in height_for or HEIGHT_METRIC_WORDS]
+    named = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+    floor = "auc" in (height_for or ("auc",))
+    return (
+        "the height h, by fedeval.core.height_choice.choose_height from the noisy histogram "
+        f"(post-processing of the probe): the least predicted noise and discretisation error of "
+        f"{named}"
+        + (" (the metrics asked for, a public setting)" if height_for else "")
+        + (
+            ", never below the AUC's height for smooth scores from the histogram's class totals"
+            if floor
+            else ""
+        )
+    )
 
 
 def mechanism_of(

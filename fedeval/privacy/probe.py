@@ -202,13 +202,15 @@ def choice_from_histogram(
     max(AUTO_MIN_HEIGHT, `min_height`) (the thresholds' alignment floor) to
     min(AUTO_MAX_HEIGHT, `max_height`) (the resolution the data were read at: public), for a
     per-class histogram (2, 2^k) whose counts carry `variance` (0 for exact counts, as the
-    planner has)."""
+    planner has), and for the metrics `config.height_for` names (all by default)."""
     lo = max(AUTO_MIN_HEIGHT[config.model], min_height)
     hi = min(max(AUTO_MAX_HEIGHT[config.model], lo), max_height)
     lo = min(lo, hi)
     heights = np.arange(lo, hi + 1)
     sd = count_sd(config, heights, total_reports)
-    chosen = choose_height(hist, variance, heights, sd, config.model.value)
+    chosen = choose_height(hist, variance, heights, sd, config.model.value, config.height_for)
+    if "auc" not in chosen.metrics:
+        return chosen  # `--height auto:ap`, `auto:precision`, …: the AUC's floor is not theirs
     # The histogram may only take the tree finer than the AUC's smooth-data height from the
     # same probe's class totals (`probe_height`, what `auto` chose before the histogram): it
     # sees masses, squeezed scores and a class on a few values that need finer leaves, but on
