@@ -44,7 +44,7 @@ audit: $(VENV)/.installed-dev
 	FEDEVAL_AUDIT=full $(BIN)/python -m pytest -q tests/audit
 	$(BIN)/python benchmarks/audit.py
 
-# Ruff; mypy strict on fedeval/ (pyproject's [tool.mypy], a few listed modules aside); the import
+# Ruff; mypy --strict on all of fedeval/ (pyproject's [tool.mypy]); the import
 # graph's layers, no circles, no module over 600 lines (tests/test_layers.py, static).
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -293,7 +293,7 @@ RELEASE_KEYWORDS = frozenset(ReleaseKeywords.__optional_keys__)
 
 
 def compare_file(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     *,
     baseline_col: str,
     candidate_col: str,
@@ -355,8 +355,8 @@ def compare_runs(
 
 
 def compare_releases(
-    baseline: str | os.PathLike,
-    candidate: str | os.PathLike,
+    baseline: str | os.PathLike[str],
+    candidate: str | os.PathLike[str],
     *,
     thresholds: Sequence[float] | None = None,
     interval: IntervalKind | str = IntervalKind.POPULATION,

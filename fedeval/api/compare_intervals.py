@@ -118,7 +118,9 @@ def _proportion_sd(value: float, size: float) -> float:
     return math.sqrt(v * (1 - v) / size)
 
 
-def _generalised(diff: Estimate, sd_baseline: float, sd_candidate: float):
+def _generalised(
+    diff: Estimate, sd_baseline: float, sd_candidate: float
+) -> tuple[float, float] | None:
     """The population interval widened by the sampling of the population: its half-widths and
     z·(sd_b + sd_c) in quadrature (independent of the noise). sd_b + sd_c is the spread of the
     difference at correlation −1, the worst case: the releases do not hold the pairing."""

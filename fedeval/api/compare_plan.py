@@ -33,7 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from fedeval.api.compare import _shares, check_split, differences
+from fedeval.api.compare import _shares, check_split
+from fedeval.api.compare_intervals import differences
 from fedeval.api.evaluate import evaluate_data, threshold_axis
 from fedeval.api.plan import _check, reference_population
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel
@@ -261,7 +262,7 @@ def detect_report(
     epsilon: float | None = None,
     positives_fraction: float | None = None,
     auc: float = 0.85,
-    like: str | os.PathLike | None = None,
+    like: str | os.PathLike[str] | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """`fedeval plan --detect` as a library call: `detect` with the reference population the

@@ -132,7 +132,8 @@ class HeightChoice:
 
     @property
     def error(self) -> np.ndarray:
-        return np.hypot(self.noise, self.bias)
+        out: np.ndarray = np.hypot(self.noise, self.bias)
+        return out
 
     @property
     def ratio(self) -> np.ndarray:
@@ -180,7 +181,10 @@ def level_ap(hist: np.ndarray) -> np.ndarray:
         log_term = np.where(c > 0, np.log1p(m / safe_c) / safe_m, 0.0)
         prec = np.where(m > 0, p / safe_m + (a - p * c / safe_m) * log_term, 0.0)
         total = p.sum(axis=-1)
-        return (p * np.clip(prec, 0.0, 1.0)).sum(axis=-1) / np.where(total > 0, total, np.nan)
+        out: np.ndarray = (p * np.clip(prec, 0.0, 1.0)).sum(axis=-1) / np.where(
+            total > 0, total, np.nan
+        )
+        return out
 
 
 def level_values(hist: np.ndarray, sd: np.ndarray | float = 0.0) -> np.ndarray:

@@ -53,7 +53,7 @@ Laplace, a bound for both samplers (module docstring), times the share factor.""
 
 def private_generator() -> np.random.Generator:
     """A Generator for private noise: AES-128-CTR keyed from the OS CSPRNG."""
-    from randomgen import AESCounter  # type: ignore[import-untyped]  # no py.typed marker
+    from randomgen import AESCounter  # type: ignore[import-untyped, unused-ignore]  # py.typed in some versions only
 
     return np.random.Generator(AESCounter(np.random.SeedSequence()))
 
