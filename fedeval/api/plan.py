@@ -174,7 +174,7 @@ def predict(
         truth = population_truth(population, rng)
     leaves = None if config.probed else population.leaf_counts(config.height)
     draw = model_of(config.model).draw
-    errs, heights = [], []
+    errs, heights, precision_errs = [], [], []
     sparse_runs = np.zeros(len(thr), dtype=np.int64)
     for _ in range(runs):
         # A two-phase release draws its probe and chooses its height from that noisy probe in
@@ -193,24 +193,30 @@ def predict(
         # of the precision's error and named (`Prediction.sparse_thresholds`).
         sparse, _, _ = sparse_precision_of(hist.leaves, noise_draws(hist, SPARSE_DRAWS, rng), thr)
         sparse_runs += sparse
+        precision_errs.append(np.abs(np.where(sparse, np.nan, est.precision) - truth.precision))
         errs.append(
             [
                 abs(est.auc - truth.auc),
-                _mean_defined(np.abs(np.where(sparse, np.nan, est.precision) - truth.precision)),
                 _mean_defined(np.abs(est.recall - truth.recall)),
                 _mean_defined(np.abs(est.accuracy - truth.accuracy)),
             ]
         )
     # A metric undefined in some draws (no noisy positives above a threshold) is averaged over
     # the draws that define it; NaN only where none does.
-    auc, p, r, a = _mean_defined(np.asarray(errs, dtype=np.float64), axis=0)
+    auc, r, a = _mean_defined(np.asarray(errs, dtype=np.float64), axis=0)
+    # A threshold sparse in at least half the draws is left out whole (not averaged over the
+    # draws that happened to see examples above it, which would flatter the prediction), and
+    # named; where every threshold is, the precision is undetermined.
+    named = 2 * sparse_runs >= runs
+    p_draws = np.where(named, np.nan, np.asarray(precision_errs, dtype=np.float64))
+    p = _mean_defined(_mean_defined(p_draws, axis=1))
     if heights:  # the height the probe chose most often (the smaller of a tie)
         config = replace(config, height=int(np.bincount(heights).argmax()))
     lo, hi = population.score_range
     sparse_at = tuple(
         float(lo + (hi - lo) * t)
-        for t, k in zip(DEFAULT_THRESHOLDS, sparse_runs.tolist(), strict=True)
-        if 2 * k >= runs
+        for t, out in zip(DEFAULT_THRESHOLDS, named.tolist(), strict=True)
+        if out
     )
     return Prediction(config, population.rows, float(auc), float(p), float(r), float(a), sparse_at)
 
@@ -419,7 +425,7 @@ BINORMAL_LIMITS = (
     "with many ties (a 0.01 grid, a tree model's leaf values), squeezed into a narrow range, "
     "or with a class on a few values, the AUC error measured was up to 10-30x this prediction, "
     "and on rare positives with most negatives near 0 the precision error up to 9x: pass a "
-    "pilot table with --like (measured within 2.5x on every kind of data)"
+    "pilot table with --like (measured within 2x on every kind of data)"
 )
 """What the binormal reference cannot predict (`benchmarks/plan_families.py`)."""
 
