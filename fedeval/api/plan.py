@@ -232,7 +232,8 @@ def recommended_config(
     probe's rule (`fedeval.privacy.probe.choice_from_histogram`) on the population's exact
     histogram at the probe level (a reference population: nothing private), no coarser than the
     thresholds' alignment floor; `height` 'auto:METRIC,…' chooses for those metrics alone, a
-    fixed h is taken as given."""
+    fixed h is taken as given. `predict` then draws the probe in every release, as evaluate
+    does, and reports the height those draws chose most often."""
     h_given, height_for = parse_height(height)
     if h_given != "auto":
         return resolve_config(model, n=rows, epsilon=epsilon, height=h_given)
