@@ -43,18 +43,8 @@ MODELS = {"distdp": 1.0, "localdp": 5.0}
 METRICS = ("AUC", "AP", "precision", "recall", "accuracy")
 OWN = ("auto:auc", "auto:ap", "auto:pra", "auto:pra", "auto:pra")
 """Each metric's own restricted auto height (`--height auto:M`)."""
-QUICK_FAMILIES = (
-    "smooth",
-    "pointmass",
-    "rare",
-    "grid",
-    "tree",
-    "squeezed",
-    "tiny",
-    "ultrarare",
-    "clipped",
-    "bimodal",
-    "onevalue",
+QUICK_FAMILIES = tuple(
+    f for f in hard.FAMILIES if f not in ("unequal", "rare-small", "peaks", "logistic-rare")
 )
 
 
