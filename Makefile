@@ -5,17 +5,23 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test test-fast audit lint format bench sample clean
 
+# pip installs without byte-compiling (most of an install's CPU goes to compiling modules no
+# command imports: Flower's simulation engine alone has thousands), and Python writes the
+# bytecode of what is imported, once, on first import, even where the environment says not to.
+PIP = $(BIN)/python -m pip install --quiet --no-compile
+unexport PYTHONDONTWRITEBYTECODE
+
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Stamp files so a changed pyproject.toml triggers a reinstall.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+	$(PIP) -e .
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(PIP) -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -24,7 +30,7 @@ demo: $(VENV)/.installed
 # The Flower extra too, so that its tests (tests/test_flower*.py) run rather than skip: one pip
 # run for both extras (a second resolve after `.[dev]` cost a fresh clone about a minute).
 $(VENV)/.installed-flower: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,flower]'
+	$(PIP) -e '.[dev,flower]'
 	touch $@ $(VENV)/.installed-dev $(VENV)/.installed
 
 # pytest exits 5 when it collects no tests: that is a failure here, not a pass.
@@ -34,16 +40,11 @@ WORKERS ?= 2
 PYTEST = $(BIN)/python -m pytest -q -n $(WORKERS)
 NONE_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
-# The package is byte-compiled first: the tests start fedeval in many processes (xdist workers,
-# the README's shell lines, Flower's supernodes), and where PYTHONDONTWRITEBYTECODE is set each
-# would compile it from source again (about 0.3 s of CPU a start).
-COMPILE = $(BIN)/python -m compileall -q fedeval > /dev/null
-
 test: $(VENV)/.installed-flower
-	$(COMPILE); $(PYTEST); $(NONE_COLLECTED)
+	$(PYTEST); $(NONE_COLLECTED)
 
 test-fast: $(VENV)/.installed-flower
-	$(COMPILE); $(PYTEST) -m "not slow"; $(NONE_COLLECTED)
+	$(PYTEST) -m "not slow"; $(NONE_COLLECTED)
 
 # The full privacy audit: T = 20,000 trials per side for every mechanism, then its table.
 audit: $(VENV)/.installed-dev
