@@ -100,6 +100,26 @@ def test_reference_population_has_the_requested_rows_and_positives(like):
     assert pop.negatives == 12_345 - round(12_345 * 0.3)
 
 
+def test_binormal_population_follows_the_model_on_its_own_axis():
+    # The cells are those of evaluate's axis (default thresholds on edges), not equal ones: the
+    # expected count of each cell is the binormal mass between the axis's edges. A density
+    # taken on equal cells but put on this axis moves mass by up to 1e-6 a cell, and the
+    # planner's reference AUC with it (compare's gate test saw a 27% wider half-width).
+    rng = np.random.default_rng(0)
+    pop = reference_population(2_000_000, 0.5, rng, auc=0.9)
+    edges = pop.axis.from_unit(np.linspace(0.0, 1.0, (1 << 20) + 1))
+    for c in (0, 1):
+        dens = binormal_density(c == 1, 0.9, 1 << 20, edges)
+        expected = 1_000_000 * dens
+        # Coarsened to 2^10 cells, each a binomial count: within 5 sd of its expectation.
+        got = pop.fine_counts[c].reshape(1024, -1).sum(axis=1)
+        want = expected.reshape(1024, -1).sum(axis=1)
+        assert np.all(np.abs(got - want) <= 5 * np.sqrt(want + 1)), c
+        # The same check fails for a density on equal cells (this test tells them apart).
+        equal = (1_000_000 * binormal_density(c == 1, 0.9, 1 << 20)).reshape(1024, -1).sum(axis=1)
+        assert not np.all(np.abs(got - equal) <= 5 * np.sqrt(equal + 1)), c
+
+
 # --- predictions: scaling --------------------------------------------------------------------
 
 

@@ -79,10 +79,13 @@ def binormal_density(
 
 @lru_cache(maxsize=4)
 def _reference_densities(auc: float) -> tuple[np.ndarray, np.ndarray]:
-    """The binormal model's per-class densities on the 2^RESOLUTION cells of [0, 1], read-only:
-    the planner draws many populations of one model (`plan --detect` about 30), and each density
-    is two normal CDFs over a million edges."""
-    out = tuple(binormal_density(c == 1, auc, 1 << RESOLUTION) for c in (0, 1))
+    """The binormal model's per-class densities on the 2^RESOLUTION cells of evaluate's axis
+    for [0, 1] (`reference_population`'s), read-only: the planner draws many populations of one
+    model (`plan --detect` about 30), and each density is two normal CDFs over a million edges."""
+    n_cells = 1 << RESOLUTION
+    axis = threshold_axis((0.0, 1.0), None)
+    edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
+    out = tuple(binormal_density(c == 1, auc, n_cells, edges) for c in (0, 1))
     for d in out:
         d.setflags(write=False)
     return out[0], out[1]
