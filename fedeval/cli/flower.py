@@ -35,6 +35,8 @@ from fedeval.cli.options import (
     SeedOpt,
     ShapeOpt,
     SignKeyOpt,
+    argument,
+    option,
 )
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
@@ -57,27 +59,27 @@ app.add_typer(flower_app, name="flower", rich_help_panel=DEPLOY)
 
 ThresholdsOpt = Annotated[
     str | None,
-    typer.Option(
-        help="Comma-separated thresholds for precision/recall/accuracy, declared before the "
+    option(
+        "Comma-separated thresholds for precision/recall/accuracy, declared before the "
         "run: they become cell edges of the release (exact sums of cells) \\[default: 1/11 … "
         "10/11 of the score range, as for evaluate and encode].",
-        show_default=False,
+        shown=False,
     ),
 ]
 NeighboursOpt = Annotated[
     int | None,
-    typer.Option(
+    option(
+        "K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
+        shown=False,
         min=1,
-        help="K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
-        show_default=False,
     ),
 ]
 RetriesOpt = Annotated[
     int,
-    typer.Option(
-        min=0,
-        help="Re-runs of a round that lost clients it cannot recover (distdp: their noise "
+    option(
+        "Re-runs of a round that lost clients it cannot recover (distdp: their noise "
         "shares; a survivor left without neighbours), each over the survivors with fresh masks.",
+        min=0,
     ),
 ]
 
@@ -106,23 +108,22 @@ def _settings(options: dict[str, Any], seed: int | None = None) -> RunSettings:
 def simulate(
     file: Annotated[
         str,
-        typer.Argument(
-            help="Scored, labelled table (Parquet or CSV, or - for CSV on stdin). Each client "
+        argument(
+            "Scored, labelled table (Parquet or CSV, or - for CSV on stdin). Each client "
             "(a client column's id, or one of --clients parts) becomes one simulated "
             "SuperNode holding its own rows.",
-            metavar="FILE",
-            show_default=False,
+            "FILE",
         ),
     ],
     clients: Annotated[
         int | None,
-        typer.Option(
+        option(
+            "K, the simulated clients when FILE has no client column: its rows are split "
+            "into K contiguous parts.",
             "--clients",
             "-k",
+            shown=False,
             min=1,
-            help="K, the simulated clients when FILE has no client column: its rows are split "
-            "into K contiguous parts.",
-            show_default=False,
         ),
     ] = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -136,18 +137,18 @@ def simulate(
     retries: RetriesOpt = 2,
     dropout: Annotated[
         float,
-        typer.Option(
+        option(
+            "Make this fraction of the clients vanish at the report step, after their "
+            "keys were relayed, to see the server recover.",
             min=0.0,
             max=0.99,
-            help="Make this fraction of the clients vanish at the report step, after their "
-            "keys were relayed, to see the server recover.",
         ),
     ] = 0.0,
     engine: Annotated[
         str,
-        typer.Option(
-            help="ray: Flower's simulation engine. in-process: the same ClientApp and "
-            "messages called in this process, no engine (fast; for trying settings).",
+        option(
+            "ray: Flower's simulation engine. in-process: the same ClientApp and "
+            "messages called in this process, no engine (fast; for trying settings)."
         ),
     ] = "ray",
     seed: SeedOpt = None,
@@ -155,15 +156,15 @@ def simulate(
     sign_key: SignKeyOpt = None,
     output_format: Annotated[
         OutputFormat,
-        typer.Option("--format", "-f", help="table for people, json for programs (one document)."),
+        option("table for people, json for programs (one document).", "--format", "-f"),
     ] = OutputFormat.table,
     output: Annotated[
         Path | None,
-        typer.Option(
+        option(
+            "Write the JSON report to this file instead of stdout (- for stdout).",
             "--output",
             "-o",
-            help="Write the JSON report to this file instead of stdout (- for stdout).",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     ci_draws: CiDrawsOpt = 200,
@@ -250,11 +251,7 @@ def simulate(
 def new(
     directory: Annotated[
         Path,
-        typer.Argument(
-            help="New (or empty) directory for the Flower app project.",
-            metavar="DIR",
-            show_default=False,
-        ),
+        argument("New (or empty) directory for the Flower app project.", "DIR"),
     ],
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,

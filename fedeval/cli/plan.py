@@ -6,14 +6,13 @@ import math
 import sys
 from typing import Annotated
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
 from fedeval.cli.helptext import PLAN, command_help
-from fedeval.cli.options import EpsilonOpt, ModelOpt
+from fedeval.cli.options import EpsilonOpt, ModelOpt, option
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 
@@ -23,64 +22,62 @@ from fedeval.core.errors import UsageError
 def plan(
     rows: Annotated[
         int | None,
-        typer.Option(
+        option(
+            "Population: examples (one per client) \\[default: the rows of --like].",
             "--rows",
             "-n",
+            shown=False,
             min=100,
-            help="Population: examples (one per client) \\[default: the rows of --like].",
-            show_default=False,
         ),
     ] = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     positives_fraction: Annotated[
         float | None,
-        typer.Option(
-            help="Share of positive examples, strictly between 0 and 1 \\[default: that of "
+        option(
+            "Share of positive examples, strictly between 0 and 1 \\[default: that of "
             "--like, else 0.5].",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
-    auc: Annotated[
-        float, typer.Option(help="ROC AUC of the reference scores (binormal model).")
-    ] = 0.85,
+    auc: Annotated[float, option("ROC AUC of the reference scores (binormal model).")] = 0.85,
     like: Annotated[
         str | None,
-        typer.Option(
-            help="Use this scored table's score distribution as the reference instead "
+        option(
+            "Use this scored table's score distribution as the reference instead "
             "(a pilot or validation set; any size).",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     target_error: Annotated[
         float | None,
-        typer.Option(help="Also find the population needed for this expected |error|."),
+        option("Also find the population needed for this expected |error|."),
     ] = None,
     metric: Annotated[
-        str, typer.Option(help="Metric for --target-error: pra (precision/recall/accuracy) or auc.")
+        str, option("Metric for --target-error: pra (precision/recall/accuracy) or auc.")
     ] = "pra",
     heights: Annotated[
-        bool, typer.Option("--heights", help="Also show the predicted error at every height.")
+        bool, option("Also show the predicted error at every height.", "--heights")
     ] = False,
     height: Annotated[
         str,
-        typer.Option(
-            help="auto, auto:auc (or ap, precision, …, comma-separated: the height chosen for "
+        option(
+            "auto, auto:auc (or ap, precision, …, comma-separated: the height chosen for "
             "those metrics alone, as evaluate's --height), or h.",
             metavar="auto[:METRIC,…]|H",
         ),
     ] = "auto",
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table, or json (one document).")
+        OutputFormat, option("table, or json (one document).", "--format", "-f")
     ] = OutputFormat.table,
-    seed: Annotated[int, typer.Option(help="Seed of the reference population.")] = 0,
+    seed: Annotated[int, option("Seed of the reference population.")] = 0,
     detect: Annotated[
         str | None,
-        typer.Option(
-            help="Instead: the population at which `compare` detects a difference of δ, e.g. "
+        option(
+            "Instead: the population at which `compare` detects a difference of δ, e.g. "
             "auc=0.005 or recall@0.5=0.01 (80% power; and ≤ 5% false failures of the gate "
             "--fail-if-worse at that margin).",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
 ) -> None:
