@@ -18,6 +18,7 @@ from fedeval.core.params import resolve_config
 from fedeval.core.release import Probe, Release
 from fedeval.documents.release_file import release_dict
 from fedeval.privacy import distdp, federated, localdp, probe
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.federated import exact_counts as federated_exact_counts
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
 from fedeval.protocol import secagg
@@ -502,11 +503,11 @@ def honest_noise(
     for lo, hi in itertools.pairwise(bounds):
         sel = (client >= lo) & (client < hi)
         m = hi - lo
-        args = (cells[sel], labels[sel], client[sel] - lo, m, cfg)
-        honest_exact = federated.onehot_reports(*args)[colluders:].sum(axis=0)
+        rows = ClientBatch(cells[sel], labels[sel], client[sel] - lo, m)
+        honest_exact = federated.onehot_reports(rows, cfg)[colluders:].sum(axis=0)
         noise = []
         for _ in range(trials):
-            reports, _ = distdp.client_reports(*args, m, rng)
+            reports, _ = distdp.client_reports(rows, cfg, m, rng)
             noise.append(reports[colluders:].sum(axis=0) - honest_exact)
         out.append(np.asarray(noise))
     return out
