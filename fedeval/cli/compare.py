@@ -43,6 +43,7 @@ from fedeval.cli.options import (
     VerifyKeyOpt,
     option,
 )
+from fedeval.cli.output_options import DocumentFormatOpt, stdout_output_option
 from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 
@@ -110,19 +111,8 @@ def compare(
         str, option("Judge --fail-if-worse on the 95% 'bound' or the 'estimate'.")
     ] = "bound",
     seed: SeedOpt = None,
-    output_format: Annotated[
-        OutputFormat,
-        option("table for people, json for programs (one document).", "--format", "-f"),
-    ] = OutputFormat.table,
-    output: Annotated[
-        Path | None,
-        option(
-            "Write the JSON document to this file instead of stdout (- for stdout).",
-            "--output",
-            "-o",
-            shown=False,
-        ),
-    ] = None,
+    output_format: DocumentFormatOpt = OutputFormat.table,
+    output: Annotated[Path | None, stdout_output_option("document")] = None,
     plot: Annotated[
         str | None,
         option(
@@ -224,9 +214,7 @@ def compare(
                 score_range=lo_hi,
                 exact=exact,
                 ci_draws=ci_draws,
-                unit=units.unit,
-                max_examples=units.max_examples,
-                relation=units.relation,
+                **units.keywords(),
                 threads=threads,
             )
             name = source_name(file)

@@ -133,7 +133,7 @@ def encode(
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
     from fedeval.protocol.encode import encode_file
-    from fedeval.tables.read import Columns, source_name
+    from fedeval.tables.read import source_name
 
     with errors_to_exit(), progress_bar("encoding client reports", True) as progress:
         if is_stdout(output):
@@ -141,15 +141,13 @@ def encode(
         s = encode_file(
             file,
             output,
-            columns=Columns(table.score_col, table.label_col, table.client_col),
+            columns=table.columns(),
             model=model,
             epsilon=epsilon,
             height=height,
             shape=shape,
             population=population,
-            unit=units.unit,
-            max_examples=units.max_examples,
-            relation=units.relation,
+            **units.keywords(),
             score_range=parse_score_range(table.score_range),
             thresholds=None if thresholds is None else floats(thresholds, "--thresholds"),
             pos_label=table.pos_label,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,7 +21,7 @@ from fedeval.cli.common import (
     private_key,
     show,
 )
-from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, flat, grouped
+from fedeval.cli.groups import TABLE, UNITS, OptionGroup, TableOptions, UnitOptions, flat, grouped
 from fedeval.cli.helptext import DEPLOY, command_help, format_help
 from fedeval.cli.options import (
     CiDrawsOpt,
@@ -38,6 +39,7 @@ from fedeval.cli.options import (
     argument,
     option,
 )
+from fedeval.cli.output_options import DocumentFormatOpt, stdout_output_option
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 
@@ -84,6 +86,23 @@ RetriesOpt = Annotated[
 ]
 
 
+@dataclass(frozen=True)
+class RunOptions(OptionGroup):
+    """The settings of a run on Flower that simulate and new share (`RunSettings`)."""
+
+    model: ModelOpt = PrivacyModel.DISTDP
+    epsilon: EpsilonOpt = None
+    height: HeightOpt = "auto"
+    shape: ShapeOpt = "auto"
+    units: UnitOptions = UNITS
+    thresholds: ThresholdsOpt = None
+    min_cohort: MinCohortOpt = 10
+    neighbours: NeighboursOpt = None
+    retries: RetriesOpt = 2
+
+
+RUN = RunOptions()
+
 SETTINGS = "model epsilon height shape unit max_examples relation pos_label min_cohort neighbours"
 SETTINGS_NAMES = (*SETTINGS.split(), "retries")
 """The options simulate and new share, by the name RunSettings gives them."""
@@ -126,15 +145,7 @@ def simulate(
             min=1,
         ),
     ] = None,
-    model: ModelOpt = PrivacyModel.DISTDP,
-    epsilon: EpsilonOpt = None,
-    height: HeightOpt = "auto",
-    shape: ShapeOpt = "auto",
-    units: UnitOptions = UNITS,
-    thresholds: ThresholdsOpt = None,
-    min_cohort: MinCohortOpt = 10,
-    neighbours: NeighboursOpt = None,
-    retries: RetriesOpt = 2,
+    run_options: RunOptions = RUN,
     dropout: Annotated[
         float,
         option(
@@ -154,19 +165,8 @@ def simulate(
     seed: SeedOpt = None,
     save_release: SaveReleaseOpt = None,
     sign_key: SignKeyOpt = None,
-    output_format: Annotated[
-        OutputFormat,
-        option("table for people, json for programs (one document).", "--format", "-f"),
-    ] = OutputFormat.table,
-    output: Annotated[
-        Path | None,
-        option(
-            "Write the JSON report to this file instead of stdout (- for stdout).",
-            "--output",
-            "-o",
-            shown=False,
-        ),
-    ] = None,
+    output_format: DocumentFormatOpt = OutputFormat.table,
+    output: Annotated[Path | None, stdout_output_option("report")] = None,
     ci_draws: CiDrawsOpt = 200,
     quantiles: QuantilesOpt = 100,
     table: TableOptions = TABLE,
@@ -197,7 +197,7 @@ def simulate(
         from fedeval.flower.simulation import simulate_file
         from fedeval.protocol.simulate import Simulated
         from fedeval.tables.outputs import Outputs, is_stdout
-        from fedeval.tables.read import Columns, source_name
+        from fedeval.tables.read import source_name
         from fedeval.views.dicts import evaluation_dict
         from fedeval.views.terminal import render_table
 
@@ -213,7 +213,7 @@ def simulate(
         outcome = simulate_file(
             file,
             settings,
-            columns=Columns(table.score_col, table.label_col, table.client_col),
+            columns=table.columns(),
             clients=clients,
             dropout=dropout,
             engine=engine,
@@ -253,15 +253,7 @@ def new(
         Path,
         argument("New (or empty) directory for the Flower app project.", "DIR"),
     ],
-    model: ModelOpt = PrivacyModel.DISTDP,
-    epsilon: EpsilonOpt = None,
-    height: HeightOpt = "auto",
-    shape: ShapeOpt = "auto",
-    units: UnitOptions = UNITS,
-    thresholds: ThresholdsOpt = None,
-    min_cohort: MinCohortOpt = 10,
-    neighbours: NeighboursOpt = None,
-    retries: RetriesOpt = 2,
+    run_options: RunOptions = RUN,
     score_range: ScoreRangeOpt = "0,1",
     pos_label: PosLabelOpt = None,
 ) -> None:

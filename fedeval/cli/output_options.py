@@ -6,8 +6,9 @@ factory each: every command gives its own help text, the rest is the same.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+from fedeval.cli.common import OutputFormat
 from fedeval.cli.helptext import OUTPUT
 from fedeval.cli.options import option
 
@@ -25,3 +26,19 @@ def output_option(help: str) -> Any:
 def plot_option(what: str) -> Any:
     """--plot of a one-shot command: draws `what` (`Annotated[str | None, plot_option(…)]`)."""
     return option(f"Draw {what} (.png, .svg, or DIR/).", metavar="PATH", panel=OUTPUT, shown=False)
+
+
+DocumentFormatOpt = Annotated[
+    OutputFormat,
+    option("table for people, json for programs (one document).", "--format", "-f"),
+]
+"""--format/-f of the commands that print one JSON document or a table (compare, flower)."""
+
+
+def stdout_output_option(what: str) -> Any:
+    """-o/--output of a command whose JSON `what` goes to stdout unless a file is named."""
+    return option(
+        f"Write the JSON {what} to this file instead of stdout (- for stdout).",
+        *("--output", "-o"),
+        shown=False,
+    )
