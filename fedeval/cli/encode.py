@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from rich.table import Table
-
 from fedeval.cli.app import app
 from fedeval.cli.common import (
     err,
@@ -16,6 +14,7 @@ from fedeval.cli.common import (
     plural,
     private_key,
     progress_bar,
+    summary_table,
 )
 from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, grouped
 from fedeval.cli.helptext import DEPLOY, command_help
@@ -166,9 +165,7 @@ def encode(
         f"({plural(s.parts, 'part')}, {s.report_bytes:,} bytes)",
         highlight=False,
     )
-    t = Table(box=None, show_header=False, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column()
+    t = summary_table()
     rel = "" if cfg.relation is None else f" · {cfg.relation.value}"
     t.add_row(
         "release",

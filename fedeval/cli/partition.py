@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from rich.table import Table
-
 from fedeval.cli.app import app
-from fedeval.cli.common import err, errors_to_exit
+from fedeval.cli.common import err, errors_to_exit, summary_table
 from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt, argument, option
 
@@ -103,9 +101,7 @@ def partition(
             f"({res.describe()}) → {dest}",
             highlight=False,
         )
-        t = Table(box=None, show_header=False, pad_edge=False)
-        t.add_column(style="bold")
-        t.add_column()
+        t = summary_table()
         empty = f" · {s.empty_clients:,} empty" if s.empty_clients else ""
         t.add_row("clients", f"{s.clients:,} with examples{empty}")
         t.add_row(
