@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -101,13 +101,22 @@ def plan(
     """
     from fedeval.api import plan as planning
 
+    # The reference population and its release: what plan and --detect both predict for.
+    reference: dict[str, Any] = {
+        "model": model,
+        "epsilon": epsilon,
+        "positives_fraction": positives_fraction,
+        "auc": auc,
+        "like": like,
+        "seed": seed,
+    }
     if detect is not None:
         if rows is not None or target_error is not None or heights or height != "auto":
             raise UsageError(
                 "--detect finds the population itself: drop --rows, --target-error, --height and "
                 "--heights."
             )
-        _detect(detect, model, epsilon, positives_fraction, auc, like, seed, output_format)
+        _detect(detect, reference, output_format)
         return
     with (
         errors_to_exit(),
@@ -115,16 +124,11 @@ def plan(
     ):
         report = planning.plan_report(
             rows,
-            model=model,
-            epsilon=epsilon,
-            positives_fraction=positives_fraction,
-            auc=auc,
-            like=like,
+            **reference,
             heights=heights,
             height=height,
             target_error=target_error,
             metric=metric,
-            seed=seed,
             progress=bar,
         )
         if output_format is OutputFormat.json:
@@ -196,16 +200,7 @@ def _err(x: float) -> str:
     return "undetermined" if math.isnan(x) else f"{x:.1e}"
 
 
-def _detect(
-    spec: str,
-    model: PrivacyModel,
-    epsilon: float | None,
-    positives_fraction: float | None,
-    auc: float,
-    like: str | None,
-    seed: int,
-    output_format: OutputFormat,
-) -> None:
+def _detect(spec: str, reference: dict[str, Any], output_format: OutputFormat) -> None:
     """`plan --detect`: the populations a difference needs (`fedeval.api.compare_plan`)."""
     import json
 
@@ -213,22 +208,16 @@ def _detect(
 
     with errors_to_exit():
         with Console(stderr=True).status("bisecting the population", spinner="dots"):
-            doc = detect_report(
-                spec,
-                model=model,
-                epsilon=epsilon,
-                positives_fraction=positives_fraction,
-                auc=auc,
-                like=like,
-                seed=seed,
-            )
+            doc = detect_report(spec, **reference)
         if output_format is OutputFormat.json:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
         d, ref = doc["detect"], doc["reference"]
         eps = "" if d["epsilon"] is None else f", ε = {d['epsilon']:g} (split between the two"
         eps += "" if d["epsilon"] is None else " releases)"
-        what = f"scores like {ref['like']}" if ref["like"] else f"binormal scores, AUC {auc:g}"
+        what = (
+            f"scores like {ref['like']}" if ref["like"] else f"binormal scores, AUC {ref['auc']:g}"
+        )
         out = Console()
         out.print(
             f"[bold]{d['model']}[/bold]{eps} · {ref['positives_fraction']:.1%} positive · {what}",
