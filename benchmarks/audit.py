@@ -116,8 +116,8 @@ def main() -> None:
     stated = Mechanism(sc.config()).noise_variance
     original = distdp.client_reports
 
-    def for_population(cells, labels, client, n_clients, config, cohort_size, rng):
-        return original(cells, labels, client, n_clients, config, sc.clients, rng)
+    def for_population(rows, config, cohort_size, rng):
+        return original(rows, config, sc.clients, rng)
 
     distdp.client_reports = for_population
     try:

@@ -8,6 +8,7 @@ from scipy import stats
 from fedeval.core.config import PrivacyModel
 from fedeval.core.params import resolve_config
 from fedeval.privacy import distdp, federated
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.noise import dense, polya, polya_events, polya_share, polya_share_events
 
 
@@ -49,7 +50,7 @@ def test_chunk_sum_is_the_sum_of_the_dense_reports_for_one_seed(module):
     cells = rng.integers(0, 16, 500)
     labels = rng.integers(0, 2, 500)
     client = rng.integers(0, n_clients, 500)
-    args = (cells, labels, client, n_clients, config, 80)
+    args = (ClientBatch(cells, labels, client, n_clients), config, 80)
     reports, _ = module.client_reports(*args, np.random.default_rng(9))
     total, _ = module.chunk_sum(*args, np.random.default_rng(9))
     np.testing.assert_array_equal(reports.sum(axis=0), total)
@@ -145,9 +146,9 @@ def test_localdp_chunk_sum_and_client_reports_are_the_example_reports_for_one_se
     labels = rng.integers(0, 2, 500)
     client = rng.integers(0, n_clients, 500)
     taken = np.ones(n_clients, np.int64)
-    args = (cells, labels, client, n_clients, config, 80)
-    reports, reporters = localdp.client_reports(*args, np.random.default_rng(9), taken=taken)
-    total, per_level = localdp.chunk_sum(*args, np.random.default_rng(9), taken=taken)
+    args = (ClientBatch(cells, labels, client, n_clients, taken), config, 80)
+    reports, reporters = localdp.client_reports(*args, np.random.default_rng(9))
+    total, per_level = localdp.chunk_sum(*args, np.random.default_rng(9))
     np.testing.assert_array_equal(reports.sum(axis=0), total)
     np.testing.assert_array_equal(reporters.sum(axis=0), per_level)
     b_cells, b_labels, b_client, real = localdp.padded(

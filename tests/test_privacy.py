@@ -13,6 +13,7 @@ from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import consistent_leaves
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.privacy import distdp, localdp
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.decode import decode
 from fedeval.privacy.mechanism import Mechanism
 from fedeval.protocol.simulate import fast_release, per_client_release
@@ -159,7 +160,7 @@ def test_localdp_report_is_epsilon_ldp():
     def reports(label, cell):
         cells = np.full(r, cell)
         labels = np.full(r, label)
-        rep, _ = localdp.client_reports(cells, labels, clients, r, cfg, r, rng)
+        rep, _ = localdp.client_reports(ClientBatch(cells, labels, clients, r), cfg, r, rng)
         return rep
 
     x, y = reports(1, 0), reports(0, 1)
@@ -168,8 +169,12 @@ def test_localdp_report_is_epsilon_ldp():
     assert lo <= claimed_eps <= hi
     # A report made at ε = 2 is caught when ε = 1 is claimed.
     cfg2 = PrivacyConfig(PrivacyModel.LOCALDP, height=1, shape=Shape.FLAT, epsilon=2.0)
-    x2, _ = localdp.client_reports(np.zeros(r, int), np.ones(r, int), clients, r, cfg2, r, rng)
-    y2, _ = localdp.client_reports(np.ones(r, int), np.zeros(r, int), clients, r, cfg2, r, rng)
+    x2, _ = localdp.client_reports(
+        ClientBatch(np.zeros(r, int), np.ones(r, int), clients, r), cfg2, r, rng
+    )
+    y2, _ = localdp.client_reports(
+        ClientBatch(np.ones(r, int), np.zeros(r, int), clients, r), cfg2, r, rng
+    )
     assert max(worst_log_ratio_bounds(x2, y2)[1], worst_log_ratio_bounds(y2, x2)[1]) > claimed_eps
 
 
@@ -234,7 +239,7 @@ def test_localdp_unit_client_sends_exactly_l_reports():
     cells = np.array([0, 1, 2, 3, 0, 1])
     labels = np.array([1, 0, 1, 0, 1, 0])
     _, per_level = localdp.client_reports(
-        cells, labels, client, 4, cfg, 4, np.random.default_rng(0)
+        ClientBatch(cells, labels, client, 4), cfg, 4, np.random.default_rng(0)
     )
     np.testing.assert_array_equal(per_level.sum(axis=1), [3, 3, 3, 3])
 
@@ -255,7 +260,7 @@ def test_localdp_unit_client_composes_to_epsilon():
     def reports(label, cell, config):
         cells = np.full(2 * r, cell)
         labels = np.full(2 * r, label)
-        rep, _ = localdp.client_reports(cells, labels, clients, r, config, r, rng)
+        rep, _ = localdp.client_reports(ClientBatch(cells, labels, clients, r), config, r, rng)
         return rep
 
     x, y = reports(1, 0, cfg), reports(0, 1, cfg)

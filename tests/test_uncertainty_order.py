@@ -67,8 +67,9 @@ def test_closed_form_order_variance_far_below_the_top_matches_the_sum_over_posit
     far = (a >= curves.ORDER_EXACT_ABOVE) & (m <= r * c) & (p <= r * a) & (p > 0) & (n > 0)
     assert far.sum() > 1000
     monkeypatch.setattr(curves, "ORDER_NODES", 4096)
-    summed = curves._first_order_variance(a[far], c[far], p[far], m[far])
-    closed = curves._linear_order_variance(a[far], c[far], p[far], m[far])
+    terms = curves.OrderTerms(a, c, p, m).at(far)
+    summed = curves._first_order_variance(terms)
+    closed = curves._linear_order_variance(terms)
     assert closed.sum() == pytest.approx(summed.sum(), rel=1e-3)
     assert np.allclose(closed, summed, rtol=5e-3, atol=0)
 

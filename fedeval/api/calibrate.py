@@ -19,7 +19,8 @@ from typing import Any, Unpack
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fedeval.core.config import PrivacyModel, check_buckets
+from fedeval.api.inputs import data_from_arrays, data_from_file
+from fedeval.core.config import PrivacyModel, parse_buckets
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import equidepth_edges
 from fedeval.core.results import Estimate
@@ -52,7 +53,7 @@ from fedeval.protocol.simulate import (
     simulate,
 )
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns, read_with_scores, source_name
-from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
+from fedeval.tables.scored import ScoredData
 from fedeval.tables.write import write_batches, writes_parquet
 from fedeval.views.dicts import map_dict
 
@@ -144,13 +145,7 @@ def calibrate_run(
                 run.config.model, run.size_for_tuning, run.config.epsilon, leaves.shape[-1]
             )
         else:
-            try:
-                b = int(buckets)
-            except (TypeError, ValueError) as e:
-                raise UsageError(
-                    f"`buckets` must be an integer or 'auto'. Found {buckets!r}"
-                ) from e
-            b = check_buckets(b)
+            b = parse_buckets(buckets)
 
         def fit(x: np.ndarray) -> CalibrationMap:
             return histogram_binning(x, b)
@@ -310,14 +305,7 @@ def calibrate(
     (B for binning; 'auto' follows section 5's balancing) and `n_bins` (M of the ECE).
     """
     spec = release_spec(spec, release)
-    data = scored_from_arrays(
-        y_true,
-        y_score,
-        client_ids=client_ids,
-        pos_label=pos_label,
-        score_range=score_range,
-        **spec.reading(exact=exact),
-    )
+    data = data_from_arrays(y_true, y_score, client_ids, pos_label, score_range, spec, exact)
     return calibrate_data(data, spec=spec, method=method, buckets=buckets, n_bins=n_bins)
 
 
@@ -341,14 +329,8 @@ def calibrate_file(
     `threads` threads (default: every core; same result for any number); `read_progress(rows)`
     after each batch."""
     spec = release_spec(spec, release)
-    data = read_scored(
-        source,
-        columns,
-        score_range=score_range,
-        pos_label=pos_label,
-        **spec.reading(exact=exact),
-        threads=threads,
-        progress=read_progress,
+    data = data_from_file(
+        source, columns, pos_label, score_range, spec, exact, threads, read_progress
     )
     return calibrate_data(
         data, spec=spec, method=method, buckets=buckets, n_bins=n_bins, progress=progress

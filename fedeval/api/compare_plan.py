@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 
@@ -194,36 +194,35 @@ def _on_axis(population: ScoredData, thresholds: list[float]) -> ScoredData:
     return replace(population, fine_counts=counts.astype(np.int64), axis=axis)
 
 
+class ReferenceKeywords(TypedDict, total=False):
+    """The reference population and release split that `detect` passes on to
+    `difference_half_width` as they are (defaults and meaning there)."""
+
+    epsilon: float | None
+    split: float
+    positives_fraction: float
+    auc: float
+    like: ScoredData | None
+    seed: int
+
+
 def detect(
     spec: str,
     *,
     model: PrivacyModel | str = PrivacyModel.DISTDP,
-    epsilon: float | None = None,
-    split: float = 0.5,
-    positives_fraction: float = 0.5,
-    auc: float = 0.85,
-    like: ScoredData | None = None,
-    seed: int = 0,
     max_rows: int = 10**9,
+    **reference: Unpack[ReferenceKeywords],
 ) -> Detection:
     """The populations at which a difference of δ in a metric (`spec`: 'auc=0.005',
     'recall@0.5=0.01') is detected with 80% power, and at which the gate at margin δ fails an
-    equal candidate at most 5% of the time (module docstring)."""
+    equal candidate at most 5% of the time (module docstring); the reference population as
+    `difference_half_width` takes it."""
     metric, delta, _ = parse_detect(spec)
     model = PrivacyModel(model)
+    epsilon = reference.get("epsilon")
 
     def half(n: int) -> float:
-        return difference_half_width(
-            n,
-            metric,
-            model=model,
-            epsilon=epsilon,
-            split=split,
-            positives_fraction=positives_fraction,
-            auc=auc,
-            like=like,
-            seed=seed,
-        )
+        return difference_half_width(n, metric, model=model, **reference)
 
     cache: dict[int, float] = {}
 

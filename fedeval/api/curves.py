@@ -18,6 +18,7 @@ from typing import Any, Unpack
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fedeval.api.inputs import data_from_arrays, data_from_file
 from fedeval.core.axis import ScoreAxis
 from fedeval.core.config import PrivacyModel, check_quantiles
 from fedeval.core.errors import UsageError
@@ -43,7 +44,7 @@ from fedeval.estimate.uncertainty import REFIT_DRAWS, Z95, noise_sd
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
-from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
+from fedeval.tables.scored import ScoredData
 from fedeval.views.dicts import curves_dict
 
 DRAW_GRID = 513
@@ -278,13 +279,9 @@ def roc_pr_curves(
     (Xu & Cormode).
     """
     spec = release_spec(spec, release)
-    data = scored_from_arrays(
-        y_true,
-        y_score,
-        client_ids=client_ids,
-        pos_label=pos_label,
-        score_range=score_range,
-        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec)),
+    resolution = _resolution(quantiles, spec)
+    data = data_from_arrays(
+        y_true, y_score, client_ids, pos_label, score_range, spec, exact, resolution
     )
     return curves_data(data, spec=spec, quantiles=quantiles, method=method)
 
@@ -308,14 +305,9 @@ def roc_pr_curves_file(
     read by `threads` threads (default: every core; same result for any number);
     `read_progress(rows)` after each batch."""
     spec = release_spec(spec, release)
-    data = read_scored(
-        source,
-        columns,
-        score_range=score_range,
-        pos_label=pos_label,
-        **spec.reading(exact=exact, resolution=_resolution(quantiles, spec)),
-        threads=threads,
-        progress=read_progress,
+    resolution = _resolution(quantiles, spec)
+    data = data_from_file(
+        source, columns, pos_label, score_range, spec, exact, threads, read_progress, resolution
     )
     return curves_data(data, spec=spec, quantiles=quantiles, method=method, progress=progress)
 

@@ -20,8 +20,9 @@ from numpy.typing import ArrayLike
 
 from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result
+from fedeval.api.inputs import data_from_arrays, data_from_file
 from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis, release_axis
-from fedeval.core.config import check_buckets
+from fedeval.core.config import parse_buckets
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import bucket_counts, coarsen, equidepth_edges
 from fedeval.core.release import ScoreHistogram
@@ -50,7 +51,7 @@ from fedeval.estimate.uncertainty import (
 )
 from fedeval.protocol.simulate import Simulated, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
-from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
+from fedeval.tables.scored import ScoredData
 from fedeval.views.dicts import evaluation_dict
 
 
@@ -368,15 +369,9 @@ def auc_buckets(leaves: np.ndarray, buckets: int | None) -> tuple[np.ndarray, np
 
 
 def _parse_buckets(buckets: int | str | None) -> int | None:
-    if buckets in (None, "auto", "leaves"):
+    if buckets is None or buckets in ("auto", "leaves"):
         return None
-    try:
-        b = int(buckets)
-    except (TypeError, ValueError) as e:
-        raise UsageError(
-            f"`buckets` must be a positive integer or 'auto'. Found {buckets!r}."
-        ) from e
-    return check_buckets(b)
+    return parse_buckets(buckets)
 
 
 def evaluate_data(
@@ -529,14 +524,8 @@ def evaluate(
         those keywords (checked once, before any data is read).
     """
     spec = release_spec(spec, release)
-    data = scored_from_arrays(
-        y_true,
-        y_score,
-        client_ids=client_ids,
-        pos_label=pos_label,
-        axis=threshold_axis(score_range, thresholds, spec.height),
-        **spec.reading(exact=exact),
-    )
+    axis = threshold_axis(score_range, thresholds, spec.height)
+    data = data_from_arrays(y_true, y_score, client_ids, pos_label, axis, spec, exact)
     return evaluate_data(
         data, spec=spec, buckets=buckets, thresholds=thresholds, quantiles=quantiles
     )
@@ -562,15 +551,8 @@ def evaluate_file(
     streamed in record batches by `threads` threads (default: every core; same result for any
     number); `read_progress(rows)` after each batch."""
     spec = release_spec(spec, release)
-    data = read_scored(
-        source,
-        columns,
-        axis=threshold_axis(score_range, thresholds, spec.height),
-        pos_label=pos_label,
-        **spec.reading(exact=exact),
-        threads=threads,
-        progress=read_progress,
-    )
+    axis = threshold_axis(score_range, thresholds, spec.height)
+    data = data_from_file(source, columns, pos_label, axis, spec, exact, threads, read_progress)
     return evaluate_data(
         data,
         spec=spec,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import cast
 
@@ -18,6 +19,7 @@ from fedeval.core.params import resolve_config
 from fedeval.core.release import Probe, Release
 from fedeval.documents.release_file import release_dict
 from fedeval.privacy import distdp, federated, localdp, probe
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.federated import exact_counts as federated_exact_counts
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
 from fedeval.protocol import secagg
@@ -461,26 +463,32 @@ def cohort_noise(
 ) -> list[np.ndarray]:
     """Noise of each cohort's unmasked sum (sum − exact), D split into `cohorts` cohorts, over
     `trials` runs: one array (trials × counts) per cohort."""
-
     cfg = scenario.config()
     d, _ = scenario.datasets()
-    cells, labels, client, n = _cells_labels_clients(d, cfg.height)
-    bounds = np.linspace(0, n, cohorts + 1).round().astype(int)
     out = []
-    for lo, hi in itertools.pairwise(bounds):
-        sel = (client >= lo) & (client < hi)
-        m = hi - lo
-        part = {key: col[sel] for key, col in d.items()}
-        exact = exact_counts(scenario, part)
+    for sel, rows in _cohorts(d, cfg, cohorts):
+        m = rows.n_clients
+        exact = exact_counts(scenario, {key: col[sel] for key, col in d.items()})
         k = secagg.neighbours_per_side(m)
+        cells, labels, client = rows.cells, rows.labels, rows.client
         noise = []
         for _ in range(trials):
-            v = masked_reports(
-                cells[sel], labels[sel], client[sel] - lo, 0, m, m, k, secagg.round_key(), cfg, rng
-            )
+            v = masked_reports(cells, labels, client, 0, m, m, k, secagg.round_key(), cfg, rng)
             noise.append(unmasked(v.sum(axis=0, dtype=np.uint32)) - exact)
         out.append(np.asarray(noise))
     return out
+
+
+def _cohorts(
+    d: dict[str, np.ndarray], cfg: PrivacyConfig, cohorts: int
+) -> Iterator[tuple[np.ndarray, ClientBatch]]:
+    """D split into `cohorts` cohorts of consecutive clients: each one's rows of D (a mask) and
+    its examples at the release's height, clients numbered from 0 inside the cohort."""
+    cells, labels, client, n = _cells_labels_clients(d, cfg.height)
+    bounds = np.linspace(0, n, cohorts + 1).round().astype(int)
+    for lo, hi in itertools.pairwise(bounds):
+        sel = (client >= lo) & (client < hi)
+        yield sel, ClientBatch(cells[sel], labels[sel], client[sel] - lo, hi - lo)
 
 
 def honest_noise(
@@ -496,17 +504,13 @@ def honest_noise(
     know their own, so they change nothing here (`cohort_noise` checks the masked path)."""
     cfg = scenario.config()
     d, _ = scenario.datasets()
-    cells, labels, client, n = _cells_labels_clients(d, cfg.height)
-    bounds = np.linspace(0, n, cohorts + 1).round().astype(int)
     out = []
-    for lo, hi in itertools.pairwise(bounds):
-        sel = (client >= lo) & (client < hi)
-        m = hi - lo
-        args = (cells[sel], labels[sel], client[sel] - lo, m, cfg)
-        honest_exact = federated.onehot_reports(*args)[colluders:].sum(axis=0)
+    for _, rows in _cohorts(d, cfg, cohorts):
+        m = rows.n_clients
+        honest_exact = federated.onehot_reports(rows, cfg)[colluders:].sum(axis=0)
         noise = []
         for _ in range(trials):
-            reports, _ = distdp.client_reports(*args, m, rng)
+            reports, _ = distdp.client_reports(rows, cfg, m, rng)
             noise.append(reports[colluders:].sum(axis=0) - honest_exact)
         out.append(np.asarray(noise))
     return out

@@ -6,12 +6,10 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from fedeval.cli.app import app
 from fedeval.cli.common import err, errors_to_exit, plural, private_key, progress_bar, public_key
 from fedeval.cli.helptext import DEPLOY, command_help
-from fedeval.cli.options import BudgetOpt, LedgerOpt, MinCohortOpt, SignKeyOpt
+from fedeval.cli.options import BudgetOpt, LedgerOpt, MinCohortOpt, SignKeyOpt, argument, option
 from fedeval.core.errors import UsageError
 from fedeval.documents.files import document_text
 from fedeval.tables.outputs import is_stdout
@@ -22,37 +20,29 @@ from fedeval.tables.outputs import is_stdout
 def aggregate(
     reports: Annotated[
         list[Path],
-        typer.Argument(
-            help="Report directories made by fedeval encode (one per cohort).",
-            metavar="REPORTS...",
-            show_default=False,
-        ),
+        argument("Report directories made by fedeval encode (one per cohort).", "REPORTS..."),
     ],
     output: Annotated[
         Path,
-        typer.Option(
+        option(
+            "The aggregate to write (a versioned release; use it with --from).",
             "--output",
             "-o",
-            help="The aggregate to write (a versioned release; use it with --from).",
-            show_default=False,
+            shown=False,
         ),
     ],
     population: Annotated[
         int | None,
-        typer.Option(
-            min=1,
-            help="The population the server expects; the manifests must agree.",
-            show_default=False,
-        ),
+        option("The population the server expects; the manifests must agree.", shown=False, min=1),
     ] = None,
     min_cohort: MinCohortOpt = 10,
     sign_key: SignKeyOpt = None,
     verify_key: Annotated[
         Path | None,
-        typer.Option(
+        option(
+            "Ed25519 public key (fedeval keygen): refuse manifests not signed by it.",
             "--verify-key",
-            help="Ed25519 public key (fedeval keygen): refuse manifests not signed by it.",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     ledger: LedgerOpt = None,
@@ -115,12 +105,12 @@ def aggregate(
 def keygen(
     output: Annotated[
         Path,
-        typer.Option(
+        option(
+            "NAME of the key pair: writes NAME.key (private, mode 0600) and NAME.pub.",
             "--output",
             "-o",
-            help="NAME of the key pair: writes NAME.key (private, mode 0600) and NAME.pub.",
             metavar="NAME",
-            show_default=False,
+            shown=False,
         ),
     ],
 ) -> None:

@@ -5,12 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit, public_key
 from fedeval.cli.helptext import ESTIMATE, command_help
-from fedeval.cli.options import TableOutputOpt, VerifyKeyOpt
+from fedeval.cli.options import TableOutputOpt, VerifyKeyOpt, argument, option
 from fedeval.cli.support import option_given
 from fedeval.core.errors import InputError, UsageError
 
@@ -20,30 +18,22 @@ from fedeval.core.errors import InputError, UsageError
 def apply(
     map_file: Annotated[
         Path,
-        typer.Argument(
-            help="A calibration map made by fedeval calibrate (- for stdin).",
-            metavar="MAP",
-            show_default=False,
-        ),
+        argument("A calibration map made by fedeval calibrate (- for stdin).", "MAP"),
     ],
     input_file: Annotated[
         str,
-        typer.Argument(
-            help="Scores to calibrate: Parquet or CSV, or - for CSV on stdin.",
-            metavar="INPUT",
-            show_default=False,
-        ),
+        argument("Scores to calibrate: Parquet or CSV, or - for CSV on stdin.", "INPUT"),
     ],
     output: TableOutputOpt = None,
     score_col: Annotated[
         str,
-        typer.Option(
-            help="Column holding the scores \\[default: the one the map was fitted on, as the "
+        option(
+            "Column holding the scores \\[default: the one the map was fitted on, as the "
             "map records it, else 'score'].",
-            show_default=False,
+            shown=False,
         ),
     ] = "score",
-    output_col: Annotated[str, typer.Option(help="Name of the new column.")] = "calibrated",
+    output_col: Annotated[str, option("Name of the new column.")] = "calibrated",
     verify_key: VerifyKeyOpt = None,
 ) -> None:
     """Add calibrated probabilities to every row of a table.

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
@@ -23,17 +22,9 @@ from fedeval.cli.common import (
 from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
 from fedeval.cli.helptext import ESTIMATE, PRIVACY, RELEASE, command_help
 from fedeval.cli.multiclass import (
-    BetaOpt,
-    ClientsOpt,
-    ClipOpt,
-    DeltaOpt,
-    FailIfWorseOpt,
-    HoldoutOpt,
+    MULTICLASS_OPTIONS,
     MulticlassOpt,
-    ParticipationOpt,
-    RoundsOpt,
-    ServerLrOpt,
-    UnweightedOpt,
+    MulticlassOptions,
     calibrate_multiclass_command,
     refuse_multiclass_options,
 )
@@ -42,6 +33,7 @@ from fedeval.cli.options import (
     HeightOpt,
     SeedOpt,
     ShapeOpt,
+    option,
 )
 from fedeval.cli.output_options import format_option, output_option, plot_option
 from fedeval.cli.run import ReleaseOptions
@@ -59,65 +51,49 @@ def calibrate(
     file: FileArg = None,
     model: Annotated[
         PrivacyModel | None,
-        typer.Option(
+        option(
+            "federated, distdp or localdp \\[default: distdp; not with --multiclass].",
             "--model",
             "-m",
-            help="federated, distdp or localdp \\[default: distdp; not with --multiclass].",
             metavar="MODEL",
+            panel=PRIVACY,
+            shown=False,
             case_sensitive=False,
-            show_default=False,
-            rich_help_panel=PRIVACY,
         ),
     ] = None,
     epsilon: Annotated[
         float | None,
-        typer.Option(
+        option(
+            "ε of the release \\[default: 1 for distdp, 5 for localdp; --multiclass: no DP].",
             "--epsilon",
             "-e",
-            help="ε of the release \\[default: 1 for distdp, 5 for localdp; --multiclass: no DP].",
             metavar="ε",
-            show_default=False,
-            rich_help_panel=PRIVACY,
+            panel=PRIVACY,
+            shown=False,
         ),
     ] = None,
     method: Annotated[
         str | None,
-        typer.Option(
-            help="binning or bbq; --multiclass: fedbin, fedbbq or fedtemp \\[default: binning; "
-            "fedbbq].",
+        option(
+            "binning or bbq; --multiclass: fedbin, fedbbq or fedtemp \\[default: binning; fedbbq].",
             metavar="METHOD",
-            show_default=False,
-            rich_help_panel=RELEASE,
+            panel=RELEASE,
+            shown=False,
         ),
     ] = None,
     multiclass: MulticlassOpt = False,
-    rounds: RoundsOpt = 12,
-    participation: ParticipationOpt = None,
-    clients: ClientsOpt = None,
-    beta: BetaOpt = None,
-    delta: DeltaOpt = None,
-    clip: ClipOpt = None,
-    unweighted: UnweightedOpt = False,
-    holdout: HoldoutOpt = None,
-    server_lr: ServerLrOpt = None,
-    fail_if_worse: FailIfWorseOpt = False,
+    multiclass_options: MulticlassOptions = MULTICLASS_OPTIONS,
     buckets: Annotated[
         str,
-        typer.Option(
-            help="B buckets of the map; auto balances sampling and privacy noise.",
+        option(
+            "B buckets of the map; auto balances sampling and privacy noise.",
             metavar="auto|B",
-            rich_help_panel=RELEASE,
+            panel=RELEASE,
         ),
     ] = "auto",
     bins: Annotated[
         int,
-        typer.Option(
-            "--bins",
-            min=1,
-            help="M equal-width bins of the ECE.",
-            metavar="M",
-            rich_help_panel=RELEASE,
-        ),
+        option("M equal-width bins of the ECE.", "--bins", metavar="M", panel=RELEASE, min=1),
     ] = 15,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",

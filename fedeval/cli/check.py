@@ -5,13 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-
 from fedeval.cli.app import app
 from fedeval.cli.budget import apply_gates, gate_options, gates_section, judge_gates
 from fedeval.cli.common import OutputFormat, errors_to_exit, public_key
 from fedeval.cli.helptext import ESTIMATE, command_help
-from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt, VerifyKeyOpt
+from fedeval.cli.options import FailOverOpt, FailUnderOpt, GateOnOpt, VerifyKeyOpt, argument, option
 from fedeval.core.errors import UsageError
 
 CHECK_SCHEMA = "fedeval.check/1"
@@ -23,10 +21,8 @@ CHECK_SCHEMA = "fedeval.check/1"
 def check(
     report: Annotated[
         Path,
-        typer.Argument(
-            help="A report (fedeval evaluate -o) or calibration map (fedeval calibrate -o).",
-            metavar="REPORT",
-            show_default=False,
+        argument(
+            "A report (fedeval evaluate -o) or calibration map (fedeval calibrate -o).", "REPORT"
         ),
     ],
     fail_under: FailUnderOpt = None,
@@ -35,10 +31,10 @@ def check(
     verify_key: VerifyKeyOpt = None,
     output_format: Annotated[
         OutputFormat,
-        typer.Option(
+        option(
+            "table: verdicts on stderr; json: one document of verdicts on stdout.",
             "--format",
             "-f",
-            help="table: verdicts on stderr; json: one document of verdicts on stdout.",
             metavar="table|json",
         ),
     ] = OutputFormat.table,

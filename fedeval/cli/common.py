@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 from fedeval.cli.support import error_console
@@ -271,3 +272,12 @@ def public_key(path: Path | None) -> Any:
     from fedeval.documents.seals import load_public_key
 
     return load_public_key(path)
+
+
+def summary_table() -> Table:
+    """The two-column summary a command prints on stderr after its one-line result: names in
+    bold, values beside them, no borders (encode, partition)."""
+    t = Table(box=None, show_header=False, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    return t

@@ -41,7 +41,9 @@ from fedeval.cli.options import (
     ShapeOpt,
     ThreadsOpt,
     VerifyKeyOpt,
+    option,
 )
+from fedeval.cli.output_options import DocumentFormatOpt, stdout_output_option
 from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 
@@ -56,78 +58,67 @@ def compare(
     ] = None,
     from_: Annotated[
         list[Path] | None,
-        typer.Option(
+        option(
+            "A saved release (--save-release): give two, the baseline's then the "
+            "candidate's, made on the same population. Nothing new is released.",
             "--from",
             metavar="RELEASE",
-            help="A saved release (--save-release): give two, the baseline's then the "
-            "candidate's, made on the same population. Nothing new is released.",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     baseline_col: Annotated[
         str | None,
-        typer.Option(help="Column of the baseline's scores (the model in production)."),
+        option("Column of the baseline's scores (the model in production)."),
     ] = None,
     candidate_col: Annotated[
-        str | None, typer.Option(help="Column of the candidate's scores (the new model).")
+        str | None, option("Column of the candidate's scores (the new model).")
     ] = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     split: Annotated[
-        float, typer.Option(help="The baseline's share of ε (the candidate's gets the rest).")
+        float, option("The baseline's share of ε (the candidate's gets the rest).")
     ] = 0.5,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",
     thresholds: Annotated[
         str | None,
-        typer.Option(
-            help="Comma-separated thresholds for precision/recall/accuracy, declared as cell "
+        option(
+            "Comma-separated thresholds for precision/recall/accuracy, declared as cell "
             "edges of both releases \\[default: 1/11 … 10/11 of the score range, plus every "
             "threshold a gate names].",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     interval: Annotated[
         str,
-        typer.Option(
-            help="'population': the difference on these examples (noise and discretisation of "
+        option(
+            "'population': the difference on these examples (noise and discretisation of "
             "both releases); 'generalisation': also the sampling of the examples (DeLong-style, "
-            "conservative: the pairing is not released).",
+            "conservative: the pairing is not released)."
         ),
     ] = "population",
     fail_if_worse: Annotated[
         list[str] | None,
-        typer.Option(
-            "--fail-if-worse",
-            help="Exit 1 unless the candidate is non-inferior: METRIC=MARGIN, e.g. "
+        option(
+            "Exit 1 unless the candidate is non-inferior: METRIC=MARGIN, e.g. "
             "auc=0.005,recall@0.5=0.01; the lower 95% bound of candidate − baseline must be at "
             "least −MARGIN.",
-            show_default=False,
+            "--fail-if-worse",
+            shown=False,
         ),
     ] = None,
     gate_on: Annotated[
-        str, typer.Option(help="Judge --fail-if-worse on the 95% 'bound' or the 'estimate'.")
+        str, option("Judge --fail-if-worse on the 95% 'bound' or the 'estimate'.")
     ] = "bound",
     seed: SeedOpt = None,
-    output_format: Annotated[
-        OutputFormat,
-        typer.Option("--format", "-f", help="table for people, json for programs (one document)."),
-    ] = OutputFormat.table,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the JSON document to this file instead of stdout (- for stdout).",
-            show_default=False,
-        ),
-    ] = None,
+    output_format: DocumentFormatOpt = OutputFormat.table,
+    output: Annotated[Path | None, stdout_output_option("document")] = None,
     plot: Annotated[
         str | None,
-        typer.Option(
-            help="Draw both models' ROC and PR curves with their 95% noise bands: a .png or .svg "
+        option(
+            "Draw both models' ROC and PR curves with their 95% noise bands: a .png or .svg "
             "file, or a directory ending in / (compare.png in it).",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     label_col: LabelColOpt = "label",
@@ -223,9 +214,7 @@ def compare(
                 score_range=lo_hi,
                 exact=exact,
                 ci_draws=ci_draws,
-                unit=units.unit,
-                max_examples=units.max_examples,
-                relation=units.relation,
+                **units.keywords(),
                 threads=threads,
             )
             name = source_name(file)

@@ -7,7 +7,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
@@ -22,6 +21,7 @@ from fedeval.cli.options import (
     QuantilesOpt,
     SeedOpt,
     ShapeOpt,
+    option,
 )
 from fedeval.cli.output_options import format_option, output_option, plot_option
 from fedeval.cli.run import ReleaseOptions
@@ -70,20 +70,20 @@ def curves(
     quantiles: QuantilesOpt = 100,
     curve_method: Annotated[
         str,
-        typer.Option(
+        option(
+            "leaves (every leaf edge) or pchip (the papers' Q quantiles).",
             "--curve-method",
-            help="leaves (every leaf edge) or pchip (the papers' Q quantiles).",
             metavar="leaves|pchip",
-            rich_help_panel=RELEASE,
+            panel=RELEASE,
         ),
     ] = "leaves",
     height: Annotated[
         str,
-        typer.Option(
-            help="h: 2^h cells; auto: ⌈log₂ Q⌉ + 2 (the papers' choice); auto:auc (or ap, "
+        option(
+            "h: 2^h cells; auto: ⌈log₂ Q⌉ + 2 (the papers' choice); auto:auc (or ap, "
             "comma-separated): chosen by a DP probe for those metrics.",
             metavar="auto[:METRIC,…]|H",
-            rich_help_panel=RELEASE,
+            panel=RELEASE,
         ),
     ] = "auto",
     shape: ShapeOpt = "auto",

@@ -5,9 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import typer
-from rich.table import Table
-
 from fedeval.cli.app import app
 from fedeval.cli.common import (
     err,
@@ -17,6 +14,7 @@ from fedeval.cli.common import (
     plural,
     private_key,
     progress_bar,
+    summary_table,
 )
 from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, grouped
 from fedeval.cli.helptext import DEPLOY, command_help
@@ -27,6 +25,8 @@ from fedeval.cli.options import (
     ModelOpt,
     SeedOpt,
     ShapeOpt,
+    argument,
+    option,
 )
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
@@ -39,20 +39,18 @@ from fedeval.tables.outputs import is_stdout
 def encode(
     file: Annotated[
         str,
-        typer.Argument(
-            help="Scored, labelled table with a client column (Parquet or CSV; - for stdin).",
-            metavar="FILE",
-            show_default=False,
+        argument(
+            "Scored, labelled table with a client column (Parquet or CSV; - for stdin).", "FILE"
         ),
     ],
     output: Annotated[
         Path,
-        typer.Option(
+        option(
+            "New directory for the reports (parts, roster, manifest.json).",
             "--output",
             "-o",
-            help="New directory for the reports (parts, roster, manifest.json).",
             metavar="DIR",
-            show_default=False,
+            shown=False,
         ),
     ],
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -61,60 +59,57 @@ def encode(
     shape: ShapeOpt = "auto",
     population: Annotated[
         int | None,
-        typer.Option(
-            min=1,
-            help="N, the clients of the run over all its cohorts \\[default: those in FILE].",
+        option(
+            "N, the clients of the run over all its cohorts \\[default: those in FILE].",
             metavar="N",
-            show_default=False,
+            shown=False,
+            min=1,
         ),
     ] = None,
     units: UnitOptions = UNITS,
     neighbours: Annotated[
         int | None,
-        typer.Option(
-            min=1,
-            help="K, masking neighbours per side \\[default: ⌈log2 n⌉].",
-            metavar="K",
-            show_default=False,
+        option(
+            "K, masking neighbours per side \\[default: ⌈log2 n⌉].", metavar="K", shown=False, min=1
         ),
     ] = None,
     dropout: Annotated[
         float,
-        typer.Option(
+        option(
+            "Share of clients that drop out after masking (simulated).",
+            metavar="SHARE",
             min=0.0,
             max=0.99,
-            help="Share of clients that drop out after masking (simulated).",
-            metavar="SHARE",
         ),
     ] = 0.0,
     min_cohort: MinCohortOpt = 10,
     colluders: Annotated[
         int,
-        typer.Option(
-            min=0,
-            help="distdp: size every noise share so that the claim holds against a server that "
+        option(
+            "distdp: size every noise share so that the claim holds against a server that "
             "colludes with up to this many clients of a cohort (below --min-cohort); the "
             "release then carries up to min-cohort/(min-cohort − t) times the noise.",
+            min=0,
         ),
     ] = 0,
     sign_key: Annotated[
         Path | None,
-        typer.Option(
+        option(
+            "Sign the manifest with this key (fedeval keygen).",
             "--sign-key",
-            help="Sign the manifest with this key (fedeval keygen).",
             metavar="KEY",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     seed: SeedOpt = None,
     table: TableOptions = TABLE,
     thresholds: Annotated[
         str | None,
-        typer.Option(
-            help="Thresholds the analyst will ask for: cell edges of the release (the same for "
+        option(
+            "Thresholds the analyst will ask for: cell edges of the release (the same for "
             "every client) \\[default: 1/11 … 10/11 of the score range, as evaluate].",
             metavar="T,T,…",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
 ) -> None:
@@ -137,7 +132,7 @@ def encode(
     Exit codes: 0 ok · 2 bad input or usage (nothing is written).
     """
     from fedeval.protocol.encode import encode_file
-    from fedeval.tables.read import Columns, source_name
+    from fedeval.tables.read import source_name
 
     with errors_to_exit(), progress_bar("encoding client reports", True) as progress:
         if is_stdout(output):
@@ -145,15 +140,13 @@ def encode(
         s = encode_file(
             file,
             output,
-            columns=Columns(table.score_col, table.label_col, table.client_col),
+            columns=table.columns(),
             model=model,
             epsilon=epsilon,
             height=height,
             shape=shape,
             population=population,
-            unit=units.unit,
-            max_examples=units.max_examples,
-            relation=units.relation,
+            **units.keywords(),
             score_range=parse_score_range(table.score_range),
             thresholds=None if thresholds is None else floats(thresholds, "--thresholds"),
             pos_label=table.pos_label,
@@ -172,9 +165,7 @@ def encode(
         f"({plural(s.parts, 'part')}, {s.report_bytes:,} bytes)",
         highlight=False,
     )
-    t = Table(box=None, show_header=False, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column()
+    t = summary_table()
     rel = "" if cfg.relation is None else f" · {cfg.relation.value}"
     t.add_row(
         "release",

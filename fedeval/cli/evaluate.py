@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import typer
 from rich.console import Console
 
 from fedeval.cli.app import app
@@ -39,6 +38,7 @@ from fedeval.cli.options import (
     QuantilesOpt,
     SeedOpt,
     ShapeOpt,
+    option,
 )
 from fedeval.cli.output_options import format_option, output_option, plot_option
 from fedeval.cli.run import ReleaseOptions
@@ -60,20 +60,20 @@ def evaluate(
     shape: ShapeOpt = "auto",
     buckets: Annotated[
         str,
-        typer.Option(
-            help="AUC from the leaves (auto), or from B equi-depth buckets.",
+        option(
+            "AUC from the leaves (auto), or from B equi-depth buckets.",
             metavar="auto|B",
-            rich_help_panel=RELEASE,
+            panel=RELEASE,
         ),
     ] = "auto",
     thresholds: Annotated[
         str | None,
-        typer.Option(
-            help="Precision/recall/accuracy at these (cell edges of the release) "
+        option(
+            "Precision/recall/accuracy at these (cell edges of the release) "
             "\\[default: 1/11 … 10/11].",
             metavar="T,T,…",
-            show_default=False,
-            rich_help_panel=RELEASE,
+            panel=RELEASE,
+            shown=False,
         ),
     ] = None,
     quantiles: QuantilesOpt = 100,

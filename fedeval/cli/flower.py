@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,7 +21,7 @@ from fedeval.cli.common import (
     private_key,
     show,
 )
-from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, flat, grouped
+from fedeval.cli.groups import TABLE, UNITS, OptionGroup, TableOptions, UnitOptions, flat, grouped
 from fedeval.cli.helptext import DEPLOY, command_help, format_help
 from fedeval.cli.options import (
     CiDrawsOpt,
@@ -35,7 +36,10 @@ from fedeval.cli.options import (
     SeedOpt,
     ShapeOpt,
     SignKeyOpt,
+    argument,
+    option,
 )
+from fedeval.cli.output_options import DocumentFormatOpt, stdout_output_option
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 
@@ -57,30 +61,47 @@ app.add_typer(flower_app, name="flower", rich_help_panel=DEPLOY)
 
 ThresholdsOpt = Annotated[
     str | None,
-    typer.Option(
-        help="Comma-separated thresholds for precision/recall/accuracy, declared before the "
+    option(
+        "Comma-separated thresholds for precision/recall/accuracy, declared before the "
         "run: they become cell edges of the release (exact sums of cells) \\[default: 1/11 … "
         "10/11 of the score range, as for evaluate and encode].",
-        show_default=False,
+        shown=False,
     ),
 ]
 NeighboursOpt = Annotated[
     int | None,
-    typer.Option(
+    option(
+        "K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
+        shown=False,
         min=1,
-        help="K, masking neighbours per side in secure aggregation \\[default: ⌈log2 n⌉].",
-        show_default=False,
     ),
 ]
 RetriesOpt = Annotated[
     int,
-    typer.Option(
-        min=0,
-        help="Re-runs of a round that lost clients it cannot recover (distdp: their noise "
+    option(
+        "Re-runs of a round that lost clients it cannot recover (distdp: their noise "
         "shares; a survivor left without neighbours), each over the survivors with fresh masks.",
+        min=0,
     ),
 ]
 
+
+@dataclass(frozen=True)
+class RunOptions(OptionGroup):
+    """The settings of a run on Flower that simulate and new share (`RunSettings`)."""
+
+    model: ModelOpt = PrivacyModel.DISTDP
+    epsilon: EpsilonOpt = None
+    height: HeightOpt = "auto"
+    shape: ShapeOpt = "auto"
+    units: UnitOptions = UNITS
+    thresholds: ThresholdsOpt = None
+    min_cohort: MinCohortOpt = 10
+    neighbours: NeighboursOpt = None
+    retries: RetriesOpt = 2
+
+
+RUN = RunOptions()
 
 SETTINGS = "model epsilon height shape unit max_examples relation pos_label min_cohort neighbours"
 SETTINGS_NAMES = (*SETTINGS.split(), "retries")
@@ -106,66 +127,46 @@ def _settings(options: dict[str, Any], seed: int | None = None) -> RunSettings:
 def simulate(
     file: Annotated[
         str,
-        typer.Argument(
-            help="Scored, labelled table (Parquet or CSV, or - for CSV on stdin). Each client "
+        argument(
+            "Scored, labelled table (Parquet or CSV, or - for CSV on stdin). Each client "
             "(a client column's id, or one of --clients parts) becomes one simulated "
             "SuperNode holding its own rows.",
-            metavar="FILE",
-            show_default=False,
+            "FILE",
         ),
     ],
     clients: Annotated[
         int | None,
-        typer.Option(
+        option(
+            "K, the simulated clients when FILE has no client column: its rows are split "
+            "into K contiguous parts.",
             "--clients",
             "-k",
+            shown=False,
             min=1,
-            help="K, the simulated clients when FILE has no client column: its rows are split "
-            "into K contiguous parts.",
-            show_default=False,
         ),
     ] = None,
-    model: ModelOpt = PrivacyModel.DISTDP,
-    epsilon: EpsilonOpt = None,
-    height: HeightOpt = "auto",
-    shape: ShapeOpt = "auto",
-    units: UnitOptions = UNITS,
-    thresholds: ThresholdsOpt = None,
-    min_cohort: MinCohortOpt = 10,
-    neighbours: NeighboursOpt = None,
-    retries: RetriesOpt = 2,
+    run_options: RunOptions = RUN,
     dropout: Annotated[
         float,
-        typer.Option(
+        option(
+            "Make this fraction of the clients vanish at the report step, after their "
+            "keys were relayed, to see the server recover.",
             min=0.0,
             max=0.99,
-            help="Make this fraction of the clients vanish at the report step, after their "
-            "keys were relayed, to see the server recover.",
         ),
     ] = 0.0,
     engine: Annotated[
         str,
-        typer.Option(
-            help="ray: Flower's simulation engine. in-process: the same ClientApp and "
-            "messages called in this process, no engine (fast; for trying settings).",
+        option(
+            "ray: Flower's simulation engine. in-process: the same ClientApp and "
+            "messages called in this process, no engine (fast; for trying settings)."
         ),
     ] = "ray",
     seed: SeedOpt = None,
     save_release: SaveReleaseOpt = None,
     sign_key: SignKeyOpt = None,
-    output_format: Annotated[
-        OutputFormat,
-        typer.Option("--format", "-f", help="table for people, json for programs (one document)."),
-    ] = OutputFormat.table,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            help="Write the JSON report to this file instead of stdout (- for stdout).",
-            show_default=False,
-        ),
-    ] = None,
+    output_format: DocumentFormatOpt = OutputFormat.table,
+    output: Annotated[Path | None, stdout_output_option("report")] = None,
     ci_draws: CiDrawsOpt = 200,
     quantiles: QuantilesOpt = 100,
     table: TableOptions = TABLE,
@@ -196,7 +197,7 @@ def simulate(
         from fedeval.flower.simulation import simulate_file
         from fedeval.protocol.simulate import Simulated
         from fedeval.tables.outputs import Outputs, is_stdout
-        from fedeval.tables.read import Columns, source_name
+        from fedeval.tables.read import source_name
         from fedeval.views.dicts import evaluation_dict
         from fedeval.views.terminal import render_table
 
@@ -212,7 +213,7 @@ def simulate(
         outcome = simulate_file(
             file,
             settings,
-            columns=Columns(table.score_col, table.label_col, table.client_col),
+            columns=table.columns(),
             clients=clients,
             dropout=dropout,
             engine=engine,
@@ -250,21 +251,9 @@ def simulate(
 def new(
     directory: Annotated[
         Path,
-        typer.Argument(
-            help="New (or empty) directory for the Flower app project.",
-            metavar="DIR",
-            show_default=False,
-        ),
+        argument("New (or empty) directory for the Flower app project.", "DIR"),
     ],
-    model: ModelOpt = PrivacyModel.DISTDP,
-    epsilon: EpsilonOpt = None,
-    height: HeightOpt = "auto",
-    shape: ShapeOpt = "auto",
-    units: UnitOptions = UNITS,
-    thresholds: ThresholdsOpt = None,
-    min_cohort: MinCohortOpt = 10,
-    neighbours: NeighboursOpt = None,
-    retries: RetriesOpt = 2,
+    run_options: RunOptions = RUN,
     score_range: ScoreRangeOpt = "0,1",
     pos_label: PosLabelOpt = None,
 ) -> None:

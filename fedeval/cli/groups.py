@@ -18,7 +18,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Any, ClassVar, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_type_hints
 
 from fedeval.cli.options import (
     BudgetOpt,
@@ -42,6 +42,9 @@ from fedeval.cli.options import (
 )
 from fedeval.core.config import Unit
 
+if TYPE_CHECKING:
+    from fedeval.tables.read import Columns
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -61,6 +64,12 @@ class TableOptions(OptionGroup):
     score_range: ScoreRangeOpt = "0,1"
     pos_label: PosLabelOpt = None
 
+    def columns(self) -> Columns:
+        """The score, label and client columns to read."""
+        from fedeval.tables.read import Columns  # lazily: the CLI starts without pyarrow
+
+        return Columns(self.score_col, self.label_col, self.client_col)
+
 
 @dataclass(frozen=True)
 class UnitOptions(OptionGroup):
@@ -69,6 +78,10 @@ class UnitOptions(OptionGroup):
     unit: UnitOpt = Unit.EXAMPLE
     max_examples: MaxExamplesOpt = None
     relation: RelationOpt = None
+
+    def keywords(self) -> dict[str, Any]:
+        """unit, max_examples and relation as the library's keywords take them."""
+        return {"unit": self.unit, "max_examples": self.max_examples, "relation": self.relation}
 
 
 @dataclass(frozen=True)

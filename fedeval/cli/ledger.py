@@ -7,34 +7,29 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, errors_to_exit, public_key
 from fedeval.cli.helptext import PLAN, command_help
-from fedeval.cli.options import VerifyKeyOpt
+from fedeval.cli.options import VerifyKeyOpt, argument, option
 
 
 @app.command("ledger", rich_help_panel=PLAN)
 @command_help
 def ledger_show(
-    path: Annotated[
-        Path, typer.Argument(help="A privacy ledger.", metavar="LEDGER", show_default=False)
-    ],
+    path: Annotated[Path, argument("A privacy ledger.", "LEDGER")],
     budget: Annotated[
         float | None,
-        typer.Option(
-            help="The budget you expect; refused if it differs from the one the ledger stores.",
-            show_default=False,
+        option(
+            "The budget you expect; refused if it differs from the one the ledger stores.",
+            shown=False,
         ),
     ] = None,
     output_format: Annotated[
         OutputFormat,
-        typer.Option(
-            "--format", "-f", help="table, or json (budget, per-dataset totals, entries)."
-        ),
+        option("table, or json (budget, per-dataset totals, entries).", "--format", "-f"),
     ] = OutputFormat.table,
     verify_key: VerifyKeyOpt = None,
 ) -> None:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
 from rich.console import Console
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import OutputFormat, emit, floats, json_output, show, wrote
+from fedeval.cli.groups import OptionGroup
 from fedeval.cli.helptext import MULTICLASS
+from fedeval.cli.options import flag, option
 from fedeval.cli.support import option_given
 from fedeval.core.config import Unit
 from fedeval.core.errors import UsageError
@@ -19,111 +21,61 @@ from fedeval.tables.outputs import Outputs
 
 MulticlassOpt = Annotated[
     bool,
-    typer.Option(
-        "--multiclass",
-        help="Labels 0..c−1 and logit_*/prob_* columns: a multiclass map.",
-        metavar="",
-        rich_help_panel=MULTICLASS,
-    ),
+    flag("--multiclass", "Labels 0..c−1 and logit_*/prob_* columns: a multiclass map.", MULTICLASS),
 ]
 
-RoundsOpt = Annotated[
-    int, typer.Option(min=1, help="T calibration rounds.", metavar="T", rich_help_panel=MULTICLASS)
-]
 
-ParticipationOpt = Annotated[
-    float | None,
-    typer.Option(
-        min=0.0,
-        max=1.0,
-        help="Share p of clients per round \\[default: 0.1; 1 for fedtemp under DP].",
-        metavar="P",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
+def _option(help: str, metavar: str, *decls: str, **limits: Any) -> Any:
+    """An option of the Multiclass panel whose default (None, or stated in `help`) is hidden."""
+    return option(help, *decls, metavar=metavar, panel=MULTICLASS, shown=False, **limits)
 
-ClientsOpt = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        help="K clients when FILE has no client column \\[default: 100].",
-        metavar="K",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
 
-BetaOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Dirichlet(β) label skew over the K clients \\[default: iid].",
-        metavar="β",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
+@dataclass(frozen=True)
+class MulticlassOptions(OptionGroup):
+    """The options of `calibrate --multiclass` alone (binary calibration refuses them)."""
 
-DeltaOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="δ under --epsilon \\[default: 1e-5].",
-        metavar="δ",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
+    rounds: Annotated[
+        int, option("T calibration rounds.", metavar="T", panel=MULTICLASS, min=1)
+    ] = 12
+    participation: Annotated[
+        float | None,
+        _option(
+            "Share p of clients per round \\[default: 0.1; 1 for fedtemp under DP].",
+            "P",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = None
+    clients: Annotated[
+        int | None,
+        _option("K clients when FILE has no client column \\[default: 100].", "K", min=1),
+    ] = None
+    beta: Annotated[
+        float | None,
+        _option("Dirichlet(β) label skew over the K clients \\[default: iid].", "β"),
+    ] = None
+    delta: Annotated[float | None, _option("δ under --epsilon \\[default: 1e-5].", "δ")] = None
+    clip: Annotated[
+        str | None, _option("Clip C of a client's update (fedtemp) or C+,C- (binning).", "C")
+    ] = None
+    unweighted: Annotated[
+        bool, flag("--unweighted", "Binning without the heterogeneity weighting.", MULTICLASS)
+    ] = False
+    holdout: Annotated[
+        float | None,
+        _option("Share of rows held out for fedtemp's check \\[default: 0.2].", "SHARE"),
+    ] = None
+    server_lr: Annotated[
+        float | None,
+        _option("fedtemp's server step η on log T \\[default: a schedule].", "η", "--server-lr"),
+    ] = None
+    fail_if_worse: Annotated[
+        bool,
+        flag("--fail-if-worse", "Exit 1 when fedtemp's held-out check finds no gain.", MULTICLASS),
+    ] = False
 
-ClipOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Clip C of a client's update (fedtemp) or C+,C- (binning).",
-        metavar="C",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
 
-UnweightedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--unweighted",
-        help="Binning without the heterogeneity weighting.",
-        metavar="",
-        rich_help_panel=MULTICLASS,
-    ),
-]
-
-HoldoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Share of rows held out for fedtemp's check \\[default: 0.2].",
-        metavar="SHARE",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
-
-ServerLrOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--server-lr",
-        help="fedtemp's server step η on log T \\[default: a schedule].",
-        metavar="η",
-        show_default=False,
-        rich_help_panel=MULTICLASS,
-    ),
-]
-
-FailIfWorseOpt = Annotated[
-    bool,
-    typer.Option(
-        "--fail-if-worse",
-        help="Exit 1 when fedtemp's held-out check finds no gain.",
-        metavar="",
-        rich_help_panel=MULTICLASS,
-    ),
-]
+MULTICLASS_OPTIONS = MulticlassOptions()
 
 
 def calibrate_multiclass_command(p: dict[str, Any]) -> None:

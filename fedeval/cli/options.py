@@ -1,287 +1,268 @@
-"""Options several commands share, as `Annotated` types (one help text each)."""
+"""Options several commands share, as `Annotated` types (one help text each), and the factories
+every command declares its options with: `option` (a `typer.Option` with its help, metavar and
+help panel), `flag` (an on/off switch, no metavar) and `argument` (a required positional).
+
+    seed: Annotated[int | None, option("Seed of the assignment.", shown=False)] = None
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from fedeval.cli.helptext import GATES, INPUT, OUTPUT, PRIVACY, PROVENANCE, RELEASE
 from fedeval.core.config import MAX_QUANTILES, PrivacyModel, Relation, Unit
 
+
+def option(
+    help: str,
+    *decls: str,
+    metavar: str | None = None,
+    panel: str | None = None,
+    shown: bool = True,
+    **limits: Any,
+) -> Any:
+    """`typer.Option(*decls, …)` in help panel `panel`; `shown=False` leaves the default out of
+    `--help` (an option whose default is None, or stated in its help); `limits`: typer's other
+    keywords (min, max, case_sensitive)."""
+    return typer.Option(
+        *decls, help=help, metavar=metavar, show_default=shown, rich_help_panel=panel, **limits
+    )
+
+
+def flag(decls: str, help: str, panel: str | None = None) -> Any:
+    """An on/off switch (`--name` or `--name/--no-name`): no metavar, so help shows no type."""
+    return typer.Option(decls, help=help, metavar="", rich_help_panel=panel)
+
+
+def argument(help: str, metavar: str) -> Any:
+    """A positional argument: `Annotated[str, argument("Scored table …", "FILE")]`."""
+    return typer.Argument(help=help, metavar=metavar, show_default=False)
+
+
 FileArg = Annotated[
-    str | None,
-    typer.Argument(
-        help="Scored, labelled table: Parquet or CSV; - reads CSV from stdin.",
-        metavar="FILE",
-        show_default=False,
-    ),
+    str | None, argument("Scored, labelled table: Parquet or CSV; - reads CSV from stdin.", "FILE")
 ]
 TableOutputOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--output",
-        "-o",
-        help="Write here: .parquet, .csv, .csv.gz/.bz2/.zst \\[default: CSV on stdout].",
-        show_default=False,
-        rich_help_panel=OUTPUT,
+    option(
+        "Write here: .parquet, .csv, .csv.gz/.bz2/.zst \\[default: CSV on stdout].",
+        *("--output", "-o"),
+        panel=OUTPUT,
+        shown=False,
     ),
 ]
 """-o of the commands that write a table (apply, partition)."""
 
 FromOpt = Annotated[
     Path | None,
-    typer.Option(
+    option(
+        "Estimate from a saved release instead of FILE (no raw data, no new ε).",
         "--from",
-        help="Estimate from a saved release instead of FILE (no raw data, no new ε).",
         metavar="RELEASE",
-        show_default=False,
-        rich_help_panel=PROVENANCE,
+        panel=PROVENANCE,
+        shown=False,
     ),
 ]
 SaveReleaseOpt = Annotated[
     Path | None,
-    typer.Option(
-        help="Also save the release, to estimate from later with --from.",
+    option(
+        "Also save the release, to estimate from later with --from.",
         metavar="PATH",
-        show_default=False,
-        rich_help_panel=PROVENANCE,
+        panel=PROVENANCE,
+        shown=False,
     ),
 ]
 ModelOpt = Annotated[
     PrivacyModel,
-    typer.Option(
-        "--model",
-        "-m",
-        help="federated (secure sum, no DP), distdp (distributed ε-DP) or localdp (local ε-DP).",
+    option(
+        "federated (secure sum, no DP), distdp (distributed ε-DP) or localdp (local ε-DP).",
+        *("--model", "-m"),
         metavar="MODEL",
+        panel=PRIVACY,
         case_sensitive=False,
-        rich_help_panel=PRIVACY,
     ),
 ]
 EpsilonOpt = Annotated[
     float | None,
-    typer.Option(
-        "--epsilon",
-        "-e",
-        help="ε of the whole release \\[default: 1 for distdp, 5 for localdp].",
+    option(
+        "ε of the whole release \\[default: 1 for distdp, 5 for localdp].",
+        *("--epsilon", "-e"),
         metavar="ε",
-        show_default=False,
-        rich_help_panel=PRIVACY,
+        panel=PRIVACY,
+        shown=False,
     ),
 ]
 HeightOpt = Annotated[
     str,
-    typer.Option(
-        help="h: 2^h cells over the score range; auto: chosen from a noisy coarse histogram; "
+    option(
+        "h: 2^h cells over the score range; auto: chosen from a noisy coarse histogram; "
         "auto:auc (or ap, precision, …, comma-separated): chosen for those metrics alone.",
         metavar="auto[:METRIC,…]|H",
-        rich_help_panel=RELEASE,
+        panel=RELEASE,
     ),
 ]
 ShapeOpt = Annotated[
     str,
-    typer.Option(
-        help="flat (leaves only) or hierarchy (every level, the papers' tree); auto: "
+    option(
+        "flat (leaves only) or hierarchy (every level, the papers' tree); auto: "
         "hierarchy under DP.",
         metavar="SHAPE",
-        rich_help_panel=RELEASE,
+        panel=RELEASE,
     ),
 ]
 SeedOpt = Annotated[
     int | None,
-    typer.Option(
-        help="Reproducible simulation: its noise is NOT private.",
-        show_default=False,
-        rich_help_panel=PRIVACY,
-    ),
+    option("Reproducible simulation: its noise is NOT private.", panel=PRIVACY, shown=False),
 ]
-ScoreColOpt = Annotated[
-    str, typer.Option(help="Column of the scores.", metavar="COL", rich_help_panel=INPUT)
-]
-LabelColOpt = Annotated[
-    str, typer.Option(help="Column of the labels.", metavar="COL", rich_help_panel=INPUT)
-]
+ScoreColOpt = Annotated[str, option("Column of the scores.", metavar="COL", panel=INPUT)]
+LabelColOpt = Annotated[str, option("Column of the labels.", metavar="COL", panel=INPUT)]
 ClientColOpt = Annotated[
     str | None,
-    typer.Option(
-        help="Column of client ids \\[default: client, if present].",
+    option(
+        "Column of client ids \\[default: client, if present].",
         metavar="COL",
-        show_default=False,
-        rich_help_panel=INPUT,
+        panel=INPUT,
+        shown=False,
     ),
 ]
-ScoreRangeOpt = Annotated[
-    str,
-    typer.Option(help="The range scores lie in.", metavar="LO,HI", rich_help_panel=INPUT),
-]
+ScoreRangeOpt = Annotated[str, option("The range scores lie in.", metavar="LO,HI", panel=INPUT)]
 PosLabelOpt = Annotated[
     str | None,
-    typer.Option(
-        help="Label of the positive class \\[default: 0/1 or bool].",
-        metavar="VALUE",
-        rich_help_panel=INPUT,
-    ),
+    option("Label of the positive class \\[default: 0/1 or bool].", metavar="VALUE", panel=INPUT),
 ]
 PerClientOpt = Annotated[
-    bool,
-    typer.Option(
-        "--per-client",
-        help="Make every client's report, as deployed (slower).",
-        metavar="",
-        rich_help_panel=RELEASE,
-    ),
+    bool, flag("--per-client", "Make every client's report, as deployed (slower).", RELEASE)
 ]
 ExactOpt = Annotated[
-    bool,
-    typer.Option(
-        "--exact/--no-exact",
-        help="Show exact values beside the estimates.",
-        metavar="",
-        rich_help_panel=OUTPUT,
-    ),
+    bool, flag("--exact/--no-exact", "Show exact values beside the estimates.", OUTPUT)
 ]
 QuantilesOpt = Annotated[
     int,
-    typer.Option(
-        "--quantiles",
-        "-q",
+    option(
+        "Q quantiles per class of the curves.",
+        *("--quantiles", "-q"),
+        metavar="Q",
+        panel=RELEASE,
         min=2,
         max=MAX_QUANTILES,
-        help="Q quantiles per class of the curves.",
-        metavar="Q",
-        rich_help_panel=RELEASE,
     ),
 ]
-
-
 CiDrawsOpt = Annotated[
     int,
-    typer.Option(
+    option(
+        "Noise draws behind the 95% intervals; 0: none.",
         "--ci-draws",
-        min=0,
-        help="Noise draws behind the 95% intervals; 0: none.",
         metavar="N",
-        rich_help_panel=RELEASE,
+        panel=RELEASE,
+        min=0,
     ),
 ]
 FailUnderOpt = Annotated[
     list[str] | None,
-    typer.Option(
+    option(
+        "Exit 1 if METRIC may be below VALUE: auc, ap, ece, recall@0.5, …",
         "--fail-under",
-        help="Exit 1 if METRIC may be below VALUE: auc, ap, ece, recall@0.5, …",
         metavar="METRIC=VALUE",
-        show_default=False,
-        rich_help_panel=GATES,
+        panel=GATES,
+        shown=False,
     ),
 ]
 FailOverOpt = Annotated[
     list[str] | None,
-    typer.Option(
+    option(
+        "Exit 1 if METRIC may be above VALUE, e.g. ece=0.03.",
         "--fail-over",
-        help="Exit 1 if METRIC may be above VALUE, e.g. ece=0.03.",
         metavar="METRIC=VALUE",
-        show_default=False,
-        rich_help_panel=GATES,
+        panel=GATES,
+        shown=False,
     ),
 ]
 GateOnOpt = Annotated[
     str,
-    typer.Option(
-        help="Judge on the 95% bound or on the estimate.",
-        metavar="bound|estimate",
-        rich_help_panel=GATES,
-    ),
+    option("Judge on the 95% bound or on the estimate.", metavar="bound|estimate", panel=GATES),
 ]
 LedgerOpt = Annotated[
     Path | None,
-    typer.Option(
-        help="Charge the release to this privacy ledger.",
-        metavar="PATH",
-        show_default=False,
-        rich_help_panel=PRIVACY,
+    option(
+        "Charge the release to this privacy ledger.", metavar="PATH", panel=PRIVACY, shown=False
     ),
 ]
 BudgetOpt = Annotated[
     float | None,
-    typer.Option(
-        help="Total ε the ledger may spend.",
-        metavar="ε",
-        show_default=False,
-        rich_help_panel=PRIVACY,
-    ),
+    option("Total ε the ledger may spend.", metavar="ε", panel=PRIVACY, shown=False),
 ]
 UnitOpt = Annotated[
     Unit,
-    typer.Option(
-        help="Whom ε protects: one example, or a whole client (needs --max-examples).",
+    option(
+        "Whom ε protects: one example, or a whole client (needs --max-examples).",
         metavar="example|client",
+        panel=PRIVACY,
         case_sensitive=False,
-        rich_help_panel=PRIVACY,
     ),
 ]
 RelationOpt = Annotated[
     Relation | None,
-    typer.Option(
+    option(
+        "add-remove (size secret) or replace \\[default: add-remove; replace for localdp].",
         "--relation",
-        case_sensitive=False,
-        help="add-remove (size secret) or replace \\[default: add-remove; replace for localdp].",
         metavar="RELATION",
-        show_default=False,
-        rich_help_panel=PRIVACY,
+        panel=PRIVACY,
+        shown=False,
+        case_sensitive=False,
     ),
 ]
 MinCohortOpt = Annotated[
     int,
-    typer.Option(
+    option(
+        "Smallest cohort accepted (the server sees each cohort's sum).",
         "--min-cohort",
+        panel=PRIVACY,
         min=2,
-        help="Smallest cohort accepted (the server sees each cohort's sum).",
-        rich_help_panel=PRIVACY,
     ),
 ]
 SignKeyOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--sign-key",
-        help="Sign what this run writes (the -o document, saved release, ledger line) with "
+    option(
+        "Sign what this run writes (the -o document, saved release, ledger line) with "
         "this key (fedeval keygen).",
+        "--sign-key",
         metavar="KEY",
-        show_default=False,
-        rich_help_panel=PROVENANCE,
+        panel=PROVENANCE,
+        shown=False,
     ),
 ]
 VerifyKeyOpt = Annotated[
     Path | None,
-    typer.Option(
+    option(
+        "Refuse a release not signed by this public key.",
         "--verify-key",
-        help="Refuse a release not signed by this public key.",
         metavar="PUB",
-        show_default=False,
-        rich_help_panel=PROVENANCE,
+        panel=PROVENANCE,
+        shown=False,
     ),
 ]
 MaxExamplesOpt = Annotated[
     int | None,
-    typer.Option(
+    option(
+        "L, each client's cap under --unit client.",
         "--max-examples",
-        min=1,
-        help="L, each client's cap under --unit client.",
         metavar="L",
-        show_default=False,
-        rich_help_panel=PRIVACY,
+        panel=PRIVACY,
+        shown=False,
+        min=1,
     ),
 ]
-
 ThreadsOpt = Annotated[
     int | None,
-    typer.Option(
+    option(
+        "Threads that read the input \\[default: every core].",
         "--threads",
-        min=1,
-        help="Threads that read the input \\[default: every core].",
         metavar="N",
-        show_default=False,
-        rich_help_panel=INPUT,
+        panel=INPUT,
+        shown=False,
+        min=1,
     ),
 ]

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
-from rich.table import Table
-
 from fedeval.cli.app import app
-from fedeval.cli.common import err, errors_to_exit
+from fedeval.cli.common import err, errors_to_exit, summary_table
 from fedeval.cli.helptext import DEPLOY, command_help
-from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt
+from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt, argument, option
 
 
 @app.command(rich_help_panel=DEPLOY)
@@ -18,58 +15,54 @@ from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt
 def partition(
     file: Annotated[
         str,
-        typer.Argument(
-            help="Labelled table: Parquet or CSV, or - for CSV on stdin.",
-            metavar="FILE",
-            show_default=False,
-        ),
+        argument("Labelled table: Parquet or CSV, or - for CSV on stdin.", "FILE"),
     ],
     scheme: Annotated[
         str,
-        typer.Option(
-            help="iid: uniform, sizes differ by at most 1. dirichlet: label skew, each class "
+        option(
+            "iid: uniform, sizes differ by at most 1. dirichlet: label skew, each class "
             "split over the clients by Dirichlet(β) proportions. sizes: Zipf-skewed client "
             "sizes, iid labels. column: keep the existing client column.",
             metavar="[iid|dirichlet|sizes|column]",
-            show_default=False,
+            shown=False,
         ),
     ],
     clients: Annotated[
         int | None,
-        typer.Option(
+        option(
+            "K, the number of clients (not with --scheme column).",
             "--clients",
             "-k",
+            shown=False,
             min=1,
-            help="K, the number of clients (not with --scheme column).",
-            show_default=False,
         ),
     ] = None,
     beta: Annotated[
         float | None,
-        typer.Option(
-            help="Dirichlet concentration β > 0 (--scheme dirichlet): smaller, more label skew "
+        option(
+            "Dirichlet concentration β > 0 (--scheme dirichlet): smaller, more label skew "
             "\\[default: 0.5].",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     zipf: Annotated[
         float | None,
-        typer.Option(
-            help="Zipf exponent s > 0 (--scheme sizes): client of rank r gets a share ∝ r^-s "
+        option(
+            "Zipf exponent s > 0 (--scheme sizes): client of rank r gets a share ∝ r^-s "
             "\\[default: 1.2].",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option(help="Seed of the assignment; the one used is always reported."),
+        option("Seed of the assignment; the one used is always reported."),
     ] = None,
     output: TableOutputOpt = None,
     label_col: LabelColOpt = "label",
     pos_label: PosLabelOpt = None,
     client_col: Annotated[
         str,
-        typer.Option(help="Client column to add (or, with --scheme column, to keep)."),
+        option("Client column to add (or, with --scheme column, to keep)."),
     ] = "client",
 ) -> None:
     """Spread a table's rows over K simulated clients.
@@ -108,9 +101,7 @@ def partition(
             f"({res.describe()}) → {dest}",
             highlight=False,
         )
-        t = Table(box=None, show_header=False, pad_edge=False)
-        t.add_column(style="bold")
-        t.add_column()
+        t = summary_table()
         empty = f" · {s.empty_clients:,} empty" if s.empty_clients else ""
         t.add_row("clients", f"{s.clients:,} with examples{empty}")
         t.add_row(

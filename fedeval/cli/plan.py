@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
 from fedeval.cli.app import app
 from fedeval.cli.common import OutputFormat, err, errors_to_exit, progress_bar
 from fedeval.cli.helptext import PLAN, command_help
-from fedeval.cli.options import EpsilonOpt, ModelOpt
+from fedeval.cli.options import EpsilonOpt, ModelOpt, option
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 
@@ -23,64 +22,62 @@ from fedeval.core.errors import UsageError
 def plan(
     rows: Annotated[
         int | None,
-        typer.Option(
+        option(
+            "Population: examples (one per client) \\[default: the rows of --like].",
             "--rows",
             "-n",
+            shown=False,
             min=100,
-            help="Population: examples (one per client) \\[default: the rows of --like].",
-            show_default=False,
         ),
     ] = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     positives_fraction: Annotated[
         float | None,
-        typer.Option(
-            help="Share of positive examples, strictly between 0 and 1 \\[default: that of "
+        option(
+            "Share of positive examples, strictly between 0 and 1 \\[default: that of "
             "--like, else 0.5].",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
-    auc: Annotated[
-        float, typer.Option(help="ROC AUC of the reference scores (binormal model).")
-    ] = 0.85,
+    auc: Annotated[float, option("ROC AUC of the reference scores (binormal model).")] = 0.85,
     like: Annotated[
         str | None,
-        typer.Option(
-            help="Use this scored table's score distribution as the reference instead "
+        option(
+            "Use this scored table's score distribution as the reference instead "
             "(a pilot or validation set; any size).",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
     target_error: Annotated[
         float | None,
-        typer.Option(help="Also find the population needed for this expected |error|."),
+        option("Also find the population needed for this expected |error|."),
     ] = None,
     metric: Annotated[
-        str, typer.Option(help="Metric for --target-error: pra (precision/recall/accuracy) or auc.")
+        str, option("Metric for --target-error: pra (precision/recall/accuracy) or auc.")
     ] = "pra",
     heights: Annotated[
-        bool, typer.Option("--heights", help="Also show the predicted error at every height.")
+        bool, option("Also show the predicted error at every height.", "--heights")
     ] = False,
     height: Annotated[
         str,
-        typer.Option(
-            help="auto, auto:auc (or ap, precision, …, comma-separated: the height chosen for "
+        option(
+            "auto, auto:auc (or ap, precision, …, comma-separated: the height chosen for "
             "those metrics alone, as evaluate's --height), or h.",
             metavar="auto[:METRIC,…]|H",
         ),
     ] = "auto",
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="table, or json (one document).")
+        OutputFormat, option("table, or json (one document).", "--format", "-f")
     ] = OutputFormat.table,
-    seed: Annotated[int, typer.Option(help="Seed of the reference population.")] = 0,
+    seed: Annotated[int, option("Seed of the reference population.")] = 0,
     detect: Annotated[
         str | None,
-        typer.Option(
-            help="Instead: the population at which `compare` detects a difference of δ, e.g. "
+        option(
+            "Instead: the population at which `compare` detects a difference of δ, e.g. "
             "auc=0.005 or recall@0.5=0.01 (80% power; and ≤ 5% false failures of the gate "
             "--fail-if-worse at that margin).",
-            show_default=False,
+            shown=False,
         ),
     ] = None,
 ) -> None:
@@ -104,13 +101,22 @@ def plan(
     """
     from fedeval.api import plan as planning
 
+    # The reference population and its release: what plan and --detect both predict for.
+    reference: dict[str, Any] = {
+        "model": model,
+        "epsilon": epsilon,
+        "positives_fraction": positives_fraction,
+        "auc": auc,
+        "like": like,
+        "seed": seed,
+    }
     if detect is not None:
         if rows is not None or target_error is not None or heights or height != "auto":
             raise UsageError(
                 "--detect finds the population itself: drop --rows, --target-error, --height and "
                 "--heights."
             )
-        _detect(detect, model, epsilon, positives_fraction, auc, like, seed, output_format)
+        _detect(detect, reference, output_format)
         return
     with (
         errors_to_exit(),
@@ -118,16 +124,11 @@ def plan(
     ):
         report = planning.plan_report(
             rows,
-            model=model,
-            epsilon=epsilon,
-            positives_fraction=positives_fraction,
-            auc=auc,
-            like=like,
+            **reference,
             heights=heights,
             height=height,
             target_error=target_error,
             metric=metric,
-            seed=seed,
             progress=bar,
         )
         if output_format is OutputFormat.json:
@@ -199,16 +200,7 @@ def _err(x: float) -> str:
     return "undetermined" if math.isnan(x) else f"{x:.1e}"
 
 
-def _detect(
-    spec: str,
-    model: PrivacyModel,
-    epsilon: float | None,
-    positives_fraction: float | None,
-    auc: float,
-    like: str | None,
-    seed: int,
-    output_format: OutputFormat,
-) -> None:
+def _detect(spec: str, reference: dict[str, Any], output_format: OutputFormat) -> None:
     """`plan --detect`: the populations a difference needs (`fedeval.api.compare_plan`)."""
     import json
 
@@ -216,22 +208,16 @@ def _detect(
 
     with errors_to_exit():
         with Console(stderr=True).status("bisecting the population", spinner="dots"):
-            doc = detect_report(
-                spec,
-                model=model,
-                epsilon=epsilon,
-                positives_fraction=positives_fraction,
-                auc=auc,
-                like=like,
-                seed=seed,
-            )
+            doc = detect_report(spec, **reference)
         if output_format is OutputFormat.json:
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
         d, ref = doc["detect"], doc["reference"]
         eps = "" if d["epsilon"] is None else f", ε = {d['epsilon']:g} (split between the two"
         eps += "" if d["epsilon"] is None else " releases)"
-        what = f"scores like {ref['like']}" if ref["like"] else f"binormal scores, AUC {auc:g}"
+        what = (
+            f"scores like {ref['like']}" if ref["like"] else f"binormal scores, AUC {ref['auc']:g}"
+        )
         out = Console()
         out.print(
             f"[bold]{d['model']}[/bold]{eps} · {ref['positives_fraction']:.1%} positive · {what}",

@@ -11,9 +11,11 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from fedeval.core.errors import UsageError
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class PrivacyModel(StrEnum):
@@ -214,6 +216,28 @@ def check_height_for(metrics: object) -> tuple[str, ...]:
 def check_buckets(buckets: object) -> int:
     """B, the number of equi-depth buckets: 1..MAX_BUCKETS."""
     return check_count(buckets, "buckets", 1, MAX_BUCKETS)
+
+
+def one_of(kind: type[E], value: object, name: str) -> E:
+    """`value` (any case) as a member of the choice `kind`; otherwise a UsageError that names
+    the parameter `name` and the choices."""
+    try:
+        return kind(str(value).lower())
+    except ValueError:
+        names = ", ".join(m.value for m in kind)
+        raise UsageError(f"`{name}` takes one of {names}. Found {value!r}.") from None
+
+
+def parse_buckets(buckets: int | str) -> int:
+    """B given as an integer or its text ('20'), in bounds (`check_buckets`); the message names
+    what `buckets` takes otherwise."""
+    try:
+        b = int(buckets)
+    except (TypeError, ValueError) as e:
+        raise UsageError(
+            f"`buckets` must be a positive integer or 'auto'. Found {buckets!r}."
+        ) from e
+    return check_buckets(b)
 
 
 def check_quantiles(quantiles: object) -> int:

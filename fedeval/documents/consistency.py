@@ -29,6 +29,7 @@ import numpy as np
 
 from fedeval.core.errors import InputError
 from fedeval.core.release import Release, level_offsets
+from fedeval.privacy.base import SavedCounts
 from fedeval.privacy.registry import model_of
 
 
@@ -64,7 +65,8 @@ def check_release_consistency(
 
     cfg = release.config
     levels = _levels(counts, release)
-    model_of(cfg.model).check_counts(cfg, levels, reporters, n_clients, fail, release.probe)
+    saved = SavedCounts(cfg, levels, reporters, n_clients, release.probe)
+    model_of(cfg.model).check_counts(saved, fail)
 
 
 def _integer_array(values: np.ndarray) -> np.ndarray | None:

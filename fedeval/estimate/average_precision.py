@@ -273,6 +273,22 @@ first-order weights v_l are linear in the position to a relative O(r), so their 
 closed form (`_linear_order_variance`) and no positions need summing."""
 
 
+@dataclass(frozen=True)
+class OrderTerms:
+    """What the variance of a leaf's sum of precisions over random orders of its examples
+    depends on, per leaf: a positives and c examples above it, p positives and m examples in
+    it (`shuffled_ap`)."""
+
+    a: npt.NDArray[np.float64]
+    c: npt.NDArray[np.float64]
+    p: npt.NDArray[np.float64]
+    m: npt.NDArray[np.float64]
+
+    def at(self, leaves: np.ndarray) -> OrderTerms:
+        """The terms of the leaves selected by the mask `leaves`."""
+        return OrderTerms(self.a[leaves], self.c[leaves], self.p[leaves], self.m[leaves])
+
+
 def _leaf_sums(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(p, n, a, b) per leaf, top leaf first, of the non-negative leaves from the monotone prefix
     sums: positives and negatives inside each leaf and above it."""
@@ -295,15 +311,11 @@ def shuffled_ap_mean(leaves: np.ndarray) -> float:
     return leaf_ap(*leaf_tails(leaves), "shuffled")
 
 
-def _exact_order_variance(
-    a: npt.NDArray[np.float64],
-    c: npt.NDArray[np.float64],
-    p: npt.NDArray[np.float64],
-    m: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
+def _exact_order_variance(t: OrderTerms) -> npt.NDArray[np.float64]:
     """Var over random orders of each leaf's S = Σₖ Xₖ(a + Tₖ)/(c + k), exactly: S = (a + 1)U + V
     with U = Σ Xₖfₖ, V = Σ_{l<k} X_l Xₖ fₖ, fₖ = 1/(c + k), from the joint moments of 1 to 4
     positions under sampling without replacement. O(m) per leaf, vectorised over leaves."""
+    a, c, p, m = t.a, t.c, t.p, t.m
     size = np.rint(m).astype(np.int64)
     leaf = np.repeat(np.arange(size.size), size)
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
@@ -331,17 +343,13 @@ def _exact_order_variance(
     return var
 
 
-def _first_order_variance(
-    a: npt.NDArray[np.float64],
-    c: npt.NDArray[np.float64],
-    p: npt.NDArray[np.float64],
-    m: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
+def _first_order_variance(t: OrderTerms) -> npt.NDArray[np.float64]:
     """Var of each leaf's S to first order in the positives' deviations δ_l = X_l − p/m:
     S ≈ E + Σ δ_l v_l with v_l = (a + πl)/(c + l) + π·Σ_{k=l}^{m} 1/(c + k), π = p/m, so
     Var = π(1 − π)·m/(m − 1)·Σ_l (v_l − v̄)² (sampling without replacement). The sum runs over
     every position of a leaf of at most ORDER_NODES examples (leaves sorted by size, so that a
     block is padded to its largest), else by quadrature, with ψ for the sum over k."""
+    a, c, p, m = t.a, t.c, t.p, t.m
     out = np.zeros(p.size)
     order = np.argsort(m, kind="stable")
     for s in range(0, p.size, ORDER_CHUNK):
@@ -368,16 +376,12 @@ def _first_order_variance(
     return out
 
 
-def _linear_order_variance(
-    a: npt.NDArray[np.float64],
-    c: npt.NDArray[np.float64],
-    p: npt.NDArray[np.float64],
-    m: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
+def _linear_order_variance(t: OrderTerms) -> npt.NDArray[np.float64]:
     """`_first_order_variance` of leaves far below the top (ORDER_LINEAR_BELOW): the weights'
     step v_{l+1} − v_l = −(a + π(l + 1))/((c + l)(c + l + 1)) is nearly constant over the leaf,
     so their spread over l = 1 … m is that step at the leaf's middle, squared, times
     (m² − 1)/12, and Var = π(1 − π)·m²(m + 1)/12·step²."""
+    a, c, p, m = t.a, t.c, t.p, t.m
     pi = p / m
     mid = (m + 1.0) / 2.0
     step = (a + pi * (mid + 1.0)) / ((c + mid) * (c + mid + 1.0))
@@ -407,9 +411,10 @@ def shuffled_ap(leaves: np.ndarray, mean: float | None = None) -> tuple[float, f
         return mean, float("nan")
     far = ~top & (m <= ORDER_LINEAR_BELOW * c) & (p <= ORDER_LINEAR_BELOW * a)
     near = ~top & ~far
-    variance = _exact_order_variance(a[top], c[top], p[top], m[top]).sum()
-    variance += _first_order_variance(a[near], c[near], p[near], m[near]).sum()
-    variance += _linear_order_variance(a[far], c[far], p[far], m[far]).sum()
+    terms = OrderTerms(a, c, p, m)
+    variance = _exact_order_variance(terms.at(top)).sum()
+    variance += _first_order_variance(terms.at(near)).sum()
+    variance += _linear_order_variance(terms.at(far)).sum()
     return mean, float(np.sqrt(variance) / total)
 
 

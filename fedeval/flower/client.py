@@ -20,6 +20,7 @@ from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import cell_index
 from fedeval.flower.job import KEYS, PROBE, REPORT, REVEAL, STEPS, ClientData, Job, Payload
 from fedeval.privacy import localdp, probe
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import dense, polya_share_events
 from fedeval.privacy.registry import model_of
@@ -243,9 +244,8 @@ def client_step(
     if config.model is PrivacyModel.LOCALDP:
         return _local_report(rows, cells, config, job, secret, noise)
     one = np.zeros(len(cells), np.int64)
-    reports, _ = model_of(config.model).client_reports(
-        cells, rows.positive, one, 1, config, n, noise
-    )
+    batch = ClientBatch(cells, rows.positive, one, 1)
+    reports, _ = model_of(config.model).client_reports(batch, config, n, noise)
     vector = reports[0].astype(np.uint32)  # two's complement = mod 2^32
     if k:
         if held is None:

@@ -21,11 +21,12 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from typing import Any
+from typing import TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from fedeval.core.config import one_of
 from fedeval.core.errors import UsageError
 from fedeval.multiclass import federation
 from fedeval.multiclass.binning import BinningFit, fed_binning
@@ -100,14 +101,6 @@ def _input_kind_given(kind: InputKind | str) -> InputKind:
         raise UsageError(f"`input` takes probs or logits. Found {kind!r}.") from None
 
 
-def _method(method: Method | str) -> Method:
-    try:
-        return Method(str(method).lower())
-    except ValueError:
-        names = ", ".join(m.value for m in Method)
-        raise UsageError(f"`method` takes one of {names}. Found {method!r}.") from None
-
-
 def _positive_number(x: object, option: str) -> float:
     if isinstance(x, bool) or not isinstance(x, int | float) or not (math.isfinite(x) and x > 0):
         raise UsageError(f"{option} must be a finite number > 0. Found {x!r}.")
@@ -129,6 +122,27 @@ def _clip_pair(
         return _positive_number(clip[0], "`clip` C₊"), _positive_number(clip[1], "`clip` C₋")
     c = _positive_number(clip, "`clip`")
     return c, c
+
+
+class MulticlassKeywords(TypedDict, total=False):
+    """The options of `calibrate_multiclass_data` that the array and file entry points pass on
+    as they are (`**options`; their defaults and meaning: `calibrate_multiclass_file`)."""
+
+    rounds: int
+    participation: float | None
+    clients: int | None
+    beta: float | None
+    epsilon: float | None
+    delta: float | None
+    clip: float | tuple[float, float] | None
+    bins: int | None
+    weighted: bool
+    holdout: float
+    ece_bins: int
+    server_lr: float | None
+    seed: int | np.random.Generator | None
+    per_client: bool
+    pooled: bool | None
 
 
 def calibrate_multiclass_data(
@@ -154,7 +168,7 @@ def calibrate_multiclass_data(
     pooled: bool | None = None,
 ) -> MulticlassResult:
     """Simulate federated calibration on validated data; see `calibrate_multiclass_file`."""
-    method = _method(method)
+    method = one_of(Method, method, "method")
     rounds = federation.check_rounds(rounds)
     if participation is None:
         dp_temp = method is Method.FEDTEMP and epsilon is not None
@@ -395,38 +409,25 @@ def calibrate_multiclass(
     logits: ArrayLike | None = None,
     client_ids: ArrayLike | None = None,
     method: Method | str,
-    **options: Any,
+    input_kind: InputKind | str | None = None,
+    **options: Unpack[MulticlassKeywords],
 ) -> MulticlassResult:
     """Federated multiclass calibration of in-memory arrays: labels (n,) in 0..c−1, `probs`
     and/or `logits` (n, c), optional client ids; options as for `calibrate_multiclass_file`."""
     data = multiclass_from_arrays(y_true, probs=probs, logits=logits, client_ids=client_ids)
-    return calibrate_multiclass_data(data, method=method, **options)
+    return calibrate_multiclass_data(data, method=method, input_kind=input_kind, **options)
 
 
 def calibrate_multiclass_file(
     source: str | os.PathLike[str],
     *,
     method: Method | str,
-    rounds: int = DEFAULT_ROUNDS,
-    participation: float | None = None,
-    clients: int | None = None,
-    beta: float | None = None,
     client_col: str | None = None,
-    epsilon: float | None = None,
-    delta: float | None = None,
-    clip: float | tuple[float, float] | None = None,
-    bins: int | None = None,
-    weighted: bool = True,
-    holdout: float = DEFAULT_HOLDOUT,
-    ece_bins: int = DEFAULT_ECE_BINS,
-    server_lr: float | None = None,
     input_kind: InputKind | str | None = None,
     label_col: str = "label",
     prob_prefix: str = "prob_",
     logit_prefix: str = "logit_",
-    seed: int | np.random.Generator | None = None,
-    per_client: bool = False,
-    pooled: bool | None = None,
+    **options: Unpack[MulticlassKeywords],
 ) -> MulticlassResult:
     """Read a multiclass table (Parquet, CSV or '-') and simulate federated calibration.
 
@@ -460,25 +461,7 @@ def calibrate_multiclass_file(
     spec = ColumnSpec(label_col, prob_prefix, logit_prefix, client_col)
     data = read_multiclass(source, spec, need=_input_kind(input_kind))
     return calibrate_multiclass_data(
-        data,
-        method=method,
-        rounds=rounds,
-        participation=participation,
-        clients=clients,
-        beta=beta,
-        epsilon=epsilon,
-        delta=delta,
-        clip=clip,
-        bins=bins,
-        weighted=weighted,
-        holdout=holdout,
-        ece_bins=ece_bins,
-        server_lr=server_lr,
-        input_kind=input_kind,
-        columns=spec,
-        seed=seed,
-        per_client=per_client,
-        pooled=pooled,
+        data, method=method, input_kind=input_kind, columns=spec, **options
     )
 
 

@@ -177,18 +177,24 @@ def _chunk(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
+def _check_finite(x: np.ndarray, what: str, name: str, cols: list[str], offset: int) -> None:
+    """Raise `InputError` naming the first NaN or infinite cell of `x` (a `what`), its column
+    and row."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise InputError(
+            f"'{name}', column '{cols[j]}', row {offset + i + 1}: {what} is "
+            f"{'NaN' if np.isnan(x[i, j]) else 'infinite'}."
+        )
+
+
 def check_probs(p: np.ndarray, name: str, cols: list[str], offset: int = 0) -> np.ndarray:
     """Rows of finite probabilities in [0, 1] summing to 1 (within tolerance), renormalised.
 
     Raises `InputError` naming the first bad cell's column and row.
     """
-    bad = ~np.isfinite(p)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise InputError(
-            f"'{name}', column '{cols[j]}', row {offset + i + 1}: probability is "
-            f"{'NaN' if np.isnan(p[i, j]) else 'infinite'}."
-        )
+    _check_finite(p, "probability", name, cols, offset)
     bad = (p < 0) | (p > 1)
     if bad.any():
         i, j = np.argwhere(bad)[0]
@@ -212,13 +218,7 @@ def check_probs(p: np.ndarray, name: str, cols: list[str], offset: int = 0) -> n
 
 def check_logits(z: np.ndarray, name: str, cols: list[str], offset: int = 0) -> np.ndarray:
     """Finite logits; raises `InputError` naming the first bad cell's column and row."""
-    bad = ~np.isfinite(z)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
-        raise InputError(
-            f"'{name}', column '{cols[j]}', row {offset + i + 1}: logit is "
-            f"{'NaN' if np.isnan(z[i, j]) else 'infinite'}."
-        )
+    _check_finite(z, "logit", name, cols, offset)
     return z
 
 

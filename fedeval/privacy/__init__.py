@@ -5,7 +5,7 @@ Each model's module carries its claim's numbers and words and the pipeline's fou
 
 - ``draw(leaf_counts, n_clients, config, rng)``: the fast path, the aggregate of one cohort of
   all clients drawn directly with the distribution of the sum of their reports;
-- ``client_reports(cells, labels, client, n_clients, config, cohort_size, rng)``: the
+- ``client_reports(rows, config, cohort_size, rng)``: the
   per-client reference path, every client's report materialised (the deployed encoder);
 - ``decode(release)``: unbiased per-level estimates and their per-count noise variance;
 - ``measurement_noise(hist, n_draws, rng)``: fresh noise as the release got it (intervals).

@@ -18,6 +18,7 @@ same shape, the `PrivacyClaim` protocol every document's privacy section is read
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -44,6 +45,36 @@ def first_cell(mask: np.ndarray) -> tuple[int, int]:
     """(class, cell) of the first True of a (2, 2^k) mask."""
     c, j = np.argwhere(mask)[0]
     return int(c), int(j)
+
+
+@dataclass(frozen=True)
+class ClientBatch:
+    """A batch of examples of clients 0..n_clients−1, as the per-client encoders read it: each
+    example's leaf cell, label (1: positive) and client index (relative to the batch)."""
+
+    cells: np.ndarray
+    labels: np.ndarray
+    client: np.ndarray
+    n_clients: int
+    taken: np.ndarray | None = None
+    """Report slots per client a probe round used already (localdp: not padded again)."""
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(cells, labels, client, n_clients), as `fedeval.privacy.localdp.padded` takes them."""
+        return self.cells, self.labels, self.client, self.n_clients
+
+
+@dataclass(frozen=True)
+class SavedCounts:
+    """A saved release's counts as `fedeval.documents.consistency` read them, every one an
+    integer: per level (2, 2^k), the reports per level (None where not stated), the clients
+    stated, and the probe of a two-phase release."""
+
+    config: PrivacyConfig
+    levels: list[np.ndarray]
+    reporters: np.ndarray | None
+    n_clients: int | None
+    probe: Probe | None = None
 
 
 class PrivacyClaim(Protocol):
@@ -149,17 +180,9 @@ class ReleaseModel(Protocol):
     def batch_width(self, config: PrivacyConfig) -> int:
         """Entries one client's reports hold, for sizing batches of clients."""
 
-    def check_counts(
-        self,
-        config: PrivacyConfig,
-        levels: list[np.ndarray],
-        reporters: np.ndarray | None,
-        n_clients: int | None,
-        fail: Callable[[str], Exception],
-        probe: Probe | None = None,
-    ) -> None:
-        """Raise `fail(what)` if a saved release's integer counts per level (2, 2^k), reports
-        per level and clients cannot have come from this model (`fedeval.documents.consistency`)."""
+    def check_counts(self, saved: SavedCounts, fail: Callable[[str], Exception]) -> None:
+        """Raise `fail(what)` if a saved release's integer counts cannot have come from this
+        model (`fedeval.documents.consistency`)."""
 
     # --- the pipeline ----------------------------------------------------------------------
     def draw(
@@ -172,26 +195,12 @@ class ReleaseModel(Protocol):
         """The fast path: one cohort of all clients, its sum drawn at once."""
 
     def client_reports(
-        self,
-        cells: np.ndarray,
-        labels: np.ndarray,
-        client: np.ndarray,
-        n_clients: int,
-        config: PrivacyConfig,
-        cohort_size: int,
-        rng: np.random.Generator,
+        self, rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The per-client encoder: every client's report, and its report counts (localdp)."""
 
     def chunk_sum(
-        self,
-        cells: np.ndarray,
-        labels: np.ndarray,
-        client: np.ndarray,
-        n_clients: int,
-        config: PrivacyConfig,
-        cohort_size: int,
-        rng: np.random.Generator,
+        self, rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """The sum of `client_reports` over the clients, drawn exactly as they are."""
 

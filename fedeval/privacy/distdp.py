@@ -22,7 +22,7 @@ import numpy as np
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.privacy import federated, generator
-from fedeval.privacy.base import counts_public
+from fedeval.privacy.base import ClientBatch, SavedCounts, counts_public
 from fedeval.privacy.events import ComposedEvent, DiscreteLaplaceEvent, DpEvent
 from fedeval.privacy.noise import (
     dense,
@@ -252,14 +252,7 @@ def batch_width(config: PrivacyConfig) -> int:
     return federated.batch_width(config)
 
 
-def check_counts(
-    config: PrivacyConfig,
-    levels: list[np.ndarray],
-    reporters: np.ndarray | None,
-    n_clients: int | None,
-    fail: Callable[[str], Exception],
-    probe: Probe | None = None,
-) -> None:
+def check_counts(saved: SavedCounts, fail: Callable[[str], Exception]) -> None:
     """Nothing beyond integer counts: discrete Laplace noise makes any integer possible."""
     return None
 
@@ -307,41 +300,29 @@ def share_clients(config: PrivacyConfig, cohort_size: int) -> int:
 
 
 def client_reports(
-    cells: np.ndarray,
-    labels: np.ndarray,
-    client: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    cohort_size: int,
-    rng: np.random.Generator,
+    rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, None]:
     """One-hot counts plus a fresh Pólya share sized to the cohort on every node, per client
     (to its m − t honest clients with t colluders tolerated).
 
     Returns (reports (n_clients, D), None): a distdp report carries no exact example count."""
-    reports = federated.onehot_reports(cells, labels, client, n_clients, config)
+    reports = federated.onehot_reports(rows, config)
     d = int(level_offsets(config)[-1])
     size = share_clients(config, cohort_size)
-    at, value = polya_share_events(size, alpha(config), n_clients * d, rng)
-    return reports + dense(at, value, (n_clients, d)), None
+    at, value = polya_share_events(size, alpha(config), rows.n_clients * d, rng)
+    return reports + dense(at, value, (rows.n_clients, d)), None
 
 
 def chunk_sum(
-    cells: np.ndarray,
-    labels: np.ndarray,
-    client: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    cohort_size: int,
-    rng: np.random.Generator,
+    rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, None]:
     """The sum of `client_reports` over the clients, drawn from the generator exactly as they
     are (same shares), without a dense (n_clients, D) array: the one-hot counts and each
     client's share events summed per node."""
     d = int(level_offsets(config)[-1])
-    counts = federated.chunk_sum(cells, labels, client, n_clients, config, cohort_size, rng)[0]
+    counts = federated.chunk_sum(rows, config, cohort_size, rng)[0]
     size = share_clients(config, cohort_size)
-    at, value = polya_share_events(size, alpha(config), n_clients * d, rng)
+    at, value = polya_share_events(size, alpha(config), rows.n_clients * d, rng)
     return counts + dense(at % d, value, (d,)), None
 
 

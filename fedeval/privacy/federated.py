@@ -13,8 +13,8 @@ import numpy as np
 
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.hierarchy import coarsen, levels_from_leaves
-from fedeval.core.release import Probe, Release, ScoreHistogram, example_nodes, level_offsets
-from fedeval.privacy.base import CLASSES, counts_public, first_cell
+from fedeval.core.release import Release, ScoreHistogram, example_nodes, level_offsets
+from fedeval.privacy.base import CLASSES, ClientBatch, SavedCounts, counts_public, first_cell
 from fedeval.privacy.events import DpEvent, NoNoiseEvent
 
 if TYPE_CHECKING:
@@ -32,28 +32,12 @@ SHARES_NOISE = False
 # --- the claim -------------------------------------------------------------------------------
 
 
-def sensitivity(config: PrivacyConfig) -> int | None:
+def _none(config: PrivacyConfig) -> None:
+    """No noise, so no sensitivity, ε, α or probe: every number of a DP claim is None."""
     return None
 
 
-def tree_epsilon(config: PrivacyConfig) -> float | None:
-    return None
-
-
-def count_alpha(config: PrivacyConfig) -> float | None:
-    return None
-
-
-def oue_epsilon(config: PrivacyConfig) -> float | None:
-    return None
-
-
-def probe_epsilon(config: PrivacyConfig) -> float | None:
-    return None
-
-
-def probe_sensitivity(config: PrivacyConfig) -> int | None:
-    return None
+sensitivity = tree_epsilon = count_alpha = oue_epsilon = probe_epsilon = probe_sensitivity = _none
 
 
 def sampler_delta(mech: Mechanism) -> float | None:
@@ -118,17 +102,12 @@ def batch_width(config: PrivacyConfig) -> int:
     return int(level_offsets(config)[-1])
 
 
-def check_counts(
-    config: PrivacyConfig,
-    levels: list[np.ndarray],
-    reporters: np.ndarray | None,
-    n_clients: int | None,
-    fail: Callable[[str], Exception],
-    probe: Probe | None = None,
-) -> None:
+def check_counts(saved: SavedCounts, fail: Callable[[str], Exception]) -> None:
     """What exact sums must satisfy (`fedeval.documents.consistency`): non-negative counts, each
     level's cells summing to the level above, every level counting every row, positives ≤ rows,
     rows ≤ clients × L under unit client."""
+    config, levels, reporters = saved.config, saved.levels, saved.reporters
+    n_clients = saved.n_clients
     for k, lv in zip(config.levels, levels, strict=True):
         if np.any(lv < 0):
             c, j = first_cell(lv < 0)
@@ -180,14 +159,12 @@ def exact_counts(leaf_counts: np.ndarray, config: PrivacyConfig) -> np.ndarray:
     return np.concatenate([lv.ravel() for lv in levels_from_leaves(leaf_counts, config.levels)])
 
 
-def onehot_reports(
-    cells: np.ndarray, labels: np.ndarray, client: np.ndarray, n_clients: int, config: PrivacyConfig
-) -> np.ndarray:
+def onehot_reports(rows: ClientBatch, config: PrivacyConfig) -> np.ndarray:
     """Each client's report: its examples' one-hot counts at every level, shape (n_clients, D)."""
     d = int(level_offsets(config)[-1])
-    nodes = example_nodes(cells, labels, config)
-    flat = (client.astype(np.int64)[:, None] * d + nodes).ravel()
-    return np.bincount(flat, minlength=n_clients * d).reshape(n_clients, d)
+    nodes = example_nodes(rows.cells, rows.labels, config)
+    flat = (rows.client.astype(np.int64)[:, None] * d + nodes).ravel()
+    return np.bincount(flat, minlength=rows.n_clients * d).reshape(rows.n_clients, d)
 
 
 def draw(
@@ -203,30 +180,18 @@ def draw(
 
 
 def client_reports(
-    cells: np.ndarray,
-    labels: np.ndarray,
-    client: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    cohort_size: int,
-    rng: np.random.Generator,
+    rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, None]:
     """One-hot counts per client, and no separate count (None)."""
-    return onehot_reports(cells, labels, client, n_clients, config), None
+    return onehot_reports(rows, config), None
 
 
 def chunk_sum(
-    cells: np.ndarray,
-    labels: np.ndarray,
-    client: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    cohort_size: int,
-    rng: np.random.Generator,
+    rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, None]:
     """The sum of `client_reports` over the clients, without a dense (n_clients, D) array."""
     d = int(level_offsets(config)[-1])
-    return np.bincount(example_nodes(cells, labels, config).ravel(), minlength=d), None
+    return np.bincount(example_nodes(rows.cells, rows.labels, config).ravel(), minlength=d), None
 
 
 def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:

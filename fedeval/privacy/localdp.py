@@ -27,7 +27,7 @@ from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
-from fedeval.privacy.base import CLASSES, counts_public, first_cell
+from fedeval.privacy.base import CLASSES, ClientBatch, SavedCounts, counts_public, first_cell
 from fedeval.privacy.events import DpEvent, PureEvent
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
 
@@ -207,17 +207,13 @@ def batch_width(config: PrivacyConfig) -> int:
     return max(int(level_offsets(config)[-1]), config.examples_per_unit * (2 << config.height))
 
 
-def check_counts(
-    config: PrivacyConfig,
-    levels: list[np.ndarray],
-    reporters: np.ndarray | None,
-    n_clients: int | None,
-    fail: Callable[[str], Exception],
-    probe: Probe | None = None,
-) -> None:
+def check_counts(saved: SavedCounts, fail: Callable[[str], Exception]) -> None:
     """What OUE sums must satisfy (`fedeval.documents.consistency`): the reports per level stated,
     every bit count within [0, that level's reports], and under unit client clients × L reports
     in all (the probe's included)."""
+    config, levels, reporters = saved.config, saved.levels, saved.reporters
+    n_clients = saved.n_clients
+    probe = saved.probe
     if reporters is None:
         raise fail("a localdp release must state its number of reports per level")
     # A two-phase release: the probe's reports are some of every client's L report slots.
@@ -400,21 +396,15 @@ def example_reports(
 
 
 def client_reports(
-    cells: np.ndarray,
-    labels: np.ndarray,
-    client: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    cohort_size: int,
-    rng: np.random.Generator,
-    taken: np.ndarray | None = None,
+    rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per report: pick a level, one-hot its (label, cell), randomise every bit; sum per client.
-    `taken`: report slots per client a probe round used (they are not padded again).
+    `rows.taken`: report slots per client a probe round used (they are not padded again).
 
     Returns (reports (n_clients, D), reports per client and level (n_clients, levels))."""
     off = level_offsets(config)
-    cells, labels, client, real = padded(cells, labels, client, n_clients, config, taken)
+    n_clients = rows.n_clients
+    cells, labels, client, real = padded(*rows.arrays(), config, rows.taken)
     group, levels = sparse_reports(cells, labels, config, rng, real)
     reports = np.zeros((n_clients, int(off[-1])), np.int64)
     reporters = np.zeros((n_clients, len(config.levels)), np.int64)
@@ -431,19 +421,12 @@ def client_reports(
 
 
 def chunk_sum(
-    cells: np.ndarray,
-    labels: np.ndarray,
-    client: np.ndarray,
-    n_clients: int,
-    config: PrivacyConfig,
-    cohort_size: int,
-    rng: np.random.Generator,
-    taken: np.ndarray | None = None,
+    rows: ClientBatch, config: PrivacyConfig, cohort_size: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     """The sum of `client_reports` over the clients: every report's OUE bits drawn from the
     generator exactly as they are (sparse), summed per bit without the (n_clients, D)
     per-client sums; and the reports per level."""
-    cells, labels, client, real = padded(cells, labels, client, n_clients, config, taken)
+    cells, labels, _, real = padded(*rows.arrays(), config, rows.taken)
     group, levels = sparse_reports(cells, labels, config, rng, real)
     total = np.concatenate([r.column_sums() for r in levels])
     return total, np.bincount(group, minlength=len(config.levels)).astype(np.int64)

@@ -46,6 +46,7 @@ from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.core.version import __version__
 from fedeval.documents.seals import seal
 from fedeval.privacy import localdp
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.registry import model_of
 from fedeval.protocol import report_files as rf
@@ -122,9 +123,8 @@ def masked_reports(
     """What clients c0..c1−1 of a cohort of n send under federated/distdp: their reports
     (`client` holds indices relative to c0), each plus its pairwise masks, (c1 − c0, D) uint32.
     Noise shares are sized to the cohort of n."""
-    reports, _ = model_of(config.model).client_reports(
-        cells, labels, client, c1 - c0, config, n, rng
-    )
+    rows = ClientBatch(cells, labels, client, c1 - c0)
+    reports, _ = model_of(config.model).client_reports(rows, config, n, rng)
     vectors = reports.astype(np.uint32)  # two's complement = mod 2^32
     vectors += secagg.cohort_masks(key, c0, c1, n, k, vectors.shape[1])
     return vectors

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.typing import ArrayLike
 
+from fedeval.core.config import one_of
 from fedeval.core.errors import InputError, UsageError
 from fedeval.protocol.simulate import rng_and_seed
 from fedeval.tables.output_format import DataFormat
@@ -119,14 +120,6 @@ class PartitionResult:
         return ", ".join(parts)
 
 
-def _scheme(scheme: Scheme | str) -> Scheme:
-    try:
-        return Scheme(str(scheme).lower())
-    except ValueError:
-        names = ", ".join(s.value for s in Scheme)
-        raise UsageError(f"`scheme` takes one of {names}. Found {scheme!r}.") from None
-
-
 def _positive_finite(value: float, option: str, meaning: str) -> float:
     if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
         raise UsageError(f"{option} ({meaning}) must be a finite number > 0. Found {value!r}.")
@@ -165,7 +158,7 @@ def assign_clients(
     Raises `UsageError` for n_clients < 1 or more clients than rows, β or s not finite and
     > 0, or ``column`` (nothing to assign).
     """
-    scheme = _scheme(scheme)
+    scheme = one_of(Scheme, scheme, "scheme")
     k = _check_n_clients(n_clients)
     y = np.asarray(y_positive)
     if y.ndim != 1:
@@ -300,7 +293,7 @@ def partition_file(
     an existing `client_col`. `beta` goes with ``dirichlet`` only, `zipf` with ``sizes`` only.
     """
 
-    scheme = _scheme(scheme)
+    scheme = one_of(Scheme, scheme, "scheme")
     if beta is not None and scheme is not Scheme.DIRICHLET:
         raise UsageError("`beta` (the Dirichlet concentration) goes with `scheme` dirichlet only.")
     if zipf is not None and scheme is not Scheme.SIZES:

@@ -29,6 +29,7 @@ from fedeval.core.spec import (
 )
 from fedeval.estimate.exact import SortedScores
 from fedeval.privacy import distdp, localdp, probe
+from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.generator import private_generator
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
@@ -189,11 +190,11 @@ def per_client_release(
         kw = {}
         if rnd is not None:
             sel, kw = rnd.tree_rows(sel), rnd.taken_by(c0, c1)
-        args = (cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, config, n, rng)
+        rows = ClientBatch(cells[sel], ex.positive[sel], ex.client[sel] - c0, c1 - c0, **kw)
         if chunk_sum is not None:
-            total, per_level = chunk_sum(*args, **kw)
+            total, per_level = chunk_sum(rows, config, n, rng)
         else:
-            reports, per_level = mech.client_reports(*args, **kw)
+            reports, per_level = mech.client_reports(rows, config, n, rng)
             total = reports.sum(axis=0)
         counts += total
         if per_level is not None:

@@ -81,12 +81,7 @@ def _record_batches(
     """
     if str(source) == STDIN:
         return (*_csv_batches(sys.stdin.buffer, wanted, text, name), True)
-    path = Path(source)
-    if not path.exists():
-        raise InputError(f"cannot read '{name}': no such file.")
-    if path.is_dir():
-        raise InputError(f"cannot read '{name}': it is a directory, not a table.")
-    _check_regular(path, name)
+    path = _table_file(source, name)
     try:
         parquet = is_parquet(path)
     except OSError as e:
@@ -122,6 +117,18 @@ def _csv_batches(
     cols = names if wanted is None else [c for c in wanted if c in names]
     _check_unique(names, cols, name)
     return names, _guard((rb.select(cols) for rb in reader), name)
+
+
+def _table_file(source: str | os.PathLike[str], name: str) -> Path:
+    """`source` as the path of a table to read: one that exists, not a directory, a regular
+    file (`_check_regular`)."""
+    path = Path(source)
+    if not path.exists():
+        raise InputError(f"cannot read '{name}': no such file.")
+    if path.is_dir():
+        raise InputError(f"cannot read '{name}': it is a directory, not a table.")
+    _check_regular(path, name)
+    return path
 
 
 def _check_regular(path: Path, name: str) -> None:
@@ -298,12 +305,7 @@ def _csv_as_text(
     if str(source) == STDIN:
         stream, owned = CappedReader(sys.stdin.buffer, name, None), False
     else:
-        path = Path(source)
-        if not path.exists():
-            raise InputError(f"cannot read '{name}': no such file.")
-        if path.is_dir():
-            raise InputError(f"cannot read '{name}': it is a directory, not a table.")
-        _check_regular(path, name)
+        path = _table_file(source, name)
         stream, owned = open_source(path, name), True
     try:
         try:

@@ -300,9 +300,9 @@ def test_correlation_audit_catches_noise_reused_across_counts(monkeypatch, trial
     re-made-generator bug of research code): each count's variance is right, the claim is not."""
     from fedeval.privacy import federated
 
-    def one_share_for_all(cells, labels, client, n_clients, config, cohort_size, rng):
-        reports = federated.onehot_reports(cells, labels, client, n_clients, config)
-        share = polya_share(cohort_size, distdp.alpha(config), (n_clients, 1), rng)
+    def one_share_for_all(rows, config, cohort_size, rng):
+        reports = federated.onehot_reports(rows, config)
+        share = polya_share(cohort_size, distdp.alpha(config), (rows.n_clients, 1), rng)
         return reports + share, None
 
     monkeypatch.setattr(distdp, "client_reports", one_share_for_all)
@@ -321,13 +321,14 @@ def test_cohort_audit_catches_shares_sized_for_the_population(monkeypatch, trial
     scenario = audit.Scenario("distdp", "add-remove")
     population = scenario.clients
 
-    def shares_for_population(cells, labels, client, n_clients, config, cohort_size, rng):
+    def shares_for_population(rows, config, cohort_size, rng):
         from fedeval.core.release import level_offsets
         from fedeval.privacy import federated
 
-        reports = federated.onehot_reports(cells, labels, client, n_clients, config)
+        reports = federated.onehot_reports(rows, config)
         d = int(level_offsets(config)[-1])
-        return reports + polya_share(population, distdp.alpha(config), (n_clients, d), rng), None
+        shape = (rows.n_clients, d)
+        return reports + polya_share(population, distdp.alpha(config), shape, rng), None
 
     monkeypatch.setattr(distdp, "client_reports", shares_for_population)
     stated = Mechanism(scenario.config()).noise_variance
