@@ -226,10 +226,8 @@ def metric_intervals(
         return None, None, None, None
     if parts is None:
         parts = release_parts(run, unit_thresholds, buckets, None)
-    (sd_p, bp), (sd_r, br), (sd_a, ba) = (
-        dict(zip(THRESHOLD_METRIC_NAMES, parts.thresholds, strict=True))[name]
-        for name in ("precision", "recall", "accuracy")
-    )
+    by_name = dict(zip(THRESHOLD_METRIC_NAMES, parts.thresholds, strict=True))
+    (sd_p, bp), (sd_r, br), (sd_a, ba) = (by_name[n] for n in ("precision", "recall", "accuracy"))
     return (
         np.clip(parts.auc.interval(), 0.0, 1.0),
         interval_around(est.precision, sd_p, bp),
