@@ -308,6 +308,7 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
     from fedeval.api.curves import _departing, _exact_counts
     from fedeval.api.evaluate import auc_interval_parts, threshold_parts
     from fedeval.estimate.average_precision import leaf_ap_parts
+    from fedeval.estimate.metric_registry import THRESHOLD_METRIC_NAMES
     from fedeval.estimate.roc_pr import within_leaf_bounds
 
     rng = np.random.default_rng(13)
@@ -329,9 +330,7 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
         for (sd, bounds), (sd_kept, bounds_kept) in zip(fresh, parts.thresholds, strict=True):
             np.testing.assert_array_equal(sd, sd_kept)
             np.testing.assert_array_equal(bounds, bounds_kept)
-        assert set(threshold_pieces(ev)) == {
-            f"{m}@0.5" for m in ("precision", "recall", "accuracy")
-        }
+        assert set(threshold_pieces(ev)) == {f"{m}@0.5" for m in THRESHOLD_METRIC_NAMES}
     no_ci = compare(*paired_scores(3_000, rng), model=model, exact=False, ci_draws=0)
     assert no_ci.baseline.parts is None and area_parts(no_ci.baseline) == {}
 

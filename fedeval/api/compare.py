@@ -121,6 +121,7 @@ from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_r
 from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel, check_epsilon
 from fedeval.core.errors import UsageError
+from fedeval.core.results import Estimate
 from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.documents.release_file import load_release
@@ -128,7 +129,7 @@ from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
-from fedeval.views.compare import METRICS, compare_dict
+from fedeval.views.compare import compare_dict
 
 DEFAULT_SPLIT = 0.5
 """The baseline's share of ε: equal shares minimise the variance of a difference of two
@@ -430,26 +431,19 @@ class Judgement:
 
 
 def judge_differences(
-    gates: list[Gate], doc: dict[str, Any], on: GateOn = GateOn.BOUND
+    gates: list[Gate], comparison: Comparison, on: GateOn = GateOn.BOUND
 ) -> list[Judgement]:
-    """Each margin's verdict on a compare document (`fedeval.api.gates.judge`: floor at −margin on
+    """Each margin's verdict on a comparison (`fedeval.api.gates.judge`: floor at −margin on
     the lower 95% bound, or on the estimate)."""
     if not gates:
         return []
-    return [Judgement(v, on) for v in judge(gates, gateable(doc), on)]
+    return [Judgement(v, on) for v in judge(gates, gateable(comparison), on)]
 
 
-def gateable(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every difference a gate may name → {estimate, ci95}: 'auc', 'ap', 'recall@0.5', …; the
-    interval is the generalisation one where the document holds it."""
-    m = doc["metrics"]
-    out: dict[str, dict[str, Any]] = {}
-
-    def entry(d: dict[str, Any]) -> dict[str, Any]:
-        return {"estimate": d["estimate"], "ci95": d.get("generalisation_ci95") or d["ci95"]}
-
-    out["auc"], out["ap"] = entry(m["auc"]), entry(m["ap"])
-    for row in m["thresholds"]:
-        for name in METRICS:
-            out[f"{name}@{float(row['threshold'])!r}"] = entry(row[name])
-    return out
+def gateable(comparison: Comparison) -> dict[str, Estimate]:
+    """Every difference a gate may name → its estimate and interval: 'auc', 'ap',
+    'recall@0.5', …; the interval is the generalisation one where it was computed."""
+    return {
+        d.metric: Estimate(d.difference.estimate, ci95=d.gate_interval)
+        for d in comparison.differences
+    }

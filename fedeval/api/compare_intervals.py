@@ -27,6 +27,7 @@ from fedeval.api.evaluate import Evaluation
 from fedeval.core.errors import UsageError
 from fedeval.core.results import Estimate
 from fedeval.estimate.interval_parts import IntervalParts, difference_interval
+from fedeval.estimate.metric_registry import THRESHOLD_METRIC_NAMES
 from fedeval.estimate.uncertainty import ROUNDING, Z95
 from fedeval.privacy.registry import model_of
 
@@ -162,15 +163,13 @@ def area_parts(ev: Evaluation) -> dict[str, IntervalParts]:
 
 
 def threshold_pieces(ev: Evaluation) -> dict[str, tuple[float, float, float]]:
-    """(noise σ, worst-case low, high) of precision, recall and accuracy at each threshold of a
+    """(noise σ, worst-case low, high) of each threshold metric at each threshold of a
     release (`fedeval.api.evaluate.threshold_parts`, as the evaluation kept them), keyed
     'recall@0.5', …; none without intervals."""
     if ev.parts is None or not ev.thresholds:
         return {}
     out = {}
-    for name, (sd, bounds) in zip(
-        ("precision", "recall", "accuracy"), ev.parts.thresholds, strict=True
-    ):
+    for name, (sd, bounds) in zip(THRESHOLD_METRIC_NAMES, ev.parts.thresholds, strict=True):
         for i, t in enumerate(ev.thresholds):
             key = f"{name}@{t.threshold!r}"
             out[key] = (float(sd[i]), float(bounds[i, 0]), float(bounds[i, 1]))

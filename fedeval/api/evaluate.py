@@ -27,11 +27,19 @@ from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import bucket_counts, coarsen, equidepth_edges
 from fedeval.core.release import ScoreHistogram
 from fedeval.core.results import Estimate, undetermined_note
+from fedeval.core.results import ThresholdMetrics as ThresholdMetrics  # its public home
 from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.estimate.calibration import exact_ece
 from fedeval.estimate.exact import exact_auc, exact_threshold_counts
 from fedeval.estimate.interval_parts import IntervalParts, ReleaseParts, leaf_auc_parts
+from fedeval.estimate.metric_registry import (
+    THRESHOLD_METRIC_NAMES,
+    THRESHOLD_METRICS,
+    ThresholdMetric,
+    threshold_parts_of,
+    threshold_values,
+)
 from fedeval.estimate.metrics import (
     auc_from_buckets,
     clip_unit,
@@ -45,27 +53,12 @@ from fedeval.estimate.uncertainty import (
     interval_around,
     noise_sd,
     shared_pairs_half_width,
-    threshold_bounds,
-    threshold_metrics,
     within_bucket_auc_variance,
 )
 from fedeval.protocol.simulate import Simulated, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData
 from fedeval.views.dicts import evaluation_dict
-
-
-@dataclass(frozen=True)
-class ThresholdMetrics:
-    """Precision, recall and accuracy of the classifier "positive iff score ≥ threshold".
-
-    Precision where few or no examples are predicted positive carries a note, the full [0, 1]
-    interval and the limit value from the top scores (`sparse_precision`), never nan."""
-
-    threshold: float
-    precision: Estimate
-    recall: Estimate
-    accuracy: Estimate
 
 
 @dataclass(frozen=True)
@@ -122,10 +115,15 @@ def estimate_metrics(
     the leaves: the finest partition, with the leaf that holds t taken as uniform.
     """
     leaves = hist.leaves
-    auc = float(clip_unit(auc_from_buckets(*auc_buckets(leaves, buckets))))
+    auc = estimate_auc(hist, buckets)
     tp, fp = threshold_counts(leaves, unit_thresholds)
     p, r, a = precision_recall_accuracy(tp, fp, hist.positives, hist.negatives)
     return MetricEstimates(auc, clip_unit(p), clip_unit(r), clip_unit(a))
+
+
+def estimate_auc(hist: ScoreHistogram, buckets: int | None = None) -> float:
+    """The AUC over the leaves, or over B equi-depth `buckets` (`estimate_metrics`)."""
+    return float(clip_unit(auc_from_buckets(*auc_buckets(hist.leaves, buckets))))
 
 
 def auc_interval(
@@ -229,7 +227,8 @@ def metric_intervals(
         return None, None, None, None
     if parts is None:
         parts = release_parts(run, unit_thresholds, buckets, None)
-    (sd_p, bp), (sd_r, br), (sd_a, ba) = parts.thresholds
+    by_name = dict(zip(THRESHOLD_METRIC_NAMES, parts.thresholds, strict=True))
+    (sd_p, bp), (sd_r, br), (sd_a, ba) = (by_name[n] for n in ("precision", "recall", "accuracy"))
     return (
         np.clip(parts.auc.interval(), 0.0, 1.0),
         interval_around(est.precision, sd_p, bp),
@@ -252,18 +251,11 @@ def release_parts(
 def threshold_parts(
     run: Simulated, unit_thresholds: np.ndarray
 ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """(noise σ (T,), worst-case bounds (T, 2)) of precision, recall and accuracy at each
-    threshold: the parts of their intervals (`interval_around`), which a difference of two
-    releases combines (ranges linearly, noise in quadrature)."""
-    leaves = run.histogram.leaves
-    draws = run.noise_draws
-    if draws is None:
-        sd_p = sd_r = sd_a = np.zeros(len(unit_thresholds))
-    else:
-        p, r, a = threshold_metrics(leaves + draws, unit_thresholds)
-        sd_p, sd_r, sd_a = noise_sd(p), noise_sd(r), noise_sd(a)
-    bp, br, ba = threshold_bounds(leaves, unit_thresholds)
-    return (sd_p, bp), (sd_r, br), (sd_a, ba)
+    """(noise σ (T,), worst-case bounds (T, 2)) of each threshold metric (`THRESHOLD_METRICS`,
+    in its order) at each threshold (`fedeval.estimate.metric_registry.threshold_parts_of`):
+    the parts of their intervals, which a difference of two releases combines (ranges
+    linearly, noise in quadrature)."""
+    return threshold_parts_of(run.histogram.leaves, run.noise_draws, unit_thresholds)
 
 
 SPARSE_SDS = 2.0
@@ -410,19 +402,21 @@ def evaluate_run(
     if thr.ndim != 1 or not np.all((thr >= lo) & (thr <= hi)):
         raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
     unit_thr = run.to_unit(thr)
-    est = estimate_metrics(run.histogram, unit_thr, n_buckets)
+    values = threshold_values(run.histogram, unit_thr)
     curves = curve_result(run, quantiles)
     parts = None
     if run.ci_draws:
         parts = release_parts(run, unit_thr, n_buckets, curves.ap_parts)
-    auc_ci, p_ci, r_ci, a_ci = metric_intervals(run, est, unit_thr, n_buckets, parts)
+    auc_ci: np.ndarray | None = None
+    cis: dict[str, np.ndarray | None] = dict.fromkeys(THRESHOLD_METRIC_NAMES)
+    if parts is not None:
+        auc_ci = np.clip(parts.auc.interval(), 0.0, 1.0)
+        for m, (sd, bounds) in zip(THRESHOLD_METRICS, parts.thresholds, strict=True):
+            cis[m.name] = interval_around(values[m.name], sd, bounds)
     sparse, top_precision, predicted = sparse_precision(run, unit_thr)
-    precision = np.where(sparse, top_precision, est.precision)
-    if p_ci is not None:
-        p_ci = np.where(sparse[:, None], np.array([0.0, 1.0]), p_ci)
 
     exact_auc_value: float | None = None
-    exact_p = exact_r = exact_a = [None] * len(thr)
+    exact: dict[str, list[float | None]] = {m: [None] * len(thr) for m in THRESHOLD_METRIC_NAMES}
     if run.truth is not None:
         s = run.truth
         # The curves' one pass over the sorted scores already summed the exact AUC.
@@ -430,29 +424,32 @@ def evaluate_run(
         if exact_auc_value is None:
             exact_auc_value = exact_auc(s)
         tp, fp = exact_threshold_counts(s, thr)
-        ep, er, ea = precision_recall_accuracy(tp, fp, float(s.n_positives), float(s.n_negatives))
-        exact_p, exact_r, exact_a = ep.tolist(), er.tolist(), ea.tolist()
+        p_n = float(s.n_positives), float(s.n_negatives)
+        exact = {m.name: m.value(tp, fp, *p_n).tolist() for m in THRESHOLD_METRICS}
 
     def ci(a: np.ndarray | None, i: int) -> tuple[float, float] | None:
         return None if a is None else (float(a[i, 0]), float(a[i, 1]))
 
-    rows = tuple(
-        ThresholdMetrics(
-            float(t),
-            Estimate(
-                float(precision[i]),
-                exact_p[i],
-                ci(p_ci, i),
-                sparse_note(float(t), float(predicted[i])) if sparse[i] else None,
-            ),
-            _defined(est.recall[i], exact_r[i], ci(r_ci, i), undetermined("recall", run)),
-            _defined(est.accuracy[i], exact_a[i], ci(a_ci, i), undetermined("accuracy", run)),
+    def estimate(m: ThresholdMetric, i: int, t: float) -> Estimate:
+        value, interval = values[m.name][i], ci(cis[m.name], i)
+        if not m.sparse_limit:
+            return _defined(value, exact[m.name][i], interval, undetermined(m.name, run))
+        if not sparse[i]:
+            return Estimate(float(value), exact[m.name][i], interval)
+        note = sparse_note(t, float(predicted[i]))
+        return Estimate(
+            top_precision, exact[m.name][i], None if interval is None else (0.0, 1.0), note
         )
+
+    rows = tuple(
+        ThresholdMetrics(float(t), {m.name: estimate(m, i, float(t)) for m in THRESHOLD_METRICS})
         for i, t in enumerate(thr)
     )
     auc_ci95 = None if auc_ci is None else ci(auc_ci[None], 0)
     hist = run.histogram
-    auc_value = est.auc if hist.positives > 0 and hist.negatives > 0 else float("nan")
+    auc_value = (
+        estimate_auc(hist, n_buckets) if hist.positives > 0 and hist.negatives > 0 else float("nan")
+    )
     return Evaluation(
         run=run,
         auc=_defined(auc_value, exact_auc_value, auc_ci95, undetermined("AUC", run)),

@@ -3,19 +3,30 @@
 A floor `auc=0.85` holds when the metric is at least 0.85; judged on the bound (the default),
 the lower end of its 95% interval must clear it, so a noisy estimate that merely might be good
 enough fails. A ceiling `ece=0.03` likewise uses the upper end. Names: `auc`, `ap`,
-`roc_auc_curve`, `ece`, `ece_calibrated`, and `precision@t`, `recall@t`, `accuracy@t` for a
-threshold t the report holds (written exactly, or to at least 4 significant digits).
+`roc_auc_curve`, `ece`, `ece_calibrated`, and ``name@t`` for each threshold metric of
+`fedeval.estimate.metric_registry` (`precision@t`, `recall@t`, `accuracy@t`) at a threshold t
+the report holds (written exactly, or to at least 4 significant digits).
+
+Gates read result objects (`result_metrics`: an evaluation, curves, a calibration result);
+`fedeval check` reads a saved document by the same names (`report_metrics`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.errors import GateFailed, UsageError
+from fedeval.core.results import Estimate
+
+if TYPE_CHECKING:  # annotations only: `fedeval check` judges a saved document without them
+    from fedeval.api.calibrate import CalibrationResult
+    from fedeval.api.curves import CurveResult
+    from fedeval.api.evaluate import Evaluation
 
 
 class GateOn(StrEnum):
@@ -87,26 +98,65 @@ def parse_gates(specs: list[str] | None, kind: Kind) -> list[Gate]:
     return gates
 
 
-def report_metrics(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every gateable metric of a report or calibration map, by name → {estimate, ci95}."""
-    out: dict[str, dict[str, Any]] = {}
+def result_metrics(result: Evaluation | CurveResult | CalibrationResult) -> dict[str, Estimate]:
+    """Every gateable metric of a result, by name: `auc`, ``name@t`` for each threshold metric
+    an evaluation holds (`fedeval.estimate.metric_registry`) at each of its thresholds,
+    `roc_auc_curve` and `ap` (its curves, or a curve result), `ece` (the scores' ECE, or a
+    calibration's raw one) and `ece_calibrated`."""
+    out: dict[str, Estimate] = {}
+    # Told apart by their fields, not by class: importing the API modules would cost
+    # `fedeval check` (which judges a saved document) seconds of start-up.
+    if hasattr(result, "ece_calibrated"):
+        cal = cast("CalibrationResult", result)
+        if cal.ece_raw is not None:
+            out["ece"] = cal.ece_raw
+        out["ece_calibrated"] = cal.ece_calibrated
+        return out
+    if not hasattr(result, "thresholds"):
+        return {"roc_auc_curve": result.roc_auc, "ap": result.average_precision}
+    ev = cast("Evaluation", result)
+    out["auc"] = ev.auc
+    for t in ev.thresholds:
+        out |= {f"{name}@{t.threshold!r}": e for name, e in t.estimates.items()}
+    out["roc_auc_curve"], out["ap"] = ev.curves.roc_auc, ev.curves.average_precision
+    if ev.ece is not None:
+        out["ece"] = ev.ece
+    return out
+
+
+def _from_document(entry: dict[str, Any]) -> Estimate:
+    """A document's {estimate, ci95} as an `Estimate` (a null is nan: undefined)."""
+
+    def number(x: Any) -> float:
+        return math.nan if x is None else float(x)
+
+    ci = entry.get("ci95")
+    return Estimate(
+        number(entry.get("estimate")), ci95=(number(ci[0]), number(ci[1])) if ci else None
+    )
+
+
+def report_metrics(doc: dict[str, Any]) -> dict[str, Estimate]:
+    """Every gateable metric of a saved report or calibration map (`fedeval check`), by the
+    names `result_metrics` gives the result it was written from."""
+    out: dict[str, Estimate] = {}
     metrics = doc.get("metrics") or {}
     if "auc" in metrics:
-        out["auc"] = metrics["auc"]
-    for t in metrics.get("thresholds", []):
-        for m in ("precision", "recall", "accuracy"):
-            out[f"{m}@{float(t['threshold'])!r}"] = t[m]
+        out["auc"] = _from_document(metrics["auc"])
+    for t in metrics.get("thresholds", []):  # {threshold, one entry per threshold metric}
+        at = f"@{float(t['threshold'])!r}"
+        out |= {k + at: _from_document(e) for k, e in t.items() if isinstance(e, dict)}
     curves = metrics.get("curves") or doc.get("curves") or {}
     if "roc_auc" in curves:
-        out["roc_auc_curve"] = curves["roc_auc"]
-        out["ap"] = curves["average_precision"]
+        out["roc_auc_curve"] = _from_document(curves["roc_auc"])
+        out["ap"] = _from_document(curves["average_precision"])
     if metrics.get("ece"):
-        out["ece"] = metrics["ece"]
+        out["ece"] = _from_document(metrics["ece"])
     ece = doc.get("ece") or {}
     if ece.get("raw"):
-        out["ece"] = ece["raw"]
+        out["ece"] = _from_document(ece["raw"])
     if ece.get("calibrated"):
-        out["ece_calibrated"] = ece["calibrated"]
+        out["ece_calibrated"] = _from_document(ece["calibrated"])
     return out
 
 
@@ -125,7 +175,7 @@ def gate_thresholds(gates: list[Gate]) -> list[float]:
     return out
 
 
-def _find(metrics: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+def _find(metrics: Mapping[str, Estimate], name: str) -> Estimate:
     if name in metrics:
         return metrics[name]
     base, _, t = name.partition("@")
@@ -147,7 +197,8 @@ def _find(metrics: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     ts = sorted({float(k.partition("@")[2]) for k in metrics if "@" in k})
     shown = ", ".join(plain)
     if ts:
-        shown += "; precision/recall/accuracy@t for t in " + ", ".join(f"{t:.4g}" for t in ts)
+        names = dict.fromkeys(k.partition("@")[0] for k in metrics if "@" in k)
+        shown += f"; {'/'.join(names)}@t for t in " + ", ".join(f"{t:.4g}" for t in ts)
     raise UsageError(
         f"the report has no metric {name!r}. It has: {shown}. Run evaluate with the gate (it "
         "adds the threshold) or with `thresholds`."
@@ -155,22 +206,23 @@ def _find(metrics: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def judge(
-    gates: list[Gate], metrics: dict[str, dict[str, Any]], on: GateOn = GateOn.BOUND
+    gates: list[Gate], metrics: Mapping[str, Estimate], on: GateOn = GateOn.BOUND
 ) -> list[Verdict]:
-    """Each gate's verdict. Judged on the bound, a report without intervals is refused."""
+    """Each gate's verdict on metrics by name (`result_metrics`, `report_metrics`). Judged on
+    the bound, a metric without an interval is refused; an undefined (nan) value always is."""
     verdicts = []
     for g in gates:
         m = _find(metrics, g.metric)
         if on is GateOn.BOUND:
-            if not m.get("ci95"):
+            if m.ci95 is None:
                 raise UsageError(
                     f"{g.metric} has no 95% interval in this report; judge it with "
                     "`gate_on` estimate, or produce the report with intervals."
                 )
-            value = m["ci95"][0] if g.kind is Kind.FLOOR else m["ci95"][1]
+            value = m.ci95[0] if g.kind is Kind.FLOOR else m.ci95[1]
         else:
-            value = m["estimate"]
-        if value is None:
+            value = m.estimate
+        if value is None or math.isnan(value):
             raise UsageError(f"{g.metric} is undefined in this report (no value to judge).")
         ok = value >= g.limit if g.kind is Kind.FLOOR else value <= g.limit
         verdicts.append(Verdict(g, float(value), bool(ok)))
@@ -208,11 +260,16 @@ def with_gate_thresholds(
     return sorted(set(base) | set(extra))
 
 
-def judge_report(gates: list[Gate], report: Any, on: GateOn = GateOn.BOUND) -> list[Verdict]:
-    """Each gate's verdict on a report: a result with `to_dict()` (an evaluation, curves, a
-    calibration result) or such a document."""
-    doc = report.to_dict() if hasattr(report, "to_dict") else report
-    return judge(gates, report_metrics(doc), on)
+def judge_report(
+    gates: list[Gate],
+    report: Evaluation | CurveResult | CalibrationResult | dict[str, Any],
+    on: GateOn = GateOn.BOUND,
+) -> list[Verdict]:
+    """Each gate's verdict on a report: a result (an evaluation, curves, a calibration result),
+    read through `result_metrics`, or a saved document, through `report_metrics`."""
+    if isinstance(report, dict):
+        return judge(gates, report_metrics(report), on)
+    return judge(gates, result_metrics(report), on)
 
 
 def verdicts_section(verdicts: list[Verdict], on: GateOn) -> dict[str, Any]:

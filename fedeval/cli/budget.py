@@ -28,15 +28,15 @@ def with_gate_thresholds(
     return joined(None if text is None else floats(text, "--thresholds"), gates, score_range)
 
 
-def judge_gates(gates: list[Any], on: Any, doc: dict[str, Any]) -> list[Any]:
-    """Each gate's verdict on the report, before anything is written or charged: a gate that
-    cannot be judged (no interval, no such metric) is a usage error of a run that leaves
-    nothing behind."""
+def judge_gates(gates: list[Any], on: Any, report: Any) -> list[Any]:
+    """Each gate's verdict on the report (a result, or a saved document), before anything is
+    written or charged: a gate that cannot be judged (no interval, no such metric) is a usage
+    error of a run that leaves nothing behind."""
     if not gates:
         return []
     from fedeval.api.gates import judge_report
 
-    return judge_report(gates, doc, on)
+    return judge_report(gates, report, on)
 
 
 def gates_section(verdicts: list[Any], on: Any) -> dict[str, Any]:

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from rich.console import Console
-
 from fedeval.cli.app import app
 from fedeval.cli.common import (
     OutputFormat,
@@ -129,8 +127,8 @@ def calibrate(
     model = PrivacyModel.DISTDP if model is None else model
     method = method or "binning"
     from fedeval.api.calibrate import calibrate_file, calibrate_run
-    from fedeval.views.dicts import map_dict, shareable
-    from fedeval.views.terminal import render_calibration_table
+    from fedeval.views.dicts import shareable
+    from fedeval.views.render import Context, Format, render
 
     with errors_to_exit():
         release = ReleaseOptions.of(flat(locals()))
@@ -146,7 +144,7 @@ def calibrate(
             ),
         )
         name = release.source
-        doc = map_dict(cal, source=name, score_col=source.table.score_col)
+        doc = render(cal, Format.JSON, Context(name, score_col=source.table.score_col))
         # The map file is made to be shared: under DP it holds no exact value.
         map_text = document_text(shareable(doc), sign_key=release.signer)
         to_stdout = release.commit(
@@ -162,7 +160,7 @@ def calibrate(
             to_stdout,
             output,
             as_json,
-            lambda: render_calibration_table(cal, Console(), source=name),
+            lambda: render(cal, Format.TABLE, Context(name)),
         )
         written = json.loads(map_text)  # the summary states what the file holds, no more
         ece = written["ece"]

@@ -3,12 +3,10 @@ the difference and non-inferiority gates for CI."""
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from fedeval.cli.app import app
@@ -159,7 +157,7 @@ def compare(
     from fedeval.core.spec import check_ci_draws
     from fedeval.documents.files import document_text
     from fedeval.tables.outputs import Outputs
-    from fedeval.views.compare import compare_dict, render_compare_table
+    from fedeval.views.render import Context, Format, render
 
     with errors_to_exit():
         check_ledger_options(ledger, budget)
@@ -218,9 +216,9 @@ def compare(
                 threads=threads,
             )
             name = source_name(file)
-        doc = compare_dict(c, source=name)
+        doc = render(c, Format.JSON, Context(name))
         text = document_text(doc)
-        judgements = judge_differences(gates, doc, on)  # before anything is written or charged
+        judgements = judge_differences(gates, c, on)  # before anything is written or charged
         with Outputs() as out:
             to_stdout = emit(text, output, out)
             if plot_path is not None:
@@ -230,7 +228,7 @@ def compare(
             charge_ledger(ledger, budget, doc)
             out.commit()
         as_json = text if output_format is OutputFormat.json else None
-        table = partial(render_compare_table, c, Console(), source=name)
+        table = lambda: render(c, Format.TABLE, Context(name))  # noqa: E731
         show(text, to_stdout, output, as_json, table)
         _apply(judgements)
 

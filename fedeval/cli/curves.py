@@ -7,8 +7,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from rich.console import Console
-
 from fedeval.cli.app import app
 from fedeval.cli.common import errors_to_exit, estimate_words, plot_file, wrote
 from fedeval.cli.evaluate import draw_curves
@@ -117,8 +115,7 @@ def curves(
     """
     from fedeval.api.curves import curve_result, roc_pr_curves_file
     from fedeval.tables.output_format import DataFormat, encoded_text
-    from fedeval.views.dicts import curves_csv, curves_dict, curves_parquet
-    from fedeval.views.terminal import render_curves_table
+    from fedeval.views.render import Context, Format, render
 
     with errors_to_exit():
         release = ReleaseOptions.of(flat(locals()))
@@ -132,16 +129,16 @@ def curves(
             ),
         )
         name = release.source
-        cdoc = curves_dict(c, source=name)
+        cdoc = render(c, Format.JSON, Context(name))
         text = data = None  # --format table on a terminal
         if spec is not None and spec.format is DataFormat.JSON:
             text = document_text(cdoc, sign_key=release.signer)
         elif spec is not None and spec.format is DataFormat.CSV:
-            text = curves_csv(c)
+            text = render(c, Format.CSV)
         if text is not None:
             data = encoded_text(text, None if spec is None else spec.compression)
         elif spec is not None:  # Parquet, to a file
-            data = curves_parquet(c)
+            data = render(c, Format.PARQUET)
         to_stdout = release.commit(
             c.run,
             doc=cdoc,
@@ -150,7 +147,7 @@ def curves(
             plot=None if plot_path is None else (plot_path, lambda p: draw_curves(c, p)),
         )
         if spec is None:
-            render_curves_table(c, Console(), source=name)
+            render(c, Format.TABLE, Context(name))
         elif text is not None and (to_stdout or output is None):
             sys.stdout.write(text)
         areas = cdoc["curves"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from rich.console import Console
-
 from fedeval.cli.app import app
 from fedeval.cli.budget import (
     apply_gates,
@@ -107,8 +105,7 @@ def evaluate(
     refused (nothing is written).
     """
     from fedeval.api.evaluate import evaluate_file, evaluate_run
-    from fedeval.views.dicts import evaluation_dict
-    from fedeval.views.terminal import render_table
+    from fedeval.views.render import Context, Format, render
 
     with errors_to_exit():
         release = ReleaseOptions.of(flat(locals()))
@@ -133,8 +130,8 @@ def evaluate(
             ),
         )
         name = release.source
-        report = evaluation_dict(ev, source=name)
-        verdicts = judge_gates(gates, on, report)
+        report = render(ev, Format.JSON, Context(name))
+        verdicts = judge_gates(gates, on, ev)
         if gates:  # the verdicts join the one document (stdout holds one JSON value)
             report["gates"] = gates_section(verdicts, on)
         doc = document_text(report, sign_key=release.signer)
@@ -146,7 +143,7 @@ def evaluate(
             plot=None if plot_path is None else (plot_path, lambda p: draw_curves(ev.curves, p)),
         )
         as_json = doc if output_format is OutputFormat.json else None
-        show(doc, to_stdout, output, as_json, lambda: render_table(ev, Console(), source=name))
+        show(doc, to_stdout, output, as_json, lambda: render(ev, Format.TABLE, Context(name)))
         metrics = report["metrics"]
         wrote(
             output,

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from fedeval.cli.app import app
 from fedeval.cli.common import (
@@ -198,8 +197,7 @@ def simulate(
         from fedeval.protocol.simulate import Simulated
         from fedeval.tables.outputs import Outputs, is_stdout
         from fedeval.tables.read import source_name
-        from fedeval.views.dicts import evaluation_dict
-        from fedeval.views.terminal import render_table
+        from fedeval.views.render import Context, Format, render
 
         check_ci_draws(ci_draws)
         if sign_key is not None and save_release is None:
@@ -222,7 +220,7 @@ def simulate(
         run = Simulated.from_release(outcome.release, outcome.axis, seed=seed, ci_draws=ci_draws)
         ev = evaluate_run(run, thresholds=settings.thresholds, quantiles=quantiles)
         name = str(save_release) if save_release is not None else source_name(file)
-        report = evaluation_dict(ev, source=name)
+        report = render(ev, Format.JSON, Context(name))
         doc = document_text(report)
         with Outputs() as out:
             to_stdout = emit(doc, output, out)
@@ -242,7 +240,7 @@ def simulate(
         highlight=False,
     )
     as_json = doc if output_format is OutputFormat.json else None
-    show(doc, to_stdout, output, as_json, lambda: render_table(ev, Console(), source=name))
+    show(doc, to_stdout, output, as_json, lambda: render(ev, Format.TABLE, Context(name)))
 
 
 @flower_app.command()

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from rich.console import Console
-
 from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import OutputFormat, emit, floats, json_output, show, wrote
 from fedeval.cli.groups import OptionGroup
@@ -184,11 +182,10 @@ def calibrate_multiclass(
 ) -> None:
     from fedeval.multiclass import (
         calibrate_multiclass_file,
-        multiclass_map_dict,
-        render_multiclass_table,
         shareable_map,
     )
     from fedeval.tables.read import source_name
+    from fedeval.views.render import Context, Format, render
 
     check_ledger_options(ledger, budget)
     json_output(output)
@@ -216,7 +213,7 @@ def calibrate_multiclass(
     result = calibrate_multiclass_file(file, clip=clip_value, bins=bins, **options)
     name = source_name(file)
     # The report holds exact metrics; the map is for sharing (under DP: calibrator, privacy).
-    doc = multiclass_map_dict(result, source=name)
+    doc = render(result, Format.JSON, Context(name))
     if fail_if_worse and result.safeguard is not None:
         doc["gates"] = heldout_gate(result.safeguard)
     map_text = document_text(shareable_map(doc))
@@ -225,7 +222,7 @@ def calibrate_multiclass(
         charge_ledger(ledger, budget, doc)
         out.commit()
     as_json = document_text(doc) if output_format is OutputFormat.json else None
-    table = lambda: render_multiclass_table(result, Console(), source=name)  # noqa: E731
+    table = lambda: render(result, Format.TABLE, Context(name))  # noqa: E731
     show(map_text, to_stdout, output, as_json, table)
     written = shareable_map(doc)  # the summary states what the file holds, no more
     temperature = (written.get("calibrator") or {}).get("temperature")

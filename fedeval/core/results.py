@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -40,3 +40,32 @@ def undetermined_note(metric: str, positives: float, negatives: float) -> str:
         f"the release estimates ≈ {positives:,.0f} positives and ≈ {negatives:,.0f} "
         f"negatives: {metric} is undetermined"
     )
+
+
+@dataclass(frozen=True)
+class ThresholdMetrics:
+    """Every threshold metric (`fedeval.estimate.metric_registry.THRESHOLD_METRICS`) of the
+    classifier "positive iff score ≥ threshold", by name: ``m["recall"]`` (or ``m.recall`` for
+    precision, recall and accuracy).
+
+    Precision where few or no examples are predicted positive carries a note, the full [0, 1]
+    interval and the limit value from the top scores (`sparse_precision`), never nan."""
+
+    threshold: float
+    estimates: dict[str, Estimate] = field(hash=False)
+    """By metric name, in the registry's order."""
+
+    def __getitem__(self, name: str) -> Estimate:
+        return self.estimates[name]
+
+    @property
+    def precision(self) -> Estimate:
+        return self.estimates["precision"]
+
+    @property
+    def recall(self) -> Estimate:
+        return self.estimates["recall"]
+
+    @property
+    def accuracy(self) -> Estimate:
+        return self.estimates["accuracy"]

@@ -38,6 +38,35 @@ def threshold_counts(leaves: np.ndarray, thresholds: np.ndarray) -> tuple[np.nda
     return tp, fp
 
 
+def precision(
+    tp: ArrayLike, fp: ArrayLike, positives: ArrayLike, negatives: ArrayLike
+) -> np.ndarray:
+    """Precision TP/(TP + FP), nan where nothing is predicted positive (section 3.2)."""
+    tp, fp = np.asarray(tp, float), np.asarray(fp, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
+    return out
+
+
+def recall(tp: ArrayLike, fp: ArrayLike, positives: ArrayLike, negatives: ArrayLike) -> np.ndarray:
+    """Recall TP/P, nan where P ≤ 0 (section 3.2)."""
+    tp, p = np.asarray(tp, float), np.asarray(positives, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(p > 0, tp / p, np.nan)
+    return out
+
+
+def accuracy(
+    tp: ArrayLike, fp: ArrayLike, positives: ArrayLike, negatives: ArrayLike
+) -> np.ndarray:
+    """Accuracy (TP + N − FP)/(P + N), nan where P + N ≤ 0 (section 3.2)."""
+    tp, fp = np.asarray(tp, float), np.asarray(fp, float)
+    p, n = np.asarray(positives, float), np.asarray(negatives, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: np.ndarray = np.where(p + n > 0, (tp + n - fp) / (p + n), np.nan)
+    return out
+
+
 def precision_recall_accuracy(
     tp: ArrayLike, fp: ArrayLike, positives: ArrayLike, negatives: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,15 +74,14 @@ def precision_recall_accuracy(
 
     `nan` where a denominator is not positive (e.g. nothing predicted positive), as scikit-learn
     warns and does; callers decide what to print. Totals must broadcast against the counts
-    (a scalar, or shape (..., 1) for counts of shape (..., T)).
+    (a scalar, or shape (..., 1) for counts of shape (..., T)). Each is a threshold metric of
+    `fedeval.estimate.metric_registry`, whose formulas all take (TP, FP, P, N).
     """
-    tp, fp = np.asarray(tp, float), np.asarray(fp, float)
-    p, n = np.asarray(positives, float), np.asarray(negatives, float)  # broadcast against tp
-    with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(tp + fp > 0, tp / (tp + fp), np.nan)
-        recall = np.where(p > 0, tp / p, np.nan)
-        accuracy = np.where(p + n > 0, (tp + n - fp) / (p + n), np.nan)
-    return precision, recall, accuracy
+    return (
+        precision(tp, fp, positives, negatives),
+        recall(tp, fp, positives, negatives),
+        accuracy(tp, fp, positives, negatives),
+    )
 
 
 def clip_unit(x: np.ndarray) -> np.ndarray:

@@ -22,6 +22,8 @@ Two sources of error:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,7 +31,13 @@ from scipy.special import ndtr
 
 from fedeval.core.hierarchy import mass_at_or_above
 from fedeval.core.spec import DEFAULT_DRAWS as DEFAULT_DRAWS  # fresh noise draws per run
-from fedeval.estimate.metrics import precision_recall_accuracy, threshold_counts
+from fedeval.estimate.metrics import (
+    accuracy,
+    precision,
+    precision_recall_accuracy,
+    recall,
+    threshold_counts,
+)
 
 Z95 = 1.959963984540054
 """The two-sided 95% normal quantile."""
@@ -72,6 +80,57 @@ def count_bounds(
     return est - np.where(inside, (1.0 - u) * c, 0.0), est + np.where(inside, u * c, 0.0)
 
 
+CountFormula = Callable[[np.ndarray, np.ndarray, Any, Any], np.ndarray]
+"""A threshold metric from (TP, FP, P, N): `fedeval.estimate.metrics.precision`, …"""
+
+BoundsFormula = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float], np.ndarray]
+"""A threshold metric's worst case (T, 2) from (TP low, TP high, FP low, FP high, P, N)."""
+
+
+def count_corners(
+    leaves: np.ndarray, unit_thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float]:
+    """(TP low, TP high, FP low, FP high, P, N): each class's count ≥ t at its worst case over
+    where the examples of the leaf holding t sit (`count_bounds`), and the release's totals."""
+    tp_lo, tp_hi = count_bounds(leaves[1], unit_thresholds)
+    fp_lo, fp_hi = count_bounds(leaves[0], unit_thresholds)
+    return tp_lo, tp_hi, fp_lo, fp_hi, float(leaves[1].sum()), float(leaves[0].sum())
+
+
+def worst_case(metric: CountFormula) -> BoundsFormula:
+    """The worst case of a metric that rises with TP and falls with FP (recall, accuracy, F1):
+    lowest at (TP low, FP high), highest at (TP high, FP low), on the counts as estimated."""
+
+    def bounds(
+        tp_lo: np.ndarray,
+        tp_hi: np.ndarray,
+        fp_lo: np.ndarray,
+        fp_hi: np.ndarray,
+        p_total: float,
+        n_total: float,
+    ) -> np.ndarray:
+        lo = metric(tp_lo, fp_hi, p_total, n_total)
+        hi = metric(tp_hi, fp_lo, p_total, n_total)
+        return np.stack([lo, hi], axis=-1)
+
+    return bounds
+
+
+def precision_bounds(
+    tp_lo: np.ndarray,
+    tp_hi: np.ndarray,
+    fp_lo: np.ndarray,
+    fp_hi: np.ndarray,
+    p_total: float,
+    n_total: float,
+) -> np.ndarray:
+    """The worst case of precision: `worst_case` on counts clamped at 0, and a corner with
+    nothing predicted positive leaves precision anywhere in [0, 1] (0 low, 1 high)."""
+    lo = precision(np.clip(tp_lo, 0.0, None), np.clip(fp_hi, 0.0, None), p_total, n_total)
+    hi = precision(np.clip(tp_hi, 0.0, None), np.clip(fp_lo, 0.0, None), p_total, n_total)
+    return np.stack([np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)], axis=-1)
+
+
 def threshold_bounds(
     leaves: np.ndarray, unit_thresholds: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -81,25 +140,13 @@ def threshold_bounds(
     Every metric is monotone in TP and FP: recall follows TP; accuracy is lowest with TP low and
     FP high; precision is lowest at (TP low, FP high) and highest at (TP high, FP low), counts
     clamped at 0 (0 and 1 where that corner predicts nothing positive). Totals are the
-    release's.
+    release's. (`fedeval.estimate.metric_registry` holds each metric's bounds formula.)
     """
-    tp_lo, tp_hi = count_bounds(leaves[1], unit_thresholds)
-    fp_lo, fp_hi = count_bounds(leaves[0], unit_thresholds)
-    p_total, n_total = float(leaves[1].sum()), float(leaves[0].sum())
-    lo = precision_recall_accuracy(
-        np.clip(tp_lo, 0.0, None), np.clip(fp_hi, 0.0, None), p_total, n_total
-    )
-    hi = precision_recall_accuracy(
-        np.clip(tp_hi, 0.0, None), np.clip(fp_lo, 0.0, None), p_total, n_total
-    )
-    # A corner with nothing predicted positive leaves precision anywhere in [0, 1].
-    lo, hi = (np.nan_to_num(lo[0], nan=0.0), *lo[1:]), (np.nan_to_num(hi[0], nan=1.0), *hi[1:])
-    _, recall_lo, accuracy_lo = precision_recall_accuracy(tp_lo, fp_hi, p_total, n_total)
-    _, recall_hi, accuracy_hi = precision_recall_accuracy(tp_hi, fp_lo, p_total, n_total)
+    corners = count_corners(leaves, unit_thresholds)
     return (
-        np.stack([lo[0], hi[0]], axis=-1),
-        np.stack([recall_lo, recall_hi], axis=-1),
-        np.stack([accuracy_lo, accuracy_hi], axis=-1),
+        precision_bounds(*corners),
+        worst_case(recall)(*corners),
+        worst_case(accuracy)(*corners),
     )
 
 

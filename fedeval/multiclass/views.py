@@ -1,5 +1,6 @@
 """The multiclass result as a rich table: metrics before and after, per-round privacy, the
-federation's schedule."""
+federation's schedule; it and the map document (`multiclass_map_dict`) are the result's
+renderers in `fedeval.views.render` (registered below)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from fedeval.multiclass.denoise import NoisyBinning
 from fedeval.multiclass.result import (
     MulticlassResult,
     Partition,
+    multiclass_map_dict,
 )
 from fedeval.multiclass.temperature import (
     Safeguard,
     TemperatureCalibrator,
 )
+from fedeval.views.render import Format, register
 
 
 def render_multiclass_table(
@@ -115,3 +118,16 @@ def render_multiclass_table(
     if r.seed is not None:
         foot += f" · seed {r.seed}"
     console.print(f"[dim]{foot}[/dim]", soft_wrap=True)
+
+
+register(
+    "MulticlassResult",
+    Format.JSON,
+    lambda r, c: multiclass_map_dict(r, source=c.source),
+)
+register(
+    "MulticlassResult",
+    Format.TABLE,
+    lambda r, c: render_multiclass_table(r, c.console, source=c.source),
+)
+"""The multiclass result's renderers, in the one table of `fedeval.views.render`."""

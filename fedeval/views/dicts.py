@@ -19,6 +19,7 @@ from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.results import Estimate
 from fedeval.core.version import __version__
 from fedeval.documents.map_file import SCHEMA as MAP_SCHEMA
+from fedeval.estimate.metric_registry import THRESHOLD_METRICS
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated
 
@@ -163,12 +164,7 @@ def evaluation_dict(ev: Evaluation, *, source: str | None = None) -> dict[str, A
     doc["metrics"] = {
         "auc": _estimate(ev.auc),
         "thresholds": [
-            {
-                "threshold": t.threshold,
-                "precision": _estimate(t.precision),
-                "recall": _estimate(t.recall),
-                "accuracy": _estimate(t.accuracy),
-            }
+            {"threshold": t.threshold} | {m.name: _estimate(t[m.name]) for m in THRESHOLD_METRICS}
             for t in ev.thresholds
         ],
         "curves": _curve_areas(ev.curves),

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from fedeval.core.results import Estimate
+from fedeval.estimate.metric_registry import THRESHOLD_METRICS
 from fedeval.protocol.simulate import Simulated
 from fedeval.views.dicts import group_privacy_caveat, guarantee
 
@@ -130,20 +131,20 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
     )
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     t.add_column("threshold", justify="right")
-    for name in ("precision ± 95%", "recall ± 95%", "accuracy ± 95%"):
-        t.add_column(name, justify="right")
+    for metric in THRESHOLD_METRICS:
+        t.add_column(f"{metric.label} ± 95%", justify="right")
     if exact:
         t.add_column("worst |error|", justify="right", style="dim")
     notes: list[str] = []
     for m in ev.thresholds:
-        trio = (m.precision, m.recall, m.accuracy)
-        cells = [f"{m.threshold:.4g}", *(_pm(e) for e in trio)]
+        row = [m[metric.name] for metric in THRESHOLD_METRICS]
+        cells = [f"{m.threshold:.4g}", *(_pm(e) for e in row)]
         if exact:
-            errs = [e.abs_error for e in trio if e.abs_error is not None]
+            errs = [e.abs_error for e in row if e.abs_error is not None]
             cells.append(_err(max(errs)) if errs else "—")
         t.add_row(*cells)
-        names = ("precision", "recall", "accuracy")
-        notes += _notes([(f"{n}@{m.threshold:.4g}", e) for n, e in zip(names, trio, strict=True)])
+        at = f"@{m.threshold:.4g}"
+        notes += _notes([(metric.name + at, m[metric.name]) for metric in THRESHOLD_METRICS])
     console.print(t)
     for line in notes:
         console.print(escape(line), soft_wrap=True)

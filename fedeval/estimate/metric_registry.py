@@ -1,0 +1,89 @@
+"""The threshold metrics, by name: how each is computed from the counts a release gives at a
+threshold t (TP and FP: each class's mass with score ≥ t; P and N: the class totals), how its
+95% interval's worst case over the leaf that holds t is bounded, and how it is shown.
+
+Everything that lists threshold metrics iterates `THRESHOLD_METRICS`: the evaluation
+(`fedeval.api.evaluate`: estimate, noise spread, interval, exact value), the report's JSON
+(`fedeval.views.dicts`: one key per name in each threshold row), the table (`fedeval.views.
+terminal`: one column per label), and the quality gates (`fedeval.api.gates`: ``name@t``).
+Adding a metric is its formula on (TP, FP, P, N), its worst case (`worst_case` for one that
+rises with TP and falls with FP), and one entry here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedeval.core.release import ScoreHistogram
+from fedeval.estimate.metrics import accuracy, clip_unit, precision, recall, threshold_counts
+from fedeval.estimate.uncertainty import (
+    BoundsFormula,
+    CountFormula,
+    count_corners,
+    noise_sd,
+    precision_bounds,
+    worst_case,
+)
+
+
+@dataclass(frozen=True)
+class ThresholdMetric:
+    """One metric of the classifier "positive iff score ≥ t".
+
+    `name`: the report's key in each threshold row, the gate's name before '@' and the key of
+    `fedeval.api.evaluate.ThresholdMetrics`; `label`: the table's column (before "± 95%");
+    `value`: the formula on (TP, FP, P, N), nan where undefined; `bounds`: its worst case
+    (T, 2) from the corners of `fedeval.estimate.uncertainty.count_corners`.
+
+    `sparse_limit`: where few or no examples are predicted positive the metric is noise
+    divided by noise, and is reported as its limit from the top scores with the full [0, 1]
+    interval and a note (`fedeval.api.evaluate.sparse_precision`). Otherwise, where a class
+    total it divides by is estimated at ≤ 0, it is reported as the uninformative 0.5 with [0, 1]
+    and a note naming it."""
+
+    name: str
+    label: str
+    value: CountFormula
+    bounds: BoundsFormula
+    sparse_limit: bool = False
+
+
+THRESHOLD_METRICS: tuple[ThresholdMetric, ...] = (
+    ThresholdMetric("precision", "precision", precision, precision_bounds, sparse_limit=True),
+    ThresholdMetric("recall", "recall", recall, worst_case(recall)),
+    ThresholdMetric("accuracy", "accuracy", accuracy, worst_case(accuracy)),
+)
+"""In the order the report's threshold rows and the table's columns show them."""
+
+THRESHOLD_METRIC_NAMES: tuple[str, ...] = tuple(m.name for m in THRESHOLD_METRICS)
+
+
+def threshold_values(hist: ScoreHistogram, unit_thresholds: np.ndarray) -> dict[str, np.ndarray]:
+    """Each threshold metric's estimate at each threshold (in [0, 1]; nan where undefined), by
+    name: its formula on the leaves' counts ≥ t (uniform inside the leaf that holds t) and the
+    release's class totals."""
+    tp, fp = threshold_counts(hist.leaves, unit_thresholds)
+    return {
+        m.name: clip_unit(m.value(tp, fp, hist.positives, hist.negatives))
+        for m in THRESHOLD_METRICS
+    }
+
+
+def threshold_parts_of(
+    leaves: np.ndarray, draws: np.ndarray | None, unit_thresholds: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(noise σ (T,), worst-case bounds (T, 2)) of each threshold metric, in the registry's
+    order, from consistent leaves (2, L) and fresh noise draws on them (draws, 2, L) or None:
+    σ is the metric's spread over the re-noised releases (`noise_sd`), the bounds its formula at
+    the corners of `count_corners`. `interval_around` makes the interval of them."""
+    corners = count_corners(leaves, unit_thresholds)
+    sds = [np.zeros(len(unit_thresholds))] * len(THRESHOLD_METRICS)
+    if draws is not None:
+        noisy = leaves + draws
+        tp, fp = threshold_counts(noisy, unit_thresholds)
+        p = noisy[..., 1, :].sum(axis=-1)[..., None]
+        n = noisy[..., 0, :].sum(axis=-1)[..., None]
+        sds = [noise_sd(m.value(tp, fp, p, n)) for m in THRESHOLD_METRICS]
+    return tuple((sd, m.bounds(*corners)) for sd, m in zip(sds, THRESHOLD_METRICS, strict=True))
