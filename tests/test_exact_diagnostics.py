@@ -167,3 +167,19 @@ def test_arc_cells_found_as_a_search_of_the_whole_arc_finds_them(m):
     ):
         expected = np.searchsorted(arc, edges, side="left")
         assert np.array_equal(_arc_starts(tpr, fpr, scale, edges), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int64])
+def test_running_count_is_cumsum(dtype):
+    """The key blocks' running count of labels, read as rows of PREFIX_COLUMNS (column
+    additions, then each row's offset), equals numpy's cumsum in the same dtype: short arrays,
+    lengths off a whole row, long runs of ones."""
+    from fedeval.estimate.exact_rows import running_count
+
+    rng = np.random.default_rng(28)
+    for n in [*range(0, 40), 511, 512, 513, 519, 4099, 131_079]:
+        a = (rng.random(n) < 0.3).astype(dtype)
+        a[n // 4 : n // 2] = 1
+        expected = np.cumsum(a, dtype=dtype)
+        got = running_count(a)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
