@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from fedeval.estimate import curve_areas
+from fedeval.estimate import area_pass, curve_areas
 from fedeval.estimate import diagnostics as D
 from fedeval.estimate.exact import (
     SortedScores,
@@ -135,7 +135,7 @@ def _polyline(rng, k: int, lo: float, hi: float, jumps: bool):
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("block", [1, 7, 1 << 16])
-@pytest.mark.parametrize("special_batch", [1, 3, D.SPECIAL_BATCH])
+@pytest.mark.parametrize("special_batch", [1, 3, area_pass.SPECIAL_BATCH])
 def test_area_pass_equals_the_whole_curve_oracle_for_any_estimate(
     seed, block, special_batch, monkeypatch
 ):
@@ -143,7 +143,7 @@ def test_area_pass_equals_the_whole_curve_oracle_for_any_estimate(
     knots on its points: each block's fast sum plus its re-integrated segments (integrated a
     batch at a time, whatever the batch), and the grid beyond the exact curve's ends, equal
     `_area_between` on the whole curves."""
-    monkeypatch.setattr(D, "SPECIAL_BATCH", special_batch)
+    monkeypatch.setattr(area_pass, "SPECIAL_BATCH", special_batch)
     rng = np.random.default_rng(seed)
     s, y = _scores(seed, 600, "rounded" if seed % 2 else "smooth")
     ss = SortedScores.from_arrays(s, y)

@@ -143,3 +143,43 @@ def test_exact_auc_by_ranges_equals_the_distinct_table_form(decimals):
     mixed = SortedScores(np.sort(s[~y]), np.sort(s[y]).astype(np.float64))
     assert exact_auc(same) == exact_auc(mixed)
     assert exact_auc(same) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+@pytest.mark.parametrize("m", [1, 2, 63, 64, 65, 1000, 4097])
+def test_arc_cells_found_as_a_search_of_the_whole_arc_finds_them(m):
+    """The thinning's arc cells are found from the arc at every ARC_STRIDE-th point and one
+    window per edge: the same indices as a binary search of the whole arc, on curves with
+    flat runs (one class only over a stretch), jumps and edges hit exactly."""
+    from fedeval.estimate.diagnostics import _arc_starts
+
+    rng = np.random.default_rng([28, m])
+    p, n = 37, 53
+    steps = rng.integers(0, 3, (2, m)) * (rng.random((2, m)) < 0.7)
+    tp, fp = np.cumsum(steps[0]).astype(float), np.cumsum(steps[1]).astype(float)
+    tp[-1], fp[-1] = max(tp[-1], 1.0), max(fp[-1], 1.0)
+    tpr, fpr = tp / max(tp[-1], p), fp / max(fp[-1], n)
+    scale = 500.0
+    arc = (tpr + fpr) * scale
+    for edges in (
+        np.arange(0, int(np.floor(arc[-1])) + 1),
+        np.unique(np.floor(arc)).astype(np.int64),  # values the arc takes exactly
+        np.zeros(0, np.int64),
+    ):
+        expected = np.searchsorted(arc, edges, side="left")
+        assert np.array_equal(_arc_starts(tpr, fpr, scale, edges), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.uint64, np.int64])
+def test_running_count_is_cumsum(dtype):
+    """The key blocks' running count of labels, read as rows of PREFIX_COLUMNS (column
+    additions, then each row's offset), equals numpy's cumsum in the same dtype: short arrays,
+    lengths off a whole row, long runs of ones."""
+    from fedeval.estimate.exact_rows import running_count
+
+    rng = np.random.default_rng(28)
+    for n in [*range(0, 40), 511, 512, 513, 519, 4099, 131_079]:
+        a = (rng.random(n) < 0.3).astype(dtype)
+        a[n // 4 : n // 2] = 1
+        expected = np.cumsum(a, dtype=dtype)
+        got = running_count(a)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)

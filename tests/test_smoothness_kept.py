@@ -56,3 +56,16 @@ def test_other_draws_or_edges_are_read_afresh():
     assert np.array_equal(departures(leaves, other, edges, 8), _fresh(leaves, other, edges))
     warped = edges**2
     assert np.array_equal(departures(leaves, draws, warped, 8), _fresh(leaves, draws, warped))
+
+
+def test_draws_changed_in_place_are_read_again():
+    """The noise's share of the spread is kept with a copy of the draws it came from: draws
+    written over in place (the same array object, other values) are read afresh."""
+    leaves, draws, edges = _release(3)
+    before = departures(leaves, draws, edges, 8)
+    draws *= 40  # the same array, noise wide enough to hide the point mass
+    after = departures(leaves, draws, edges, 8)
+    assert not np.array_equal(after, before)
+    assert np.array_equal(after, _fresh(leaves, draws, edges))
+    draws /= 40
+    assert np.array_equal(departures(leaves, draws, edges, 8), before)

@@ -20,13 +20,16 @@ from fedeval.estimate.exact import SortedScores
 P = ParamSpec("P")
 T = TypeVar("T")
 
-Block = tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Block = tuple[
+    np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
+]
+"""(scores, where, TP, FP, positives, negatives, TP + FP): `rows_from_top`' block."""
 
 
 def rows_from_top(s: SortedScores, block: int) -> Iterator[tuple[Block, float, float]]:
     """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
-    positives, negatives), descending, the counts at each distinct score as float64 (integers
-    below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
+    positives, negatives, TP + FP), descending, the counts at each distinct score as float64
+    (integers below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
     `scores[where]` (`where` None: all of them), read only where a point is kept. Each block
     comes with (TP, FP) above it.
 
@@ -41,7 +44,7 @@ def rows_from_top(s: SortedScores, block: int) -> Iterator[tuple[Block, float, f
             tp += tp0
             fp = np.cumsum(dn)
             fp += fp0
-            yield (d.values[::-1], None, tp, fp, dp, dn), tp0, fp0
+            yield (d.values[::-1], None, tp, fp, dp, dn, tp + fp), tp0, fp0
             tp0, fp0 = float(tp[-1]), float(fp[-1])
         return
     for lo, hi in s.key_ranges(block, descending=True):
@@ -59,24 +62,53 @@ def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Blo
     # width, in place, made float64 only where read. A block is 2·EXACT_BLOCK keys and the
     # rest of a run of equal scores, so only a run of 2^32 or more float32 keys needs int64.
     labels = np.bitwise_and(keys, 1, out=keys)
-    wide = len(keys) > np.iinfo(keys.dtype).max
-    below = np.cumsum(labels, dtype=np.int64) if wide else np.cumsum(labels, out=keys)
+    wide = keys.itemsize == 4 and len(keys) > 0xFFFFFFFF
+    below = np.cumsum(labels, dtype=np.int64) if wide else running_count(labels)
     last = np.empty(len(keys), bool)  # the last key of each score, from the top
     np.not_equal(score[:-1], score[1:], out=last[:-1])
     last[-1] = True
     base = tp0 + fp0 + 1.0  # the rank of the block's first key
     t = score.view(s.dtype)
+    # The rank of each distinct score's last key is TP + FP there (exact integers: FP is
+    # the rank less TP, so TP + FP is the rank again, bit for bit).
     if last.all():
         tp = np.add(below, tp0, dtype=np.float64)
-        fp = np.arange(base, base + len(keys))
-        fp -= tp
+        count = np.arange(base, base + len(keys))
         dp = _steps(tp, tp0)
-        return t, None, tp, fp, dp, np.subtract(1.0, dp)
+        return t, None, tp, np.subtract(count, tp), dp, np.subtract(1.0, dp), count
     ends = np.flatnonzero(last)
     tp = np.add(below[ends], tp0, dtype=np.float64)
-    fp = np.add(ends, base, out=np.empty_like(tp))
-    fp -= tp
-    return t, ends, tp, fp, _steps(tp, tp0), _steps(fp, fp0)
+    count = np.add(ends, base, out=np.empty_like(tp))
+    fp = np.subtract(count, tp)
+    return t, ends, tp, fp, _steps(tp, tp0), _steps(fp, fp0), count
+
+
+PREFIX_COLUMNS = 8
+"""`running_count` reads its array as rows of this many."""
+
+
+def running_count(a: np.ndarray) -> np.ndarray:
+    """`np.cumsum(a)` of non-negative integers, in place, in a's own dtype (its total must fit).
+
+    numpy's cumsum adds one element after another. Here the array is read as rows of
+    PREFIX_COLUMNS: each row's running count by adding each column to the one before, across
+    every row at once, then each row's offset, the running count of the rows' totals (a
+    PREFIX_COLUMNS-th of the elements). Integer sums are exact in any order, so the counts are
+    the same; on 2^17 labels about 2.5 times faster than cumsum."""
+    c = PREFIX_COLUMNS
+    r = len(a) // c
+    if r < 64:
+        return np.cumsum(a, out=a)
+    rows = a[: r * c].reshape(r, c)
+    for j in range(1, c):
+        np.add(rows[:, j], rows[:, j - 1], out=rows[:, j])
+    offsets = np.cumsum(rows[:, -1], dtype=a.dtype)  # the count up to each row's end
+    rows[1:] += offsets[:-1, None]
+    tail = a[r * c :]
+    if len(tail):
+        np.cumsum(tail, out=tail)
+        tail += offsets[-1]
+    return a
 
 
 def _given(rows: Block) -> Block:
