@@ -66,9 +66,12 @@ def user_family(family: str, n: int, rng: np.random.Generator) -> tuple[np.ndarr
     if family == "tiny":
         y = rng.random(n) < 0.2
         return y, _sigmoid(rng.normal(np.where(y, 1.0, -1.0), 1.0))
-    if family == "ultrarare":
-        y = rng.random(n) < 0.002
+    if family in ("ultrarare", "rare-small"):
+        y = rng.random(n) < (0.002 if family == "ultrarare" else 0.015)
         return y, np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
+    if family == "logistic-rare":
+        y = rng.random(n) < 0.02
+        return y, _sigmoid(2.0 * y + rng.standard_normal(n) - 2.5)
     if family == "onevalue":
         y = rng.random(n) < 0.1
         return y, np.where(y, 0.8, rng.beta(4.0, 3.0, n))

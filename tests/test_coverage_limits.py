@@ -223,11 +223,17 @@ MASSES = [
     ("clipped", "distdp", 300_000, 7, "AP"),
     ("pointmass", "distdp", 300_000, 7, "AUC"),
     ("pointmass", "distdp", 300_000, 7, "AP"),
+    ("tree", "localdp", 100_000, 6, "AUC"),
+    ("tree", "localdp", 100_000, 6, "AP"),
+    ("clipped", "localdp", 300_000, 5, "AUC"),
+    ("clipped", "localdp", 300_000, 5, "AP"),
+    ("pointmass", "localdp", 300_000, 5, "AUC"),
+    ("pointmass", "localdp", 300_000, 5, "AP"),
 ]
 SMOOTH_AP = [
     ("smooth", "distdp", 300_000, 7, "AP"),  # hard.py's unequal: smooth scores, 1,000 clients
     ("bimodal", "distdp", 300_000, 8, "AP"),
-    ("squeezed", "distdp", 500_000, 10, "AP"),
+    pytest.param("squeezed", "distdp", 500_000, 10, "AP", marks=pytest.mark.slow),
     ("tiny", "distdp", 2_000, 4, "AP"),
     pytest.param("ultrarare", "distdp", 1_000_000, 4, "AP", marks=pytest.mark.slow),
 ]
@@ -253,13 +259,13 @@ def test_under_dp_the_cells_cannot_place_masses_and_ties(family, model, rows, he
 
 
 LOCAL_AUC = [
-    ("squeezed", "localdp", 500_000, 9, "AUC"),
+    pytest.param("squeezed", "localdp", 500_000, 9, "AUC", marks=pytest.mark.slow),
     ("grid", "localdp", 200_000, 6, "AUC"),
 ]
 SMOOTH_ECE = [
     ("smooth", "distdp", 300_000, 7, "ECE"),
     ("smooth", "localdp", 300_000, 5, "ECE"),
-    ("squeezed", "distdp", 500_000, 10, "ECE"),
+    pytest.param("squeezed", "distdp", 500_000, 10, "ECE", marks=pytest.mark.slow),
     ("bimodal", "distdp", 300_000, 8, "ECE"),
     ("clipped", "distdp", 300_000, 7, "ECE"),
 ]
