@@ -71,7 +71,10 @@ def test_json_document(table, tmp_path):
         ([*COLS, "--fail-if-worse", "auc"], "METRIC=MARGIN"),
         ([*COLS, "--interval", "sample"], "population or generalisation"),
         ([*COLS, "--split", "1"], "strictly between 0 and 1"),
-        (["--baseline-col", "score", "--candidate-col", "nope"], "nope"),
+        (["--baseline-col", "score", "--candidate-col", "nope"], "'nope'"),
+        # A missing column is named with the option that chose it, not evaluate's --score-col.
+        (["--baseline-col", "score", "--candidate-col", "nope"], "with --candidate-col."),
+        (["--baseline-col", "nope", "--candidate-col", "score"], "with --baseline-col."),
         ([*COLS, "--fail-if-worse", "ece=0.1"], "no metric 'ece'"),
     ],
 )

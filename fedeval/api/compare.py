@@ -120,7 +120,7 @@ from fedeval.api.compare_intervals import (
 from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
 from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel, check_epsilon
-from fedeval.core.errors import UsageError
+from fedeval.core.errors import InputError, UsageError
 from fedeval.core.results import Estimate
 from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
@@ -293,6 +293,21 @@ RELEASE_KEYWORDS = frozenset(ReleaseKeywords.__optional_keys__)
 """The keywords of a release (`fedeval.core.spec.ReleaseKeywords`), which `spec` replaces."""
 
 
+def _evaluate_column(
+    source: str | os.PathLike[str],
+    param: str,
+    columns: Columns,
+    spec: ReleaseSpec,
+    options: dict[str, Any],
+) -> Evaluation:
+    """`evaluate_file` on one of the pair's score columns; an error about the score column
+    names the parameter that chose it (`candidate_col`), not evaluate's `score_col`."""
+    try:
+        return evaluate_file(source, columns=columns, spec=spec, **options)
+    except InputError as e:
+        raise InputError(str(e).replace("`score_col`", f"`{param}`")) from e
+
+
 def compare_file(
     source: str | os.PathLike[str],
     *,
@@ -312,7 +327,7 @@ def compare_file(
     spec = release_spec(spec, cast(ReleaseKeywords, release))
     if baseline_col == candidate_col:
         raise UsageError(
-            f"--baseline-col and --candidate-col name the same column {baseline_col!r}: "
+            f"`baseline_col` and `candidate_col` name the same column {baseline_col!r}: "
             "compare two different models' scores."
         )
     if str(source) == "-":
@@ -322,11 +337,12 @@ def compare_file(
     split = check_split(split)
     kind = IntervalKind(interval)
     spec_b, spec_c, seed = _pair_specs(spec, split)
-    b = evaluate_file(
-        source, columns=Columns(baseline_col, label_col, client_col), spec=spec_b, **options
-    )
-    c = evaluate_file(
-        source, columns=Columns(candidate_col, label_col, client_col), spec=spec_c, **options
+    b, c = (
+        _evaluate_column(source, param, Columns(col, label_col, client_col), spec_, options)
+        for param, col, spec_ in (
+            ("baseline_col", baseline_col, spec_b),
+            ("candidate_col", candidate_col, spec_c),
+        )
     )
     if b.run.truth is not None and c.run.truth is not None and b.rows != c.rows:
         raise UsageError("the two score columns hold different numbers of rows.")
