@@ -156,21 +156,6 @@ def _exact_and_predicted(
     return exact, discretisation(fine.reshape(2, cells, -1).sum(axis=-1), 0.0, heights)
 
 
-@pytest.mark.parametrize("cells", [64, 16])
-def test_squeezed_scores_ap_bias_is_not_taken_to_halve_per_level(cells):
-    # 100k scores in [0.45, 0.55], read with thresholds 0.47 … 0.53 declared (cell edges), fill
-    # 6 of 64 cells: the exact AP's bias falls by 0.54–0.80 per level until they fill 40, not
-    # by ½ (AP_FEW_RATE). At h = 8 … 10 the prediction from the 64-cell (distdp) and the
-    # 16-cell (localdp) probe is within a factor 2 of the exact bias; halving per level
-    # predicted 2.9–3.6x too little.
-    heights = np.arange(8, 11)
-    exact, predicted = _exact_and_predicted(
-        "squeezed", 100_000, cells, heights, (0.47, 0.49, 0.5, 0.51, 0.53)
-    )
-    ratio = predicted[1] / exact[1]
-    assert np.all((ratio > 0.5) & (ratio < 2.0)), (predicted[1], exact[1])
-
-
 def test_point_masses_read_no_auc_bias_the_finer_levels_do_not_have():
     # 40% of 100k rows on 8 scores (benchmarks/hard.py's pointmass, thresholds beside the
     # masses declared): the AUC's step from level 3 to 4 is large (masses and the smooth part

@@ -41,8 +41,8 @@ left at k; beyond k it is extrapolated from |Δ_{k−1}| step by step: where the
 at the resolution reached each step is ¼ of the one before (the bias is O(w²)); where they are
 not (point masses, ties, a class cut off inside a cell, a narrow range) the steps fall by about
 ½. Which applies is read from how many cells the data fill (`occupied_cells`, exp(entropy) per
-class): ½ while they fill fewer than SMOOTH_CELLS at that level (the AP's by AP_FEW_RATE),
-unless every class already fills SPREAD_SHARE of the probe's cells. bias(h) = Σ_{j ≥ h} Δ_j.
+class): ½ while they fill fewer than SMOOTH_CELLS at that level, unless every class already
+fills SPREAD_SHARE of the probe's cells. bias(h) = Σ_{j ≥ h} Δ_j.
 |Δ_{k−1}| is the last step read, or an earlier one carried up at ¼ per level where the later
 readings are lost in the noise, but never past the most a later step's own reading allows at
 a level whose cells divide the data (DIVIDED_CELLS: point masses, once each sits in its own
@@ -114,23 +114,6 @@ SMOOTH_CELLS = 40.0
 `benchmarks/hard.py`'s squeezed family (100k rows, scores in [0.45, 0.55], 10 of 64 cells
 filled at level 6) the exact AUC's steps fall by 0.52 and 0.64 per level until 40 cells are
 filled (level 8), then by 0.27, 0.22; smooth binormal scores fill 42–45 of 64."""
-
-AP_FEW_RATE = 0.7
-"""The AP's step decay per level while the data fill fewer than SMOOTH_CELLS (the AUC's is
-SLOWEST_RATE): the AP is read from the top of the ranking, where a cell of few-cell data holds
-a large share of the positives, and each split reveals the positives' order at the data's own
-scale, so its steps may fall slower than O(w). `benchmarks/hard.py`'s squeezed family (100k
-rows in [0.45, 0.55], read with its thresholds 0.47 … 0.53 as cell edges; 6.3 of 64 cells
-filled at level 6): the exact AP's bias falls by 0.54, 0.80, 0.62 per level from h = 4 while
-the data fill under 40 cells, then 0.27 (the AUC's by 0.33, 0.47, 0.48); at ½ the rule
-predicted an AP bias of 1.1e-3 at h = 7 against an exact 7.5e-3. The same scores on a linear
-axis (4.5 cells filled) show AP steps falling by about 0.3, and there this rate over-predicts
-the AP's bias (up to 20× at h = 8): the probe's steps cannot tell the two apart. Not 1: from a
-16-cell probe (localdp), where the last step read is between levels the data fill 1–2 cells
-of, no decay over-predicted that bias 4× (and a rare class's 10–20×). Families that fill
-more cells fall faster (rare, bimodal: 0.24–0.39 from level 6), so the rate errs toward
-over-predicting the AP's bias there, which costs a level of noise (sd ∝ h or √levels), where
-under-predicting it costs the bias of a level or more (2–4× per level)."""
 
 DIVIDED_CELLS = 10.0
 """The cells the data must fill at a level (`occupied_cells` scaled by 2^(ℓ − k)) for a step
@@ -263,14 +246,12 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
     steps, steps_most = _significant(np.diff(values, axis=-1), k)  # (2, k) each
     direct, direct_most = _significant(values[..., -1:] - values, k)  # V(k) − V(ℓ): (2, k + 1)
     # Each step beyond the probe: ½ of the one before while the data fill fewer than
-    # SMOOTH_CELLS cells at that level (the AP's by AP_FEW_RATE), ¼ from there (the smooth
-    # regime).
+    # SMOOTH_CELLS cells at that level, ¼ from there (the smooth regime).
     top = max(int(np.max(heights)), k) + 1
     occupied = occupied_cells(hist, sd)
     filled = occupied * 2.0 ** (np.arange(k, top) - k)
     spread = occupied >= SPREAD_SHARE * hist.shape[-1]
     rates = np.where((filled < SMOOTH_CELLS) & ~spread, SLOWEST_RATE, SMOOTH_RATE)
-    rates = np.stack([rates, np.where(rates == SLOWEST_RATE, AP_FEW_RATE, rates)])
     # Levels 0 … k whose cells divide the data: a reading there can bound what is carried.
     divided = occupied * 2.0 ** (np.arange(k + 1) - k) >= DIVIDED_CELLS
     out = np.zeros((2, len(heights)))
@@ -283,7 +264,7 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
         last = 0.0
         for j in range(k):
             last = max(float(steps[i, j]), min(SMOOTH_RATE * last, float(cap[j])))
-        beyond = last * np.cumprod(rates[i])  # Δ_k, Δ_{k+1}, …
+        beyond = last * np.cumprod(rates)  # Δ_k, Δ_{k+1}, …
         tail = np.cumsum(beyond[::-1])[::-1]  # bias(k), bias(k + 1), …: the steps left
         for j, h in enumerate(heights.tolist()):
             if h >= k:
