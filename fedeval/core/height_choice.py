@@ -42,8 +42,13 @@ at the resolution reached each step is ¼ of the one before (the bias is O(w²))
 not (point masses, ties, a class cut off inside a cell, a narrow range) the steps fall by about
 ½. Which applies is read from how many cells the data fill (`occupied_cells`, exp(entropy) per
 class): ½ while they fill fewer than SMOOTH_CELLS at that level, unless every class already
-fills SPREAD_SHARE of the probe's cells. bias(h) = Σ_{j ≥ h} Δ_j. A coarser tree is given at
-least twice the next finer one's bias (where its direct reading is lost in the noise).
+fills SPREAD_SHARE of the probe's cells. bias(h) = Σ_{j ≥ h} Δ_j.
+|Δ_{k−1}| is the last step read, or an earlier one carried up at ¼ per level where the later
+readings are lost in the noise, but never past the most a later step's own reading allows at
+a level whose cells divide the data (DIVIDED_CELLS: point masses, once each sits in its own
+cell, stop the steps, and a large coarse step carried up is a bias the estimator does not
+have). A coarser tree is given at least twice the next finer one's bias (where its direct
+reading is lost in the noise), again no more than that reading allows there.
 Each step and each direct reading is read through a parametric bootstrap: re-noised copies of
 the probe at its own noise variance give its noise sd and its bias (the AP clips and reads cells
 under two sds as empty, so its steps on a noisy probe are biased), and only what exceeds z sds
@@ -109,6 +114,19 @@ SMOOTH_CELLS = 40.0
 `benchmarks/hard.py`'s squeezed family (100k rows, scores in [0.45, 0.55], 10 of 64 cells
 filled at level 6) the exact AUC's steps fall by 0.52 and 0.64 per level until 40 cells are
 filled (level 8), then by 0.27, 0.22; smooth binormal scores fill 42–45 of 64."""
+
+DIVIDED_CELLS = 10.0
+"""The cells the data must fill at a level (`occupied_cells` scaled by 2^(ℓ − k)) for a step
+read there to bound the steps after it. Where they fill many cells, every split divides data
+and a small step read is a small bias left: point masses, once each has its own cell, stop the
+AUC's steps (`benchmarks/hard.py`'s pointmass, 100k rows: exact |AUC(h) − AUC(16)| ≤ 8.6e-5
+from h = 5, while the step from level 3 to 4 carried up at ¼ per level predicted 4.1e-4 at
+h = 5). Where they fill a few, a split may divide none of them: scores in [0.45, 0.55] lie in
+the same one or two cells from level 1 to 4, whose steps are 0, and the steps are large again
+from level 5 (the AUC's bias 9.4e-3 at h = 6); the same reading as a bound took the height
+of 100k such rows under localdp ε = 5 from 7 to 6 (tests/test_height_choice.py). 10 is a
+quarter of SMOOTH_CELLS: squeezed scores fill 1–6 cells at every probe level, point masses
+16–32 at levels 5–6."""
 
 SPREAD_SHARE = 0.5
 """Data whose every class fills at least this share of the probe's cells are taken as smooth at
@@ -225,8 +243,8 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
         hist = np.zeros_like(hist)
     copies = hist + sd * rng.standard_normal((STEP_DRAWS, *hist.shape))
     values = level_values(np.concatenate([hist[None], copies]), sd)  # (2, 1 + R, k + 1)
-    steps = _significant(np.diff(values, axis=-1), k)  # (2, k)
-    direct = _significant(values[..., -1:] - values, k)  # V(k) − V(ℓ): (2, k + 1)
+    steps, steps_most = _significant(np.diff(values, axis=-1), k)  # (2, k) each
+    direct, direct_most = _significant(values[..., -1:] - values, k)  # V(k) − V(ℓ): (2, k + 1)
     # Each step beyond the probe: ½ of the one before while the data fill fewer than
     # SMOOTH_CELLS cells at that level, ¼ from there (the smooth regime).
     top = max(int(np.max(heights)), k) + 1
@@ -234,12 +252,18 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
     filled = occupied * 2.0 ** (np.arange(k, top) - k)
     spread = occupied >= SPREAD_SHARE * hist.shape[-1]
     rates = np.where((filled < SMOOTH_CELLS) & ~spread, SLOWEST_RATE, SMOOTH_RATE)
+    # Levels 0 … k whose cells divide the data: a reading there can bound what is carried.
+    divided = occupied * 2.0 ** (np.arange(k + 1) - k) >= DIVIDED_CELLS
     out = np.zeros((2, len(heights)))
     for i in range(2):
         # |Δ_{k−1}|: the last step, or an earlier one carried up at the smooth rate (a lower
-        # bound where the last steps are lost in the probe's noise), whichever is more.
-        up = SMOOTH_RATE ** np.arange(k - 1, -1, -1)
-        last = float(np.max(steps[i] * up)) if k else 0.0
+        # bound where the last steps are lost in the probe's noise), whichever is more; but
+        # never above what the probe's own reading of a finer step allows (`steps_most`) at a
+        # level whose cells divide the data (DIVIDED_CELLS).
+        cap = np.where(divided[1:], steps_most[i], np.inf)
+        last = 0.0
+        for j in range(k):
+            last = max(float(steps[i, j]), min(SMOOTH_RATE * last, float(cap[j])))
         beyond = last * np.cumprod(rates)  # Δ_k, Δ_{k+1}, …
         tail = np.cumsum(beyond[::-1])[::-1]  # bias(k), bias(k + 1), …: the steps left
         for j, h in enumerate(heights.tolist()):
@@ -247,10 +271,14 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
                 out[i, j] = tail[h - k]
             else:
                 out[i, j] = direct[i, h] + tail[0]
-    # A coarser tree never has less bias than half the next finer one's (the slowest decay):
-    # this holds where the direct reading at a coarse level is lost in the probe's noise.
-    for j in range(len(heights) - 2, -1, -1):
-        out[:, j] = np.maximum(out[:, j], out[:, j + 1] / SLOWEST_RATE)
+        # A coarser tree never has less bias than half the next finer one's (the slowest
+        # decay): this holds where the direct reading at a coarse level is lost in the
+        # probe's noise, not where that reading shows it smaller (`direct_most`) at a level
+        # whose cells divide the data.
+        for j in range(len(heights) - 2, -1, -1):
+            h = int(heights[j])
+            most = direct_most[i, h] + tail[0] if h < k and divided[h] else np.inf
+            out[i, j] = max(out[i, j], min(out[i, j + 1] / SLOWEST_RATE, most))
     # A metric the probe cannot read at all (undefined at every level) has an unknown bias,
     # not none: nan, which leaves it out of the choice (`choose_height`) instead of voting for
     # the coarsest tree as a bias-free metric would.
@@ -259,7 +287,7 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
     return out
 
 
-def _significant(readings: np.ndarray, k: int) -> np.ndarray:
+def _significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """|reading| of the probe (readings[:, 0]) beyond z sds of its noise, bias-corrected by
     the bootstrap (readings[:, 1:]: the same on re-noised copies of the probe): 2·x − mean(x*)
     (Efron & Tibshirani, An Introduction to the Bootstrap, 1993, ch. 10), then soft-thresholded
@@ -267,7 +295,9 @@ def _significant(readings: np.ndarray, k: int) -> np.ndarray:
     reading from its noise, and where the reading is undefined on the probe or on half its
     copies (a class total within its noise of 0, a class under the noise: `level_values`; the
     metric's value is then noise over noise, and read as a bias it chose heights on noise);
-    the copies where it is undefined are left out of the mean and sd."""
+    the copies where it is undefined are left out of the mean and sd. Second, the most the
+    reading can be, |2·x − mean(x*)| + z·sd(x*) (inf where undefined): a bound that what is
+    carried from other readings must not pass."""
     probe, copies = readings[:, 0], readings[:, 1:]
     defined = ~np.isnan(copies)
     undefined = np.isnan(probe) | (defined.sum(axis=1) < max(copies.shape[1] // 2, 2))
@@ -278,7 +308,11 @@ def _significant(readings: np.ndarray, k: int) -> np.ndarray:
         spread = np.nanstd(copies, axis=1, ddof=1)
     corrected = 2.0 * probe - centre
     read = np.maximum(np.abs(corrected) - z * spread, 0.0)
-    return np.where(undefined, 0.0, np.nan_to_num(read))
+    most = np.abs(corrected) + z * spread
+    return (
+        np.where(undefined, 0.0, np.nan_to_num(read)),
+        np.where(undefined | np.isnan(most), np.inf, most),
+    )
 
 
 def occupied_cells(hist: np.ndarray, sd: np.ndarray) -> float:
