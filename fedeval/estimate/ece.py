@@ -99,12 +99,12 @@ def discretisation_range(
     bins apart (Σ min|D_b|, Σ max|D_b|) counted such a leaf's mass in the worst case of both
     bins (tree scores, distdp ε = 1, h = 7: [0.020, 0.084] around a true 0.052, the same
     counts reaching 0.048–0.055; now [0.047, 0.059]); that outer bound is kept where no leaf
-    crosses a bin edge (the same result, bit for bit), where a leaf crosses two or more (a
-    few leaves against the M bins), and with `joint` False. On smooth data that is the mass-weighted
-    half leaf (the bound was the widest leaf's half before) and what splitting moves; where
-    leaves across a bin edge hold a point mass or a class squeezed into a few leaves, the mass's
-    worst case (squeezed scores: the plug-in read 0.281 of a true 0.263 at 64 leaves, 34% of the
-    examples in leaves across a bin edge)."""
+    crosses a bin edge (the same result, bit for bit) and with `joint` False, and for the bins
+    of a leaf across two edges or more (a few leaves against the M bins). On smooth data that
+    is the mass-weighted half leaf (the bound was the widest leaf's half before) and what
+    splitting moves; where leaves across a bin edge hold a point mass or a class squeezed into
+    a few leaves, the mass's worst case (squeezed scores: the plug-in read 0.281 of a true
+    0.263 at 64 leaves, 34% of the examples in leaves across a bin edge)."""
     counts = np.clip(np.asarray(leaves, dtype=np.float64), 0.0, None)
     total = float(counts.sum())
     if not total > 0:
@@ -147,9 +147,12 @@ def discretisation_range(
     t, u = np.minimum(oh, hi_l), np.maximum(ol, lo_l)
     pair_lo = np.where(straddle, -en * t, ep * (1 - hi_l) - en * hi_l)
     pair_hi = np.where(straddle, ep * (1 - u), ep * (1 - lo_l) - en * lo_l)
-    joint = joint and straddle.any() and _chain(leaf[straddle], b[straddle])
-    dep_lo = by_bin(np.where(straddle, 0.0, pair_lo) if joint else pair_lo)
-    dep_hi = by_bin(np.where(straddle, 0.0, pair_hi) if joint else pair_hi)
+    # Leaves across one bin edge are read jointly; a leaf across two or more (a few leaves
+    # against the M bins) keeps its bins apart (an outer bound).
+    one_edge = straddle & (np.bincount(leaf, minlength=len(width))[leaf] == 2)
+    joint = joint and one_edge.any() and _chain(leaf[one_edge], b[one_edge])
+    dep_lo = by_bin(np.where(one_edge, 0.0, pair_lo) if joint else pair_lo)
+    dep_hi = by_bin(np.where(one_edge, 0.0, pair_hi) if joint else pair_hi)
     low, high = np.inf, -np.inf
     # The split's share is the overlap's up to the sampling of the few examples a fine leaf
     # holds: Binomial(m, f) of them fall on one side, f ± Z95·√(f(1 − f)/m).
@@ -167,12 +170,10 @@ def discretisation_range(
         g_lo, g_hi = gap(sp, sn, at_hi), gap(sp, sn, at_lo)
         corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
         if joint:  # the straddling leaves' parts placed once for both their bins
-            fixed = np.where(straddle, 0.0, corners)
+            fixed = np.where(one_edge, 0.0, corners)
             d_lo = by_bin(fixed.min(axis=0)) + dep_lo
             d_hi = by_bin(fixed.max(axis=0)) + dep_hi
-            cand = _straddle_points(
-                straddle, b, share_lo, share_hi, g_lo, g_hi, ep, en, u, t, n_bins
-            )
+            cand = _straddle_points(one_edge, b, share_lo, share_hi, g_lo, g_hi, ep, en, u, t)
             low = min(low, _least_sum(d_lo, d_hi, cand))
             high = max(high, _most_sum(d_lo, d_hi, cand))
             continue
@@ -292,7 +293,6 @@ def _straddle_points(
     en: np.ndarray,
     u: np.ndarray,
     t: np.ndarray,
-    n_bins: int,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """For each leaf across a bin edge (pairs in `_chain` order): the edge it crosses (its right
     bin) and the corners of what it adds to its (left, right) bins, one part a row of shape
