@@ -407,4 +407,6 @@ def _least_sum(
     w = np.clip(x[:n_w], 0.0, None)
     w = w / (eq.T @ (eq @ w))  # each part's weights summing to 1
     z = add @ w
-    return float(np.maximum(np.maximum(d_lo + z, 0.0), -(d_hi + z)).sum())
+    reached = float(np.maximum(np.maximum(d_lo + z, 0.0), -(d_hi + z)).sum())
+    fun = res.fun  # the solver's value, where its tolerance sits lower
+    return reached if fun is None else min(reached, float(fun))
