@@ -507,7 +507,7 @@ BAD_INPUTS = {
     "one class": (
         lambda: write_parquet("t.parquet", score=[0.1, 0.5, 0.9], label=[0, 0, 0]),
         ["t.parquet"],
-        ["no positive example"],
+        ["'t.parquet', column 'label': the labels hold no positive example"],
     ),
     "empty parquet": (
         lambda: write_parquet(

@@ -461,7 +461,7 @@ def test_evaluate_one_class_file(tmp_path):
     from fedeval.api.evaluate import evaluate_file
 
     msg = raises_input_error(evaluate_file, path, seed=0)
-    assert "no positive example" in msg
+    assert f"'{path}', column 'label': the labels hold no positive example" in msg
 
 
 def test_evaluate_arrays_name_the_row():

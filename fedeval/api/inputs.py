@@ -14,7 +14,8 @@ import numpy.typing as npt
 
 from fedeval.core.axis import ScoreAxis
 from fedeval.core.spec import ReleaseSpec
-from fedeval.tables.read import Columns
+from fedeval.protocol.simulate import check_both_classes
+from fedeval.tables.read import Columns, source_name
 from fedeval.tables.scored import ScoredData, read_scored, scored_from_arrays
 
 Scale = tuple[float, float] | ScoreAxis
@@ -58,7 +59,7 @@ def data_from_file(
     """A Parquet/CSV file (or '-'), a directory or a glob as the run under `spec` reads it, by
     `threads` threads; `read_progress(rows)` after each batch."""
     reading = spec.reading(exact=exact, resolution=resolution)
-    return read_scored(
+    data = read_scored(
         source,
         columns,
         pos_label=pos_label,
@@ -67,3 +68,6 @@ def data_from_file(
         threads=threads,
         progress=read_progress,
     )
+    # Here the refusal can name the file and the label column (the run's own check cannot).
+    check_both_classes(data, spec.model, f"'{source_name(source)}', column '{columns.label}': ")
+    return data

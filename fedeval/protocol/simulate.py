@@ -367,6 +367,21 @@ DRAW_CHUNK_VALUES = 1 << 23
 """Noise-draw values made at once (the consistency step's temporaries scale with it)."""
 
 
+def check_both_classes(data: ScoredData, model: PrivacyModel | str, where: str = "") -> None:
+    """Refuse a table with one class where the run's values are exact (exact values, or the
+    exact sums of federated), naming it with `where` ("'f.csv', column 'label': ").
+
+    A private run decides from its noisy release, as `--from` does: refusing there would tell a
+    data set without positives from its neighbour with one (ε = ∞ for the exit code). Exact
+    values, or exact sums, say as much anyway."""
+    private = model_of(model).ADDS_NOISE and data.sorted_scores is None
+    if (data.positives == 0 or data.negatives == 0) and not private:
+        missing = "positive" if data.positives == 0 else "negative"
+        raise InputError(
+            f"{where}the labels hold no {missing} example: AUC, precision and recall are undefined."
+        )
+
+
 def simulate(
     data: ScoredData,
     *,
@@ -385,15 +400,7 @@ def simulate(
     """
     spec = release_spec(spec, keywords)
     config = spec.config(n=data.rows, min_height=data.axis.auto_floor(data.resolution))
-    private = model_of(config.model).ADDS_NOISE and data.sorted_scores is None
-    if (data.positives == 0 or data.negatives == 0) and not private:
-        # A private run decides from its noisy release, as `--from` does: refusing here would
-        # tell a data set without positives from its neighbour with one (ε = ∞ for the exit
-        # code). Exact values, or exact sums (federated), say as much anyway.
-        missing = "positive" if data.positives == 0 else "negative"
-        raise InputError(
-            f"the labels hold no {missing} example: AUC, precision and recall are undefined."
-        )
+    check_both_classes(data, config.model)
     path = spec.path
     rng, seed_used = rng_and_seed(spec.seed)
     ci_rng, cap_rng = rng.spawn(2)
