@@ -17,9 +17,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from fedeval.core.results import Estimate
-from fedeval.core.version import __version__
 from fedeval.privacy.events import ComposedEvent, DpEvent, NoNoiseEvent
-from fedeval.views.dicts import _estimate
+from fedeval.views.dicts import _estimate, document_head, run_section
 from fedeval.views.dicts import evaluation_dict as report_dict
 from fedeval.views.terminal import NOTE_MARK, _notes, _pm, columns_table
 
@@ -123,14 +122,8 @@ def compare_dict(c: Comparison, *, source: str | None = None) -> dict[str, Any]:
     cand = report_dict(c.candidate, source=source)
     diffs = {d.metric: d for d in c.differences}
     thresholds = [t.threshold for t in c.baseline.thresholds]
-    run: dict[str, Any] = {"reproducible_simulation": base["run"]["reproducible_simulation"]}
-    if c.seed is not None and c.simulation:
-        run["seed"] = c.seed
-    return {
-        "schema": SCHEMA,
-        "fedeval_version": __version__,
-        "simulation": c.simulation,
-        "exact_values": base["exact_values"],
+    run = run_section(base["run"]["reproducible_simulation"], c.seed, c.simulation)
+    return document_head(SCHEMA, c.simulation, base["exact_values"]) | {
         "paired": c.paired,
         "pairing": PAIRING_NOTE[c.paired],
         "interval": c.interval.value,
