@@ -307,7 +307,7 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
     from fedeval.api.compare_intervals import area_parts, threshold_pieces
     from fedeval.api.curves import _departing, _exact_counts
     from fedeval.api.evaluate import auc_interval_parts, threshold_parts
-    from fedeval.estimate.average_precision import leaf_ap_parts
+    from fedeval.estimate.average_precision import leaf_ap_interval_parts
     from fedeval.estimate.metric_registry import THRESHOLD_METRIC_NAMES
     from fedeval.estimate.roc_pr import within_leaf_bounds
 
@@ -321,7 +321,7 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
         edges = run.axis.leaf_edges(leaves.shape[-1])
         assert auc_interval_parts(leaves, run.noise_draws, ev.buckets, edges) == parts.auc
         est = ev.curves.average_precision.estimate
-        ap = leaf_ap_parts(
+        _, ap = leaf_ap_interval_parts(
             leaves, est, tuple(within_leaf_bounds(leaves)[2:]), run.noise_draws, None,
             est if _exact_counts(run) else None, _departing(run),
         )  # fmt: skip

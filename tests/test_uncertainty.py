@@ -574,7 +574,7 @@ def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
     # and the fit's bias) is about one noise sd wide. Bias-aware over the span (95% at its ends,
     # less inside) the interval covers within binomial tolerance; the span widened by ± z·σ on
     # both sides covers 0.98.
-    from fedeval.estimate.average_precision import FIT_BIAS_FACTOR, leaf_ap_interval
+    from fedeval.estimate.average_precision import FIT_BIAS_FACTOR, leaf_ap_interval_parts
 
     y, s = _binormal(200_000, 1.0, 3)
     truth = average_precision_score(y, s)
@@ -586,7 +586,7 @@ def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
         draws = rng.normal(0.0, 3.0, (60, *exact.shape))
         estimate = leaf_ap(*leaf_tails(release), "integral")
         _, _, ap_lo, ap_hi = within_leaf_bounds(release)
-        lo, hi = leaf_ap_interval(release, estimate, (ap_lo, ap_hi), draws)
+        (lo, hi), _ = leaf_ap_interval_parts(release, estimate, (ap_lo, ap_hi), draws)
         new += lo <= truth <= hi
         first = np.clip(leaf_ap_candidates(release, estimate)[:3], ap_lo, ap_hi)
         renoised = np.array([leaf_ap(*leaf_tails(release + d), "integral") for d in draws])

@@ -12,7 +12,7 @@ from fedeval.estimate.average_precision import (
     STEP_TRUSTED_FROM,
     leaf_ap_candidate_rows,
     leaf_ap_candidates,
-    leaf_ap_interval,
+    leaf_ap_interval_parts,
     shuffled_ap,
 )
 from fedeval.estimate.roc_pr import (
@@ -42,7 +42,7 @@ def test_ap_interval_takes_the_spread_of_the_candidates_at_its_ends():
     draws = rng.normal(0.0, 400.0, (AP_DRAWS, 2, cells))
     estimate = leaf_ap(*leaf_tails(release), "integral")
     _, _, ap_lo, ap_hi = within_leaf_bounds(release)
-    lo, hi = leaf_ap_interval(release, estimate, (ap_lo, ap_hi), draws)
+    (lo, hi), _ = leaf_ap_interval_parts(release, estimate, (ap_lo, ap_hi), draws)
 
     order_mean, order_sd = shuffled_ap(release)
     candidates = np.clip(np.append(leaf_ap_candidates(release, estimate), order_mean), ap_lo, ap_hi)
@@ -156,7 +156,7 @@ def test_ap_interval_under_noise_holds_the_order_inside_the_leaves():
     draws = np.random.default_rng(12).normal(0.0, 1e-3, (AP_DRAWS, 2, cells))
     estimate = leaf_ap(*leaf_tails(leaves), "integral")
     _, _, ap_lo, ap_hi = within_leaf_bounds(leaves)
-    lo, hi = leaf_ap_interval(leaves, estimate, (ap_lo, ap_hi), draws)
+    (lo, hi), _ = leaf_ap_interval_parts(leaves, estimate, (ap_lo, ap_hi), draws)
     mean, sd = shuffled_ap(leaves)
     assert sd > 1e-4  # the peaks' order is far from negligible here
     assert lo <= mean - 1.64 * sd and hi >= mean + 1.64 * sd, (lo, mean, sd, hi)

@@ -7,7 +7,7 @@ import pytest
 from families import family_scores
 from sklearn.metrics import average_precision_score
 
-from fedeval.estimate.average_precision import leaf_ap_interval, shuffled_ap
+from fedeval.estimate.average_precision import leaf_ap_interval_parts, shuffled_ap
 from fedeval.estimate.roc_pr import leaf_ap, leaf_tails, within_leaf_bounds
 
 # (negatives, positives) per leaf, lowest leaf first: a top leaf of 3 positives among 60
@@ -94,7 +94,7 @@ def federated_coverage(family: str, n: int, height: int, draws: int, seed: int):
         leaves, exact = draw_leaves(family, n, height, rng)
         estimate = leaf_ap(*leaf_tails(leaves), "integral")
         _, _, ap_lo, ap_hi = within_leaf_bounds(leaves)
-        lo, hi = leaf_ap_interval(leaves, estimate, (ap_lo, ap_hi), None)
+        (lo, hi), _ = leaf_ap_interval_parts(leaves, estimate, (ap_lo, ap_hi), None)
         hits += lo <= exact <= hi
         ratio.append((hi - lo) / (ap_hi - ap_lo))
     return hits, float(np.median(ratio))
@@ -161,7 +161,7 @@ def test_exact_leaves_interval_takes_the_callers_random_order_mean():
     leaves, _ = draw_leaves("smooth", 20_000, 10, np.random.default_rng(4))
     mean = shuffled_ap_mean(leaves)
     hull = within_leaf_bounds(leaves)[2:]
-    again = leaf_ap_interval(leaves, mean, hull, None)
-    assert leaf_ap_interval(leaves, mean, hull, None, shuffled_mean=mean) == again
-    moved = leaf_ap_interval(leaves, mean, hull, None, shuffled_mean=mean - 0.01)
+    again = leaf_ap_interval_parts(leaves, mean, hull, None)[0]
+    assert leaf_ap_interval_parts(leaves, mean, hull, None, shuffled_mean=mean)[0] == again
+    moved = leaf_ap_interval_parts(leaves, mean, hull, None, shuffled_mean=mean - 0.01)[0]
     assert moved != again

@@ -118,7 +118,7 @@ from fedeval.api.compare_intervals import (
     differences,
 )
 from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
-from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge
+from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge, metric_values
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel, check_epsilon
 from fedeval.core.errors import InputError, UsageError
 from fedeval.core.results import Estimate
@@ -397,21 +397,11 @@ def compare_releases(
 
 def parse_margins(specs: list[str] | None) -> list[Gate]:
     """'auc=0.005,recall@0.5=0.01' (repeatable) → floors at −margin on candidate − baseline."""
-    gates = []
-    for spec in specs or []:
-        for part in filter(None, (p.strip() for p in spec.split(","))):
-            name, sep, value = part.partition("=")
-            try:
-                margin = float(value)
-            except ValueError:
-                margin = math.nan
-            if not sep or not name.strip() or not math.isfinite(margin) or margin < 0:
-                raise UsageError(
-                    "`fail_if_worse` takes METRIC=MARGIN with a margin ≥ 0, e.g. auc=0.005 or "
-                    f"recall@0.5=0.01. Found {part!r}."
-                )
-            gates.append(Gate(name.strip().lower(), -margin, Kind.FLOOR))
-    return gates
+    usage = (
+        "`fail_if_worse` takes METRIC=MARGIN with a margin ≥ 0, e.g. auc=0.005 or recall@0.5=0.01."
+    )
+    margins = metric_values(specs, usage, non_negative=True)
+    return [Gate(name, -margin, Kind.FLOOR) for name, margin in margins]
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,8 @@ def _leaf_ap_interval(
     tails: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[tuple[float, float], APParts]:
     """95% interval of the 'leaves' AP, and its parts, from the run's release and noise draws
-    (`fedeval.estimate.roc_pr.leaf_ap_interval`); `tails` of the re-noised leaves if known.
+    (`fedeval.estimate.average_precision.leaf_ap_interval_parts`); `tails` of the re-noised
+    leaves if known.
     On exact counts the estimate is the random-order mean (`curve_result`), passed on as such.
     The examples the release shows departing from smooth (`departures`, as the AUC's
     interval reads them), and the range's end leaves whole (`with_end_leaves`), get their
@@ -194,11 +195,12 @@ def _area_intervals(
     than calibrated, the hull of the estimate and the areas every order of examples inside the
     leaves allows (`within_leaf_bounds`), widened by z times the noise spread over the run's
     draws (each curve rebuilt by the same method, PCHIP on a coarser grid). AP under 'leaves':
-    `fedeval.estimate.roc_pr.leaf_ap_interval`, bias-aware over the values the release cannot
-    tell apart; under DP it covers 94.6–98% on smooth, unequal and rare-positive scores, 95.8%
-    on point masses under localdp and 100% under distdp, where the leaves cannot tell ties from
-    a narrow peak (`benchmarks/hard.py`, 1000 releases). Without noise its spread is that of
-    the order of the examples inside the leaves, kept inside their worst case."""
+    `fedeval.estimate.average_precision.leaf_ap_interval_parts`, bias-aware over the values the
+    release cannot tell apart; under DP it covers 94.6–98% on smooth, unequal and rare-positive
+    scores, 95.8% on point masses under localdp and 100% under distdp, where the leaves cannot
+    tell ties from a narrow peak (`benchmarks/hard.py`, 1000 releases). Without noise its
+    spread is that of the order of the examples inside the leaves, kept inside their worst
+    case."""
     leaves = run.histogram.leaves
     auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(leaves)
     roc_sd = ap_sd = 0.0

@@ -78,24 +78,32 @@ class Verdict:
         }
 
 
-def parse_gates(specs: list[str] | None, kind: Kind) -> list[Gate]:
-    """'auc=0.85' or 'auc=0.85,recall@0.5=0.7' (repeatable) → gates."""
-    option = "`fail_under`" if kind is Kind.FLOOR else "`fail_over`"
-    gates = []
+def metric_values(
+    specs: list[str] | None, usage: str, *, non_negative: bool = False
+) -> list[tuple[str, float]]:
+    """(metric, number) of each METRIC=NUMBER part of `specs` (comma-separated, the option
+    repeatable), the metric lower-cased. A part that is not a metric, '=' and a finite number
+    (≥ 0 with `non_negative`) is refused with `usage` and the part."""
+    pairs = []
     for spec in specs or []:
         for part in filter(None, (p.strip() for p in spec.split(","))):
             name, sep, value = part.partition("=")
             try:
-                limit = float(value)
+                number = float(value)
             except ValueError:
-                limit = math.nan
-            if not sep or not name.strip() or not math.isfinite(limit):
-                raise UsageError(
-                    f"{option} takes METRIC=VALUE, e.g. {option} auc=0.85 or recall@0.5=0.7. "
-                    f"Found {part!r}."
-                )
-            gates.append(Gate(name.strip().lower(), limit, kind))
-    return gates
+                number = math.nan
+            negative = non_negative and number < 0
+            if not sep or not name.strip() or not math.isfinite(number) or negative:
+                raise UsageError(f"{usage} Found {part!r}.")
+            pairs.append((name.strip().lower(), number))
+    return pairs
+
+
+def parse_gates(specs: list[str] | None, kind: Kind) -> list[Gate]:
+    """'auc=0.85' or 'auc=0.85,recall@0.5=0.7' (repeatable) → gates."""
+    option = "`fail_under`" if kind is Kind.FLOOR else "`fail_over`"
+    usage = f"{option} takes METRIC=VALUE, e.g. {option} auc=0.85 or recall@0.5=0.7."
+    return [Gate(name, limit, kind) for name, limit in metric_values(specs, usage)]
 
 
 def result_metrics(result: Evaluation | CurveResult | CalibrationResult) -> dict[str, Estimate]:

@@ -31,14 +31,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from fedeval.core.errors import InputError, UsageError
+from fedeval.core.sealing import (
+    FIELD,
+    Fault,
+    SealBroken,
+    canonical_bytes,
+    check,
+    is_private_key,
+    make_seal,
+    raw_public,
+)
 
 # cryptography loads its OpenSSL bindings on import (~50 ms): it is imported where a key is
 # made, read, used or checked, so sealing an unsigned document (SHA-256 only) does not pay it.
@@ -48,43 +56,22 @@ if TYPE_CHECKING:
         Ed25519PublicKey,
     )
 
-FIELD = "integrity"
-"""The name of the seal's field in every document."""
-
-_HEX = frozenset("0123456789abcdef")
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def canonical_bytes(doc: dict[str, Any]) -> bytes:
-    """The document without its ``integrity`` field as canonical JSON, UTF-8.
-
-    Sorted keys, no whitespace (``separators=(",", ":")``), non-ASCII characters as themselves,
-    no NaN or Infinity (`ValueError`). Numbers are written as Python's `json` writes them: ints
-    exactly, floats by their shortest round-tripping repr, so a document written by fedeval and
-    read back with `json.load` gives the same bytes. Keys must be strings (JSON turns other keys
-    into strings, which would sort differently once read back): `TypeError` otherwise.
-    """
-    body = {k: v for k, v in doc.items() if k != FIELD}
-    _check_keys(body)
-    return json.dumps(
-        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
-
-
-def _check_keys(obj: Any) -> None:
-    """Refuse dict keys that are not strings, anywhere in the document."""
-    stack = [obj]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for k, v in item.items():
-                if not isinstance(k, str):
-                    raise TypeError(f"document keys must be strings; found {k!r}")
-                if isinstance(v, dict | list | tuple):
-                    stack.append(v)
-        elif isinstance(item, list | tuple) and not set(map(type, item)) <= _SCALARS:
-            # (the type scan runs in C: a release's millions of counts cost little)
-            stack.extend(v for v in item if isinstance(v, dict | list | tuple))
+_MESSAGES: dict[Fault, str] = {
+    "digest-malformed": "integrity check failed: its '{field}' field is malformed (it must "
+    "hold the 64 hex digits of a SHA-256 digest).",
+    "uncanonical": "integrity check failed: its content cannot be canonicalised ({detail}).",
+    "digest-mismatch": "integrity check failed: the SHA-256 of its content does not match (the "
+    "file was edited after it was written).",
+    "unsigned": "signature check failed: it is not signed, and --verify-key requires a "
+    "signature by key {expected}.",
+    "signature-malformed": "signature check failed: its '{field}' field is malformed (a "
+    "signature needs 128 hex digits and its public key 64).",
+    "other-key": "signature check failed: it is signed by another key ({signer}, expected "
+    "{expected}).",
+    "bad-signature": "signature check failed: the signature does not match its content (key "
+    "{signer}); the file was edited or the signature forged.",
+}
+"""How `verify` words each way a document's seal fails (`fedeval.core.sealing.check`)."""
 
 
 def digest(doc: dict[str, Any]) -> str:
@@ -98,13 +85,9 @@ def seal(doc: dict[str, Any], *, sign_key: Ed25519PrivateKey | None = None) -> d
     With `sign_key` the seal also holds the Ed25519 signature over the canonical bytes and the
     raw public key of `sign_key`.
     """
-    if sign_key is not None and not _is_private_key(sign_key):
+    if sign_key is not None and not is_private_key(sign_key):
         raise UsageError("a document is signed with an Ed25519 private key (fedeval keygen).")
-    data = canonical_bytes(doc)
-    integrity: dict[str, str] = {"sha256": hashlib.sha256(data).hexdigest()}
-    if sign_key is not None:
-        integrity["signature"] = sign_key.sign(data).hex()
-        integrity["public_key"] = _raw(sign_key.public_key()).hex()
+    integrity = make_seal(doc, sign_key)
     out = {k: v for k, v in doc.items() if k != FIELD}
     out[FIELD] = integrity
     return out
@@ -128,8 +111,7 @@ def verify(
       embedded key is not trusted, only consistent: anyone can re-sign an edited document with a
       key of their own. Pass `verify_key` to know who made it.
     """
-    seal_ = doc.get(FIELD)
-    if seal_ is None:
+    if doc.get(FIELD) is None:
         if verify_key is not None:
             raise InputError(
                 f"'{name}': signature check failed: it is not signed (no '{FIELD}' field), and "
@@ -141,73 +123,21 @@ def verify(
                 "every document it writes; the seal was removed or the file was made by hand)."
             )
         return
-    sha = seal_.get("sha256") if isinstance(seal_, dict) else None
-    if not _is_hex(sha, 32):
-        raise InputError(
-            f"'{name}': integrity check failed: its '{FIELD}' field is malformed (it must hold "
-            "the 64 hex digits of a SHA-256 digest)."
-        )
     try:
-        data = canonical_bytes(doc)
-    except (TypeError, ValueError) as e:
-        raise InputError(
-            f"'{name}': integrity check failed: its content cannot be canonicalised ({e})."
-        ) from None
-    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), sha):
-        raise InputError(
-            f"'{name}': integrity check failed: the SHA-256 of its content does not match (the "
-            "file was edited after it was written)."
+        check(doc, verify_key)
+    except SealBroken as e:
+        message = _MESSAGES[e.kind].format(
+            field=FIELD,
+            detail=e.detail,
+            signer=fingerprint(e.signer) if e.signer is not None else "",
+            expected=fingerprint(verify_key) if verify_key is not None else "",
         )
-    signature, embedded = seal_.get("signature"), seal_.get("public_key")
-    if signature is None and embedded is None:
-        if verify_key is not None:
-            raise InputError(
-                f"'{name}': signature check failed: it is not signed, and --verify-key requires "
-                f"a signature by key {fingerprint(verify_key)}."
-            )
-        return
-    if not (_is_hex(signature, 64) and _is_hex(embedded, 32)):
-        raise InputError(
-            f"'{name}': signature check failed: its '{FIELD}' field is malformed (a signature "
-            "needs 128 hex digits and its public key 64)."
-        )
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
-    signer = Ed25519PublicKey.from_public_bytes(bytes.fromhex(embedded))
-    if verify_key is not None and _raw(signer) != _raw(verify_key):
-        raise InputError(
-            f"'{name}': signature check failed: it is signed by another key "
-            f"({fingerprint(signer)}, expected {fingerprint(verify_key)})."
-        )
-    try:
-        (verify_key or signer).verify(bytes.fromhex(signature), data)
-    except InvalidSignature:
-        raise InputError(
-            f"'{name}': signature check failed: the signature does not match its content "
-            f"(key {fingerprint(signer)}); the file was edited or the signature forged."
-        ) from None
-
-
-def _is_hex(value: object, n_bytes: int) -> TypeGuard[str]:
-    return isinstance(value, str) and len(value) == 2 * n_bytes and set(value) <= _HEX
-
-
-def _is_private_key(key: object) -> TypeGuard[Ed25519PrivateKey]:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    return isinstance(key, Ed25519PrivateKey)
-
-
-def _raw(key: Ed25519PublicKey) -> bytes:
-    from cryptography.hazmat.primitives import serialization
-
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        raise InputError(f"'{name}': {message}") from None
 
 
 def fingerprint(public_key: Ed25519PublicKey) -> str:
     """The first 16 hex digits of the SHA-256 of the raw 32-byte public key."""
-    return hashlib.sha256(_raw(public_key)).hexdigest()[:16]
+    return hashlib.sha256(raw_public(public_key)).hexdigest()[:16]
 
 
 def generate_keypair(
@@ -309,7 +239,7 @@ def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:
             f"'{path}' is not a PEM private key{hint}. Make a key pair with `fedeval keygen -o "
             "NAME`."
         ) from None
-    if not _is_private_key(key):
+    if not is_private_key(key):
         raise InputError(
             f"'{path}' is a {type(key).__name__.removeprefix('_')}, not an Ed25519 private key. "
             "Make one with `fedeval keygen -o NAME`."

@@ -94,7 +94,7 @@ def leaf_ap_candidate_rows(
     return np.stack([estimate, smooth, tied, romberg], axis=1)
 
 
-def leaf_ap_interval(
+def leaf_ap_interval_parts(
     leaves: np.ndarray,
     estimate: float,
     hull: tuple[float, float],
@@ -102,13 +102,16 @@ def leaf_ap_interval(
     tails: tuple[np.ndarray, np.ndarray] | None = None,
     shuffled_mean: float | None = None,
     departing: np.ndarray | None = None,
-) -> tuple[float, float]:
-    """95% interval of the 'leaves' AP: bias-aware (`bias_aware_interval`, Armstrong–Kolesár)
-    over the span of what the release cannot tell apart, with σ the larger spread, over
-    AP_DRAWS fresh noise draws on the release (`draws`), of the two candidates that bound the
-    span. `hull` is the AP's within-leaf worst case (`within_leaf_bounds`); `tails` are the
-    `leaf_tails` of leaves + draws[:AP_DRAWS] where the caller already has them, and
-    `shuffled_mean` the leaves' `shuffled_ap_mean` (without noise) where it has that.
+) -> tuple[tuple[float, float], APParts]:
+    """95% interval of the 'leaves' AP, and its parts from the same pass over the release (what
+    an evaluation keeps, so that a difference of two releases reuses them).
+
+    The interval is bias-aware (`bias_aware_interval`, Armstrong–Kolesár) over the span of what
+    the release cannot tell apart, with σ the larger spread, over AP_DRAWS fresh noise draws on
+    the release (`draws`), of the two candidates that bound the span. `hull` is the AP's
+    within-leaf worst case (`within_leaf_bounds`); `tails` are the `leaf_tails` of leaves +
+    draws[:AP_DRAWS] where the caller already has them, and `shuffled_mean` the leaves'
+    `shuffled_ap_mean` (without noise) where it has that.
 
     The span holds (1) `leaf_ap_candidates`, each kept inside the hull: ties or a uniform mix
     inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
@@ -134,26 +137,52 @@ def leaf_ap_interval(
     precision sums from the integral rule's (`rough_ap_reach`, its noise over the same draws
     added to σ in quadrature). Without it scores on a 0.01 grid (5% positives, 200k, distdp
     ε = 1, 32 leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in
-    none."""
-    return leaf_ap_interval_parts(leaves, estimate, hull, draws, tails, shuffled_mean, departing)[0]
+    none.
 
-
-def leaf_ap_interval_parts(
-    leaves: np.ndarray,
-    estimate: float,
-    hull: tuple[float, float],
-    draws: np.ndarray | None,
-    tails: tuple[np.ndarray, np.ndarray] | None = None,
-    shuffled_mean: float | None = None,
-    departing: np.ndarray | None = None,
-) -> tuple[tuple[float, float], APParts]:
-    """`leaf_ap_interval` and its parts (`leaf_ap_parts`) from one pass over the release: what
-    an evaluation keeps, so that a difference of two releases reuses them."""
+    The parts (`fedeval.estimate.interval_parts`, before the critical value): the span (widened
+    by the departing examples' reach and the fit's bias) as its range, the candidates' and the
+    reach's re-noised spreads as its noise, `shuffled_ap`'s spread as its order. Where the
+    order's spread cannot be summed (nan) the range is the hull with no spread. On exact counts
+    (no draws) the range is the span of `_order_interval` widened by the reach and kept inside
+    the hull, the spread the order's (`hull` set).
+    """
+    ap_lo, ap_hi = hull
     if draws is None:
         return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing)
-    parts = leaf_ap_parts(leaves, estimate, hull, draws, tails, shuffled_mean, departing)
-    if not np.isfinite(parts.order_sd):  # too many examples at the top to sum: the worst case
-        return (parts.low, parts.high), parts
+    if departing is None:
+        departing = np.zeros(leaves.shape, np.float64)
+    below, above = (float(x) for x in rough_ap_reach(leaves, departing))
+    order_mean, order_sd = shuffled_ap(leaves)
+    if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
+        lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
+        return (lo, hi), APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
+    candidates = np.clip(np.append(leaf_ap_candidates(leaves, estimate), order_mean), ap_lo, ap_hi)
+    lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
+    renoised = leaves + draws[:AP_DRAWS]
+    if tails is None:
+        tails = leaf_tails(renoised)
+    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails)
+    spread = noise_sd(resampled)  # of each candidate; [0] is the integral rule
+    # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
+    # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
+    # above the others': point masses under localdp covered 0.930 with the other two's σ).
+    spread = np.append(spread, spread[0])  # the order mean's noise: the integral rule's
+    sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
+    reach_below, reach_above = rough_ap_reach(renoised, departing)
+    reach_sd = float(np.fmax(noise_sd(reach_below), noise_sd(reach_above)))
+    noise = math.hypot(sd, reach_sd)
+    sd = math.hypot(sd, order_sd, reach_sd)
+    lo, hi = lo - below, hi + above
+    integral = resampled[:, 0]
+    finite = integral[np.isfinite(integral)]
+    if finite.size:
+        fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
+        lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
+    if not sd < ap_hi - ap_lo:
+        lo, hi = min(lo, ap_lo), max(hi, ap_hi)
+    if not np.isfinite(sd):
+        sd = noise = 0.0
+    parts = APParts(lo, hi, sd, noise, order_sd, reach=(below, above))
     ci = parts.interval()
     return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0))), parts
 
@@ -189,60 +218,6 @@ class APParts(IntervalParts):
     (`rough_ap_reach`), which the exact-count interval adds after its own clipping."""
 
     reach: tuple[float, float] = (0.0, 0.0)
-
-
-def leaf_ap_parts(
-    leaves: np.ndarray,
-    estimate: float,
-    hull: tuple[float, float],
-    draws: np.ndarray | None,
-    tails: tuple[np.ndarray, np.ndarray] | None = None,
-    shuffled_mean: float | None = None,
-    departing: np.ndarray | None = None,
-) -> APParts:
-    """`leaf_ap_interval` before its critical value (`fedeval.estimate.interval_parts`): the
-    span (widened by the departing examples' reach and the fit's bias) as its range, the
-    candidates' and the reach's re-noised spreads as its noise, `shuffled_ap`'s spread as its
-    order. Where the order's spread cannot be summed (nan) the range is the hull with no
-    spread. On exact counts (no draws) the range is the span of `_order_interval` widened by
-    the reach and kept inside the hull, the spread the order's (`hull` set)."""
-    ap_lo, ap_hi = hull
-    if draws is None:
-        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing)[1]
-    if departing is None:
-        departing = np.zeros(leaves.shape, np.float64)
-    below, above = (float(x) for x in rough_ap_reach(leaves, departing))
-    order_mean, order_sd = shuffled_ap(leaves)
-    if not np.isfinite(order_sd):
-        lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
-        return APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
-    candidates = np.clip(np.append(leaf_ap_candidates(leaves, estimate), order_mean), ap_lo, ap_hi)
-    lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
-    renoised = leaves + draws[:AP_DRAWS]
-    if tails is None:
-        tails = leaf_tails(renoised)
-    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails)
-    spread = noise_sd(resampled)  # of each candidate; [0] is the integral rule
-    # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
-    # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
-    # above the others': point masses under localdp covered 0.930 with the other two's σ).
-    spread = np.append(spread, spread[0])  # the order mean's noise: the integral rule's
-    sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
-    reach_below, reach_above = rough_ap_reach(renoised, departing)
-    reach_sd = float(np.fmax(noise_sd(reach_below), noise_sd(reach_above)))
-    noise = math.hypot(sd, reach_sd)
-    sd = math.hypot(sd, order_sd, reach_sd)
-    lo, hi = lo - below, hi + above
-    integral = resampled[:, 0]
-    finite = integral[np.isfinite(integral)]
-    if finite.size:
-        fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
-        lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
-    if not sd < ap_hi - ap_lo:
-        lo, hi = min(lo, ap_lo), max(hi, ap_hi)
-    if not np.isfinite(sd):
-        sd = noise = 0.0
-    return APParts(lo, hi, sd, noise, order_sd, reach=(below, above))
 
 
 ORDER_EXACT_ABOVE = 64

@@ -2,7 +2,8 @@
 each part as its nature requires (`difference_parts`).
 
 Every bias-aware interval of the curve areas (`fedeval.api.evaluate.auc_interval`,
-`fedeval.estimate.average_precision.leaf_ap_interval`) is `bias_aware_interval(low, high, sd)`:
+`fedeval.estimate.average_precision.leaf_ap_interval_parts`) is
+`bias_aware_interval(low, high, sd)`:
 
 - [low, high], a **range** the release cannot tell apart: the discretisation readings (ties or
   a smooth density inside a leaf, the Richardson step, the monotone fit's bias) and the worst

@@ -97,9 +97,13 @@ def count_corners(
     return tp_lo, tp_hi, fp_lo, fp_hi, float(leaves[1].sum()), float(leaves[0].sum())
 
 
-def worst_case(metric: CountFormula) -> BoundsFormula:
+def worst_case(
+    metric: CountFormula, *, clamp: bool = False, undefined: tuple[float, float] | None = None
+) -> BoundsFormula:
     """The worst case of a metric that rises with TP and falls with FP (recall, accuracy, F1):
-    lowest at (TP low, FP high), highest at (TP high, FP low), on the counts as estimated."""
+    lowest at (TP low, FP high), highest at (TP high, FP low), on the counts as estimated, or
+    clamped at 0 with `clamp`; with `undefined`, the (low, high) where a corner leaves the
+    metric undefined (NaN: precision with nothing predicted positive is anywhere in [0, 1])."""
 
     def bounds(
         tp_lo: np.ndarray,
@@ -109,26 +113,21 @@ def worst_case(metric: CountFormula) -> BoundsFormula:
         p_total: float,
         n_total: float,
     ) -> np.ndarray:
+        if clamp:
+            tp_lo, tp_hi = np.clip(tp_lo, 0.0, None), np.clip(tp_hi, 0.0, None)
+            fp_lo, fp_hi = np.clip(fp_lo, 0.0, None), np.clip(fp_hi, 0.0, None)
         lo = metric(tp_lo, fp_hi, p_total, n_total)
         hi = metric(tp_hi, fp_lo, p_total, n_total)
+        if undefined is not None:
+            lo, hi = np.nan_to_num(lo, nan=undefined[0]), np.nan_to_num(hi, nan=undefined[1])
         return np.stack([lo, hi], axis=-1)
 
     return bounds
 
 
-def precision_bounds(
-    tp_lo: np.ndarray,
-    tp_hi: np.ndarray,
-    fp_lo: np.ndarray,
-    fp_hi: np.ndarray,
-    p_total: float,
-    n_total: float,
-) -> np.ndarray:
-    """The worst case of precision: `worst_case` on counts clamped at 0, and a corner with
-    nothing predicted positive leaves precision anywhere in [0, 1] (0 low, 1 high)."""
-    lo = precision(np.clip(tp_lo, 0.0, None), np.clip(fp_hi, 0.0, None), p_total, n_total)
-    hi = precision(np.clip(tp_hi, 0.0, None), np.clip(fp_lo, 0.0, None), p_total, n_total)
-    return np.stack([np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)], axis=-1)
+precision_bounds = worst_case(precision, clamp=True, undefined=(0.0, 1.0))
+"""The worst case of precision: `worst_case` on counts clamped at 0, and a corner with nothing
+predicted positive leaves precision anywhere in [0, 1] (0 low, 1 high)."""
 
 
 def threshold_bounds(

@@ -32,6 +32,7 @@ from fedeval.multiclass.temperature import (
     TemperatureFit,
 )
 from fedeval.privacy.gaussian import DPStatement, MulticlassMechanism
+from fedeval.views.dicts import run_section
 
 
 class Method(StrEnum):
@@ -228,12 +229,7 @@ def multiclass_map_dict(result: MulticlassResult, *, source: str | None = None) 
     """
 
     r = result
-    run: dict[str, Any] = {
-        "path": "per-client" if r.per_client else "fast",
-        "reproducible_simulation": r.seeded,
-    }
-    if r.seed is not None:
-        run["seed"] = r.seed
+    run = run_section(r.seeded, r.seed, True, path="per-client" if r.per_client else "fast")
     return {
         "schema": SCHEMA,
         "fedeval_version": __version__,

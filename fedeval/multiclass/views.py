@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from fedeval.multiclass.denoise import NoisyBinning
 from fedeval.multiclass.result import (
@@ -19,6 +18,7 @@ from fedeval.multiclass.temperature import (
     TemperatureCalibrator,
 )
 from fedeval.views.render import Format, register
+from fedeval.views.terminal import columns_table
 
 
 def render_multiclass_table(
@@ -40,9 +40,7 @@ def render_multiclass_table(
     claim = r.mechanism.guarantee()
     style = "bold red" if r.seeded and r.privacy is not None else "dim"
     console.print(f"[{style}]{escape(claim)}[/{style}]", soft_wrap=True)
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for col in ("metric", "before", "after", "change"):
-        t.add_column(col, justify="right" if col != "metric" else "left")
+    t = columns_table(["metric", "before", "after", "change"], left=1)
     rows = (
         (f"classwise ECE % ({r.ece_bins} bins)", r.before.cw_ece, r.after.cw_ece, 100),
         (

@@ -3,10 +3,9 @@ locked while a line is appended, and sealed into a hash chain, line by line.
 
 Every line of a ledger (the header with the budget first, then one line per release) is a JSON
 object with two fields besides its content: ``prev``, the SHA-256 of the line before it (64
-zeros for the header), and ``integrity``, the seal of `fedeval.integrity` (the SHA-256 of the
-line's canonical content, ``prev`` included, and with a signing key an Ed25519 signature over
-it; the seal of `fedeval.documents.seals`, written here again because the ledger sits below the
-documents layer). So each line's digest covers every line before it:
+zeros for the header), and ``integrity``, the seal of `fedeval.core.sealing` that documents
+carry too (the SHA-256 of the line's canonical content, ``prev`` included, and with a signing
+key an Ed25519 signature over it). So each line's digest covers every line before it:
 
 - editing any line (raising the budget in the header, lowering an ε) breaks that line's seal;
 - re-sealing the edited line breaks the next line's ``prev``; removing or reordering a line
@@ -27,7 +26,6 @@ appended to, in order, with the budget it was created with.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
 import json
 import os
@@ -35,20 +33,20 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-
 from fedeval.core.errors import InputError, UsageError
+from fedeval.core.sealing import (
+    FIELD,
+    Fault,
+    SealBroken,
+    check,
+    is_private_key,
+    make_seal,
+    raw_public,
+)
 
 GENESIS = "0" * 64
 """The ``prev`` of a ledger's first line (its header)."""
 PREV = "prev"
-FIELD = "integrity"
-"""The seal's field, as in every document fedeval writes (`fedeval.documents.seals`: the same
-canonical bytes, digest and Ed25519 signature; repeated here because the ledger sits below the
-documents layer)."""
-_HEX = frozenset("0123456789abcdef")
 
 
 def _refuse_constant(name: str) -> float:
@@ -122,26 +120,13 @@ def check_writable(path: str | os.PathLike[str]) -> None:
         raise InputError(f"cannot write ledger '{path}': permission denied.", file=str(path))
 
 
-def _canonical(item: dict[str, Any]) -> bytes:
-    """The line without its seal as sorted, compact JSON (UTF-8), as `fedeval.documents.seals`
-    canonicalises a document."""
-    body = {k: v for k, v in item.items() if k != FIELD}
-    return json.dumps(
-        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
-
-
-def _raw(key: Ed25519PublicKey) -> str:
-    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
-
-
 def public_hex(sign_key: Any) -> str | None:
     """The hex raw public key of an Ed25519 private key (None for None)."""
     if sign_key is None:
         return None
-    if not isinstance(sign_key, Ed25519PrivateKey):
+    if not is_private_key(sign_key):
         raise UsageError("a ledger is signed with an Ed25519 private key (fedeval keygen).")
-    return _raw(sign_key.public_key())
+    return raw_public(sign_key.public_key()).hex()
 
 
 def link(item: dict[str, Any], prev: str, *, sign_key: Any = None) -> dict[str, Any]:
@@ -149,60 +134,32 @@ def link(item: dict[str, Any], prev: str, *, sign_key: Any = None) -> dict[str, 
     `sign_key`, an Ed25519 private key)."""
     body = {k: v for k, v in item.items() if k not in (PREV, FIELD)}
     body[PREV] = prev
-    data = _canonical(body)
-    seal: dict[str, str] = {"sha256": hashlib.sha256(data).hexdigest()}
-    if sign_key is not None:
-        key = public_hex(sign_key)
-        assert key is not None
-        seal["signature"] = sign_key.sign(data).hex()
-        seal["public_key"] = key
-    body[FIELD] = seal
+    public_hex(sign_key)  # refuses a key that is not an Ed25519 private key
+    body[FIELD] = make_seal(body, sign_key)
     return body
 
 
-def _is_hex(value: object, n_bytes: int) -> bool:
-    return isinstance(value, str) and len(value) == 2 * n_bytes and set(value) <= _HEX
+_MESSAGES: dict[Fault, str] = {
+    "digest-malformed": "its seal is malformed (no SHA-256 digest).",
+    "uncanonical": "its content cannot be canonicalised ({detail}).",
+    "digest-mismatch": "integrity check failed: the SHA-256 of the line does not match (it was "
+    "edited after it was written).",
+    "unsigned": "signature check failed: the line is not signed, and --verify-key requires a "
+    "signature by that key.",
+    "signature-malformed": "signature check failed: its seal is malformed.",
+    "other-key": "signature check failed: the line is signed by another key than the one given.",
+    "bad-signature": "signature check failed: the signature does not match the line (edited, "
+    "or the signature forged).",
+}
+"""How a ledger words each way a line's seal fails (`fedeval.core.sealing.check`)."""
 
 
 def _verify(item: dict[str, Any], where: str, verify_key: Any) -> None:
     """The line's seal holds (and its signature, by `verify_key` if given)."""
-    seal = item.get(FIELD)
-    sha = seal.get("sha256") if isinstance(seal, dict) else None
-    if not isinstance(seal, dict) or not _is_hex(sha, 32):
-        raise InputError(f"ledger {where}: its seal is malformed (no SHA-256 digest).")
     try:
-        data = _canonical(item)
-    except (TypeError, ValueError) as e:
-        raise InputError(f"ledger {where}: its content cannot be canonicalised ({e}).") from None
-    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), str(sha)):
-        raise InputError(
-            f"ledger {where}: integrity check failed: the SHA-256 of the line does not match "
-            "(it was edited after it was written)."
-        )
-    signature, embedded = seal.get("signature"), seal.get("public_key")
-    if signature is None and embedded is None:
-        if verify_key is not None:
-            raise InputError(
-                f"ledger {where}: signature check failed: the line is not signed, and "
-                "--verify-key requires a signature by that key."
-            )
-        return
-    if not (_is_hex(signature, 64) and _is_hex(embedded, 32)):
-        raise InputError(f"ledger {where}: signature check failed: its seal is malformed.")
-    if verify_key is not None and _raw(verify_key) != embedded:
-        raise InputError(
-            f"ledger {where}: signature check failed: the line is signed by another key than "
-            "the one given."
-        )
-    try:
-        Ed25519PublicKey.from_public_bytes(bytes.fromhex(str(embedded))).verify(
-            bytes.fromhex(str(signature)), data
-        )
-    except InvalidSignature:
-        raise InputError(
-            f"ledger {where}: signature check failed: the signature does not match the line "
-            "(edited, or the signature forged)."
-        ) from None
+        check(item, verify_key)
+    except SealBroken as e:
+        raise InputError(f"ledger {where}: " + _MESSAGES[e.kind].format(detail=e.detail)) from None
 
 
 def head(item: dict[str, Any]) -> str:

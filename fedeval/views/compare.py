@@ -15,14 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from fedeval.core.results import Estimate
-from fedeval.core.version import __version__
 from fedeval.privacy.events import ComposedEvent, DpEvent, NoNoiseEvent
-from fedeval.views.dicts import _estimate
+from fedeval.views.dicts import _estimate, document_head, run_section
 from fedeval.views.dicts import evaluation_dict as report_dict
-from fedeval.views.terminal import NOTE_MARK, _notes, _pm
+from fedeval.views.terminal import NOTE_MARK, _notes, _pm, columns_table
 
 if TYPE_CHECKING:  # the result types only annotate: the API module imports this view
     from fedeval.api.compare import Comparison
@@ -124,14 +122,8 @@ def compare_dict(c: Comparison, *, source: str | None = None) -> dict[str, Any]:
     cand = report_dict(c.candidate, source=source)
     diffs = {d.metric: d for d in c.differences}
     thresholds = [t.threshold for t in c.baseline.thresholds]
-    run: dict[str, Any] = {"reproducible_simulation": base["run"]["reproducible_simulation"]}
-    if c.seed is not None and c.simulation:
-        run["seed"] = c.seed
-    return {
-        "schema": SCHEMA,
-        "fedeval_version": __version__,
-        "simulation": c.simulation,
-        "exact_values": base["exact_values"],
+    run = run_section(base["run"]["reproducible_simulation"], c.seed, c.simulation)
+    return document_head(SCHEMA, c.simulation, base["exact_values"]) | {
         "paired": c.paired,
         "pairing": PAIRING_NOTE[c.paired],
         "interval": c.interval.value,
@@ -181,16 +173,11 @@ def render_compare_table(c: Comparison, console: Console, *, source: str | None 
     console.print(f"[dim]{escape(pair_privacy(c)['guarantee'])}[/dim]")
     exact = c.differences[0].difference.exact is not None
     span = "generalisation 95%" if c.interval.value == "generalisation" else "95%"
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for name, justify in (
-        ("metric", "left"),
-        ("baseline ± 95%", "right"),
-        ("candidate ± 95%", "right"),
-        (f"Δ [{span}]", "right"),
-    ):
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
-    if exact:
-        t.add_column("exact", justify="right", style="dim")
+    t = columns_table(
+        ["metric", "baseline ± 95%", "candidate ± 95%", f"Δ [{span}]"],
+        left=1,
+        dim=["exact"] if exact else [],
+    )
     notes: list[tuple[str, Estimate | None]] = []
     for d in c.differences[:2]:
         label = {"auc": "ROC AUC", "ap": "average precision"}[d.metric]
@@ -199,12 +186,10 @@ def render_compare_table(c: Comparison, console: Console, *, source: str | None 
         notes.append((label, d.difference))
     console.print(t)
     by_name = {d.metric: d for d in c.differences}
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    t.add_column("threshold", justify="right")
-    for m in METRICS:
-        t.add_column(f"Δ {m} [{span}]", justify="right")
-    if exact:
-        t.add_column("exact Δ p / r / a", justify="right", style="dim")
+    t = columns_table(
+        ["threshold", *(f"Δ {m} [{span}]" for m in METRICS)],
+        dim=["exact Δ p / r / a"] if exact else [],
+    )
     for row in c.baseline.thresholds:
         trio = [by_name[f"{m}@{row.threshold!r}"] for m in METRICS]
         cells = [f"{row.threshold:.4g}", *(_diff_pm(d) for d in trio)]

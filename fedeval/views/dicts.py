@@ -81,6 +81,28 @@ def privacy_section(run: Simulated) -> dict[str, Any]:
     return privacy
 
 
+def document_head(schema: str, simulation: bool, exact: bool) -> dict[str, Any]:
+    """The keys every report opens with: its schema, the version that wrote it, whether it is a
+    simulation, and whether it holds exact values."""
+    return {
+        "schema": schema,
+        "fedeval_version": __version__,
+        "simulation": simulation,
+        "exact_values": exact,
+    }
+
+
+def run_section(
+    reproducible: bool, seed: int | None, simulation: bool, **first: Any
+) -> dict[str, Any]:
+    """A report's ``run`` section: the `first` fields, whether the run is reproducible, and the
+    seed only where a seeded simulation made it (a private run's seed is never written)."""
+    section: dict[str, Any] = {**first, "reproducible_simulation": reproducible}
+    if seed is not None and simulation:
+        section["seed"] = seed
+    return section
+
+
 def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
     """The sections every fedeval document shares.
 
@@ -103,20 +125,11 @@ def document(schema: str, run: Simulated, source: str | None) -> dict[str, Any]:
         "positives_estimate": hist.positives,
         "negatives_estimate": hist.negatives,
     }
-    run_section: dict[str, Any] = {
-        "path": None if run.path is None else run.path.value,
-        "reproducible_simulation": run.mechanism.seeded,
-    }
-    if run.seed is not None and run.simulation:
-        run_section["seed"] = run.seed
-    return {
-        "schema": schema,
-        "fedeval_version": __version__,
-        "simulation": run.simulation,
-        "exact_values": exact,
+    path = None if run.path is None else run.path.value
+    return document_head(schema, run.simulation, exact) | {
         "privacy": privacy_section(run),
         "data": data,
-        "run": run_section,
+        "run": run_section(run.mechanism.seeded, run.seed, run.simulation, path=path),
         # Public parameters of the release: the score range, and the cell edges that declared
         # thresholds were aligned to (they depend on the options alone).
         "score_axis": run.axis.to_dict(),

@@ -225,29 +225,16 @@ def reliability_figure(result: CalibrationResult) -> Figure:
         label=f"calibration map ({'score' if probability else 'unit score'} → probability)",
         zorder=2,
     )
+    # Each reliability curve: the score each leaf stands for, then its style (raw, calibrated).
+    curves: list[tuple[np.ndarray, str, float, str, float, str, int]] = []
     if result.ece_raw is not None:
-        x, y = reliability_points(leaves, result.run.axis.leaf_midpoints(n_leaves), m)
-        main.plot(
-            x,
-            y,
-            color=RAW,
-            lw=1.5,
-            marker="s",
-            ms=4,
-            label=f"raw scores · ECE {_ece(result.ece_raw)}",
-            zorder=3,
-        )
-    x, y = reliability_points(leaves, cmap(mid), m)
-    main.plot(
-        x,
-        y,
-        color=ESTIMATE,
-        lw=1.8,
-        marker="o",
-        ms=4.5,
-        label=f"calibrated · ECE {_ece(result.ece_calibrated)}, in-sample",
-        zorder=4,
-    )
+        raw = f"raw scores · ECE {_ece(result.ece_raw)}"
+        curves.append((result.run.axis.leaf_midpoints(n_leaves), RAW, 1.5, "s", 4, raw, 3))
+    calibrated = f"calibrated · ECE {_ece(result.ece_calibrated)}, in-sample"
+    curves.append((cmap(mid), ESTIMATE, 1.8, "o", 4.5, calibrated, 4))
+    for scores, color, lw, marker, ms, label, zorder in curves:
+        x, y = reliability_points(leaves, scores, m)
+        main.plot(x, y, color=color, lw=lw, marker=marker, ms=ms, label=label, zorder=zorder)
     lim = (-MARGIN, 1 + MARGIN)
     main.set(xlim=lim, ylim=lim, ylabel="Fraction of positives")
     main.set_box_aspect(1)

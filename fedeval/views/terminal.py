@@ -4,6 +4,7 @@ simulation), the privacy claim in words, and notes on undetermined metrics."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -84,13 +85,21 @@ def _render_header(run: Simulated, console: Console, source: str | None) -> None
         console.print(Text(caveat, style="yellow"))
 
 
-def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
+def columns_table(columns: Sequence[str], *, left: int = 0, dim: Sequence[str] = ()) -> Table:
+    """The borderless, bold-headed table of every terminal view: `columns` right-justified but
+    the first `left` (labels), then the `dim` columns (exact values beside the estimates)."""
     t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    t.add_column("metric")
-    t.add_column("estimate ± 95%", justify="right")
-    if exact:
-        t.add_column("exact", justify="right")
-        t.add_column("|error|", justify="right")
+    for i, name in enumerate(columns):
+        t.add_column(name, justify="left" if i < left else "right")
+    for name in dim:
+        t.add_column(name, justify="right", style="dim")
+    return t
+
+
+def _estimates_table(rows: list[tuple[str, Estimate | None]], exact: bool) -> Table:
+    t = columns_table(
+        ["metric", "estimate ± 95%", *(["exact", "|error|"] if exact else [])], left=1
+    )
     for label, e in rows:
         if e is None:
             continue
@@ -129,12 +138,10 @@ def render_table(ev: Evaluation, console: Console, *, source: str | None = None)
             exact,
         )
     )
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    t.add_column("threshold", justify="right")
-    for metric in THRESHOLD_METRICS:
-        t.add_column(f"{metric.label} ± 95%", justify="right")
-    if exact:
-        t.add_column("worst |error|", justify="right", style="dim")
+    t = columns_table(
+        ["threshold", *(f"{metric.label} ± 95%" for metric in THRESHOLD_METRICS)],
+        dim=["worst |error|"] if exact else [],
+    )
     notes: list[str] = []
     for m in ev.thresholds:
         row = [m[metric.name] for metric in THRESHOLD_METRICS]
@@ -171,9 +178,7 @@ def render_curves_table(c: CurveResult, console: Console, *, source: str | None 
             f"PR {_err(c.pr_area_error)}"
         )
     pts = c.points
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for name in ("threshold", "FPR", "TPR (recall)", "precision"):
-        t.add_column(name, justify="right")
+    t = columns_table(["threshold", "FPR", "TPR (recall)", "precision"])
     inner = np.arange(1, len(pts.thresholds) - 1)
     for i in inner[:: max(1, len(inner) // 12)]:
         t.add_row(
@@ -203,9 +208,7 @@ def render_calibration_table(
     )
     m = cal.map
     edges = np.asarray(cal.run.from_unit(m.edges))
-    t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for name in ("from", "to", "calibrated", "examples"):
-        t.add_column(name, justify="right")
+    t = columns_table(["from", "to", "calibrated", "examples"])
     step = max(1, len(m.values) // 20)
     for i in range(0, len(m.values), step):
         t.add_row(f"{edges[i]:.4g}", f"{edges[i + 1]:.4g}", _fmt(m.values[i]), f"{m.mass[i]:,.0f}")
