@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -38,6 +38,7 @@ from fedeval.core.params import (
     auto_quantiles,
     resolve_config,
 )
+from fedeval.core.results import ByMetricName
 from fedeval.core.spec import parse_height
 from fedeval.estimate import metric_registry
 from fedeval.privacy import probe
@@ -117,7 +118,7 @@ def reference_population(
 
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(ByMetricName[float]):
     """Expected absolute errors (mean over noise draws and the ten default thresholds)."""
 
     config: PrivacyConfig
@@ -130,17 +131,8 @@ class Prediction:
     reports precision (a `sparse_limit` metric) there as sparse (over [0, 1], with a note), and
     its error is not predicted (left out of `precision`)."""
 
-    @property
-    def precision(self) -> float:
-        return self.thresholds["precision"]
-
-    @property
-    def recall(self) -> float:
-        return self.thresholds["recall"]
-
-    @property
-    def accuracy(self) -> float:
-        return self.thresholds["accuracy"]
+    def by_name(self) -> Mapping[str, float]:
+        return self.thresholds
 
     @property
     def pra(self) -> float:
