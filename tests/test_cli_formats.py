@@ -4,6 +4,10 @@ command accepts, and the metavar `--help` shows lists exactly those choices."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 import typer
 
@@ -53,3 +57,19 @@ def test_a_format_without_a_renderer_is_refused_before_any_work(cli, scores):
     result = cli("evaluate", scores, "-f", "csv")
     assert result.exit_code == 2
     assert "'csv' is not one of 'table', 'json'." in result.stderr
+
+
+def test_format_values_complete_without_loading_the_library():
+    code = (
+        "import runpy, sys\n"
+        "sys.argv = ['fedeval']\n"
+        "try:\n    runpy.run_module('fedeval', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pyarrow', 'scipy'}))\n"
+    )
+    env = {**os.environ, "_FEDEVAL_COMPLETE": "complete_bash", "COMP_CWORD": "3"}
+    env["COMP_WORDS"] = "fedeval curves -f "
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.stdout.split("\n") == [*format_choices("CurveResult"), "[]", ""], out.stderr

@@ -5,8 +5,8 @@ factory each: every command gives its own help text, the rest is the same.
 
 --format offers what `fedeval.views.render` can print for the command's result
 (`printed_formats`): a renderer added there is a format every command showing that result
-accepts. The choices are read when a value is parsed, so `--help` and completion load no
-library; the metavar `--help` shows is checked against them by the tests.
+accepts. The renderers are read only for a value --help does not show, so `--help` and
+completion load no library; the metavar --help shows is checked against them by the tests.
 """
 
 from __future__ import annotations
@@ -27,8 +27,13 @@ def format_choices(result_type: str) -> list[str]:
     return [f.value for f in printed_formats(result_type)]
 
 
-def _format_parser(result_type: str) -> Callable[[str], str]:
+def _format_parser(result_type: str, shown: list[str]) -> Callable[[str], str]:
+    """A value `shown` in --help passes as it is (the default is parsed even for completion,
+    which must load no library); any other is checked against the renderers."""
+
     def parse(value: str) -> str:
+        if value in shown:
+            return value
         choices = format_choices(result_type)
         if value not in choices:
             raise typer.BadParameter(f"{value!r} is not one of {', '.join(map(repr, choices))}.")
@@ -40,8 +45,19 @@ def _format_parser(result_type: str) -> Callable[[str], str]:
 def format_option(help: str, result_type: str, choices: str, *, panel: str | None = OUTPUT) -> Any:
     """--format/-f of a command showing a `result_type` (`Annotated[str, format_option(…)]`):
     one of `format_choices(result_type)`, shown in `--help` as `choices`."""
+    shown = choices.strip("[]").split("|")  # equal to the parsed choices (tests/test_cli_formats)
+
+    def complete(incomplete: str) -> list[str]:  # from the metavar: completion loads no library
+        return [c for c in shown if c.startswith(incomplete)]
+
     return option(
-        help, "--format", "-f", metavar=choices, panel=panel, parser=_format_parser(result_type)
+        help,
+        "--format",
+        "-f",
+        metavar=choices,
+        panel=panel,
+        parser=_format_parser(result_type, shown),
+        autocompletion=complete,
     )
 
 
