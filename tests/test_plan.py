@@ -27,6 +27,7 @@ from fedeval.core.params import (
     probe_height,
     resolve_config,
 )
+from fedeval.estimate import metric_registry
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.protocol.simulate import simulate
 from fedeval.tables.scored import read_scored, scored_from_arrays
@@ -421,13 +422,13 @@ def test_a_metric_no_draw_determines_is_undetermined_not_a_refusal(monkeypatch):
     # Recall is undefined in a draw whose noisy positives are ≤ 0 at every threshold: averaged
     # over the draws that define it, NaN (JSON null, "undetermined") only where none does, and
     # the other metrics are still predicted.
-    real = fedeval.api.plan.estimate_metrics
+    real = metric_registry.threshold_values
 
-    def no_recall(release, thresholds):
-        est = real(release, thresholds)
-        return replace(est, recall=np.full_like(est.recall, np.nan))
+    def no_recall(hist, thresholds):
+        values = real(hist, thresholds)
+        return values | {"recall": np.full_like(values["recall"], np.nan)}
 
-    monkeypatch.setattr(fedeval.api.plan, "estimate_metrics", no_recall)
+    monkeypatch.setattr(metric_registry, "threshold_values", no_recall)
     result = CliRunner().invoke(app, ["plan", "--rows", "5000", "-m", "distdp", "-f", "json"])
     assert result.exit_code == 0, result.output
     err = json.loads(result.stdout)["expected_abs_error"]

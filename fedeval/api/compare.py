@@ -103,7 +103,6 @@ candidate − baseline is at least −m (or the estimate, `gate_on="estimate"`);
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -118,7 +117,7 @@ from fedeval.api.compare_intervals import (
     differences,
 )
 from fedeval.api.evaluate import Evaluation, evaluate, evaluate_file, evaluate_run
-from fedeval.api.gates import Gate, GateOn, Kind, Verdict, judge, metric_values
+from fedeval.api.gates import Gate, GateOn, Kind, Verdict, find_metric, judge, metric_values
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel, check_epsilon
 from fedeval.core.errors import InputError, UsageError
 from fedeval.core.results import Estimate
@@ -154,21 +153,12 @@ class Comparison:
     seed: int | None = None
 
     def __getitem__(self, metric: str) -> Difference:
-        """The difference of one metric: 'auc', 'ap', 'recall@0.5', …"""
-        for d in self.differences:
-            if d.metric == metric:
-                return d
-        base, _, t = metric.partition("@")
-        if t:
-            try:
-                want = float(t)
-            except ValueError:
-                want = math.nan
-            for d in self.differences:
-                b, _, dt = d.metric.partition("@")
-                if b == base and dt and float(dt) == want:
-                    return d
-        raise KeyError(metric)
+        """The difference of one metric: 'auc', 'ap', 'recall@0.5', … (found as a gate finds
+        it: `fedeval.api.gates.find_metric`)."""
+        try:
+            return find_metric({d.metric: d for d in self.differences}, metric)
+        except UsageError:
+            raise KeyError(metric) from None
 
     @property
     def simulation(self) -> bool:

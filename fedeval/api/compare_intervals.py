@@ -208,7 +208,9 @@ def threshold_difference(
 def differences(
     baseline: Evaluation, candidate: Evaluation, interval: IntervalKind | str
 ) -> tuple[Difference, ...]:
-    """candidate − baseline for AUC, AP and P/R/A at every threshold both evaluations hold."""
+    """candidate − baseline for AUC, AP and every threshold metric
+    (`fedeval.estimate.metric_registry.THRESHOLD_METRICS`) at every threshold both evaluations
+    hold."""
     kind = IntervalKind(interval)
     pairs: list[tuple[str, Estimate, Estimate]] = [
         ("auc", baseline.auc, candidate.auc),
@@ -217,8 +219,8 @@ def differences(
     for tb, tc in zip(baseline.thresholds, candidate.thresholds, strict=True):
         if tb.threshold != tc.threshold:
             raise UsageError("the two evaluations hold different thresholds.")
-        for m in ("precision", "recall", "accuracy"):
-            pairs.append((f"{m}@{tb.threshold!r}", getattr(tb, m), getattr(tc, m)))
+        for m, estimate in tb.estimates.items():  # every metric of the registry, as evaluated
+            pairs.append((f"{m}@{tb.threshold!r}", estimate, tc[m]))
     sds_b = sds_c = None
     if kind is IntervalKind.GENERALISATION:
         sds_b, sds_c = _sampling_sds(baseline), _sampling_sds(candidate)

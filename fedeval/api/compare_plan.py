@@ -39,6 +39,7 @@ from fedeval.api.evaluate import evaluate_data, threshold_axis
 from fedeval.api.plan import _check, reference_population
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel
 from fedeval.core.errors import UsageError
+from fedeval.estimate import metric_registry
 from fedeval.estimate.uncertainty import Z95
 from fedeval.privacy.registry import model_of
 from fedeval.tables.scored import ScoredData, read_scored
@@ -48,7 +49,11 @@ Z80 = 0.8416212335729143
 Z90 = 1.6448536269514722
 """z₀.₉₅: the one-sided normal quantile of a 5% false-failure rate."""
 
-DETECT_METRICS = ("auc", "precision", "recall", "accuracy")
+
+def detect_metrics() -> tuple[str, ...]:
+    """What `detect` plans for: the AUC, and every threshold metric of the registry
+    (`fedeval.estimate.metric_registry.THRESHOLD_METRICS`) at a threshold."""
+    return ("auc", *(m.name for m in metric_registry.THRESHOLD_METRICS))
 
 
 @dataclass(frozen=True)
@@ -88,14 +93,15 @@ def parse_detect(spec: str) -> tuple[str, float, float | None]:
         delta, threshold = math.nan, None
     if (
         not sep
-        or base not in DETECT_METRICS
+        or base not in detect_metrics()
         or (base == "auc") != (not t)
         or not (math.isfinite(delta) and 0 < delta < 1)
         or (threshold is not None and not 0 < threshold < 1)
     ):
+        at = "/".join(detect_metrics()[1:])
         raise UsageError(
-            "`detect` takes METRIC=δ with 0 < δ < 1: auc=0.005, or precision/recall/accuracy at a "
-            f"threshold in (0, 1), e.g. recall@0.5=0.01. Found {spec!r}."
+            f"`detect` takes METRIC=δ with 0 < δ < 1: auc=0.005, or {at} at a threshold in "
+            f"(0, 1), e.g. recall@0.5=0.01. Found {spec!r}."
         )
     return name, delta, threshold
 

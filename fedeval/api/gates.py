@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.errors import GateFailed, UsageError
@@ -183,7 +183,13 @@ def gate_thresholds(gates: list[Gate]) -> list[float]:
     return out
 
 
-def _find(metrics: Mapping[str, Estimate], name: str) -> Estimate:
+M = TypeVar("M")
+
+
+def find_metric(metrics: Mapping[str, M], name: str) -> M:
+    """`metrics[name]`, where 'recall@t' also finds the metric at threshold t written exactly,
+    or (with at least 4 significant digits) as rounded; a `UsageError` naming what there is
+    otherwise."""
     if name in metrics:
         return metrics[name]
     base, _, t = name.partition("@")
@@ -220,7 +226,7 @@ def judge(
     the bound, a metric without an interval is refused; an undefined (nan) value always is."""
     verdicts = []
     for g in gates:
-        m = _find(metrics, g.metric)
+        m = find_metric(metrics, g.metric)
         if on is GateOn.BOUND:
             if m.ci95 is None:
                 raise UsageError(

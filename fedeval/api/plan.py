@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -30,12 +30,7 @@ import numpy as np
 from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
-from fedeval.api.evaluate import (
-    MetricEstimates,
-    estimate_metrics,
-    sparse_precision_of,
-    threshold_axis,
-)
+from fedeval.api.evaluate import estimate_auc, sparse_precision_of, threshold_axis
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
@@ -43,7 +38,9 @@ from fedeval.core.params import (
     auto_quantiles,
     resolve_config,
 )
+from fedeval.core.results import ByMetricName
 from fedeval.core.spec import parse_height
+from fedeval.estimate import metric_registry
 from fedeval.privacy import probe
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.registry import MODELS, model_of
@@ -121,27 +118,27 @@ def reference_population(
 
 
 @dataclass(frozen=True)
-class Prediction:
+class Prediction(ByMetricName[float]):
     """Expected absolute errors (mean over noise draws and the ten default thresholds)."""
 
     config: PrivacyConfig
     rows: int
     auc: float
-    precision: float
-    recall: float
-    accuracy: float
+    thresholds: dict[str, float] = field(hash=False)
+    """Each threshold metric's (`fedeval.estimate.metric_registry.THRESHOLD_METRICS`), by name."""
     sparse_thresholds: tuple[float, ...] = ()
     """Default thresholds where few examples score above in at least half the draws: evaluate
-    reports precision there as sparse (over [0, 1], with a note), and its error is not
-    predicted (left out of `precision`)."""
+    reports precision (a `sparse_limit` metric) there as sparse (over [0, 1], with a note), and
+    its error is not predicted (left out of `precision`)."""
+
+    def by_name(self) -> Mapping[str, float]:
+        return self.thresholds
 
     @property
     def pra(self) -> float:
-        """The largest of the three threshold metrics' expected errors (infinite where one is
+        """The largest of the threshold metrics' expected errors (infinite where one is
         undetermined: no population that leaves it undetermined reaches a target)."""
-        return max(
-            math.inf if math.isnan(x) else x for x in (self.precision, self.recall, self.accuracy)
-        )
+        return max(math.inf if math.isnan(x) else x for x in self.thresholds.values())
 
     @property
     def undetermined(self) -> list[str]:
@@ -164,13 +161,24 @@ def _thresholds(population: ScoredData) -> np.ndarray:
     return np.asarray(population.axis.to_unit(lo + (hi - lo) * np.asarray(DEFAULT_THRESHOLDS)))
 
 
-def population_truth(population: ScoredData, rng: np.random.Generator) -> MetricEstimates:
+@dataclass(frozen=True)
+class Truth:
+    """A reference population's own AUC, and each threshold metric of the registry by name at
+    the default thresholds (arrays over them)."""
+
+    auc: float
+    thresholds: dict[str, np.ndarray] = field(hash=False)
+
+
+def population_truth(population: ScoredData, rng: np.random.Generator) -> Truth:
     """The population's own metrics at the default thresholds: its release without noise at
     the reference resolution (the truth every prediction's error is measured against)."""
     # Without noise every shape gives the population's own leaves; flat is the cheapest.
     truth_cfg = PrivacyConfig(PrivacyModel.FEDERATED, RESOLUTION, Shape.FLAT)
     truth = decode(fast_release(population, truth_cfg, rng))
-    return estimate_metrics(truth, _thresholds(population))
+    return Truth(
+        estimate_auc(truth), metric_registry.threshold_values(truth, _thresholds(population))
+    )
 
 
 def predict(
@@ -179,7 +187,7 @@ def predict(
     rng: np.random.Generator,
     *,
     runs: int = 20,
-    truth: MetricEstimates | None = None,
+    truth: Truth | None = None,
 ) -> Prediction:
     """Mean absolute error of fedeval's estimators on `population` under `config`, at the
     default thresholds on the population's axis. `truth` (`population_truth`) may be passed
@@ -189,7 +197,11 @@ def predict(
         truth = population_truth(population, rng)
     leaves = None if config.probed else population.leaf_counts(config.height)
     draw = model_of(config.model).draw
-    errs, heights, precision_errs = [], [], []
+    metrics = metric_registry.THRESHOLD_METRICS
+    sparse_limited = [m.name for m in metrics if m.sparse_limit]
+    others = [m.name for m in metrics if not m.sparse_limit]
+    errs, heights = [], []
+    sparse_errs: dict[str, list[np.ndarray]] = {name: [] for name in sparse_limited}
     sparse_runs = np.zeros(len(thr), dtype=np.int64)
     spreads: dict[int, np.ndarray | None] = {}
     for _ in range(runs):
@@ -202,7 +214,7 @@ def predict(
         else:
             release = draw(leaves, population.n_clients, config, rng)
         hist = decode(release)
-        est = estimate_metrics(hist, thr)
+        values = metric_registry.threshold_values(hist, thr)
         # Where few examples score ≥ t, evaluate reports no precision of its own (the top
         # region's, over [0, 1], with a note: `sparse_precision`); a handful of examples set the
         # truth there, which no reference population predicts. Those thresholds are left out
@@ -216,23 +228,27 @@ def predict(
             spreads[h] = noise_draws(hist, SPARSE_DRAWS, rng)
         sparse, _, _ = sparse_precision_of(hist.leaves, spreads[h], thr)
         sparse_runs += sparse
-        precision_errs.append(np.abs(np.where(sparse, np.nan, est.precision) - truth.precision))
+        for name in sparse_limited:
+            sparse_errs[name].append(
+                np.abs(np.where(sparse, np.nan, values[name]) - truth.thresholds[name])
+            )
         errs.append(
             [
-                abs(est.auc - truth.auc),
-                _mean_defined(np.abs(est.recall - truth.recall)),
-                _mean_defined(np.abs(est.accuracy - truth.accuracy)),
+                abs(estimate_auc(hist) - truth.auc),
+                *(_mean_defined(np.abs(values[n] - truth.thresholds[n])) for n in others),
             ]
         )
     # A metric undefined in some draws (no noisy positives above a threshold) is averaged over
     # the draws that define it; NaN only where none does.
-    auc, r, a = _mean_defined(np.asarray(errs, dtype=np.float64), axis=0)
+    auc, *rest = _mean_defined(np.asarray(errs, dtype=np.float64), axis=0)
+    mean_errors = dict(zip(others, rest, strict=True))
     # A threshold sparse in at least half the draws is left out whole (not averaged over the
     # draws that happened to see examples above it, which would flatter the prediction), and
     # named; where every threshold is, the precision is undetermined.
     named = 2 * sparse_runs >= runs
-    p_draws = np.where(named, np.nan, np.asarray(precision_errs, dtype=np.float64))
-    p = _mean_defined(_mean_defined(p_draws, axis=1))
+    for name in sparse_limited:
+        draws = np.where(named, np.nan, np.asarray(sparse_errs[name], dtype=np.float64))
+        mean_errors[name] = _mean_defined(_mean_defined(draws, axis=1))
     if heights:  # the height the probe chose most often (the smaller of a tie)
         config = replace(config, height=int(np.bincount(heights).argmax()))
     lo, hi = population.score_range
@@ -241,7 +257,8 @@ def predict(
         for t, out in zip(DEFAULT_THRESHOLDS, named.tolist(), strict=True)
         if out
     )
-    return Prediction(config, population.rows, float(auc), float(p), float(r), float(a), sparse_at)
+    errors = {m.name: float(mean_errors[m.name]) for m in metrics}
+    return Prediction(config, population.rows, float(auc), errors, sparse_at)
 
 
 def recommended_config(
@@ -439,8 +456,9 @@ drawn uniformly from [0, 1] is off by at least 0.25 on average (exactly 0.25 fro
 
 
 def _errors(p: Prediction) -> dict[str, float | None]:
-    """The four expected errors, None where undetermined (JSON has no NaN)."""
-    values = {"auc": p.auc, "precision": p.precision, "recall": p.recall, "accuracy": p.accuracy}
+    """The expected errors (AUC, then each threshold metric), None where undetermined (JSON has
+    no NaN)."""
+    values = {"auc": p.auc} | p.thresholds
     return {k: None if math.isnan(v) else v for k, v in values.items()}
 
 
@@ -500,10 +518,7 @@ def plan_report(
         rows, heights=range(2, 17) if heights else None, progress=progress, **kwargs
     )
     cfg = best.config
-    if all(
-        math.isnan(x) or x >= GUESS_ERROR
-        for x in (best.auc, best.precision, best.recall, best.accuracy)
-    ):
+    if all(math.isnan(x) or x >= GUESS_ERROR for x in (best.auc, *best.thresholds.values())):
         raise UsageError(
             f"no finite or useful error can be predicted for {rows:,} examples at "
             f"ε = {cfg.epsilon:g}: the noise swamps every count (every metric undetermined or "

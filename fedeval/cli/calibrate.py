@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
-from fedeval.cli.app import app
 from fedeval.cli.common import (
-    OutputFormat,
     check_buckets,
     errors_to_exit,
     estimate_words,
     json_output,
-    plot_file,
-    show,
-    wrote,
 )
-from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
-from fedeval.cli.helptext import ESTIMATE, PRIVACY, RELEASE, command_help
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat
+from fedeval.cli.helptext import PRIVACY, RELEASE
 from fedeval.cli.multiclass import (
     MULTICLASS_OPTIONS,
     MulticlassOpt,
@@ -34,17 +29,12 @@ from fedeval.cli.options import (
     option,
 )
 from fedeval.cli.output_options import format_option, output_option, plot_option
-from fedeval.cli.run import ReleaseOptions
+from fedeval.cli.run import ReleaseOptions, estimate_command, printed_text
 from fedeval.core.config import PrivacyModel
 from fedeval.documents.files import document_text
 
-if TYPE_CHECKING:
-    from fedeval.api.calibrate import CalibrationResult
 
-
-@app.command(rich_help_panel=ESTIMATE)
-@command_help
-@grouped
+@estimate_command
 def calibrate(
     file: FileArg = None,
     model: Annotated[
@@ -100,8 +90,8 @@ def calibrate(
         Path | None, output_option("Write the map here (.json, shareable; - for stdout).")
     ] = None,
     output_format: Annotated[
-        OutputFormat, format_option("table, or json (the map document).", "table|json")
-    ] = OutputFormat.table,
+        str, format_option("table, or json (the map document).", "CalibrationResult", "table|json")
+    ] = "table",
     plot: Annotated[str | None, plot_option("a reliability diagram")] = None,
     source: SourceOptions = SOURCE,
     one_shot: OneShotOptions = ONE_SHOT,
@@ -135,7 +125,7 @@ def calibrate(
         refuse_multiclass_options(flat(locals()))
         check_buckets(buckets)
         json_output(output)
-        plot_path = plot_file(plot, "reliability.png")
+        plot_path = release.plot_path("reliability.png")
         release.check()
         cal = release.estimate(
             lambda run: calibrate_run(run, method=method, buckets=buckets, n_bins=bins),
@@ -147,32 +137,12 @@ def calibrate(
         doc = render(cal, Format.JSON, Context(name, score_col=source.table.score_col))
         # The map file is made to be shared: under DP it holds no exact value.
         map_text = document_text(shareable(doc), sign_key=release.signer)
-        to_stdout = release.commit(
-            cal.run,
-            doc=doc,
-            text=map_text,
-            output=output,
-            plot=None if plot_path is None else (plot_path, lambda p: draw_reliability(cal, p)),
-        )
-        as_json = document_text(doc) if output_format is OutputFormat.json else None
-        show(
-            map_text,
-            to_stdout,
-            output,
-            as_json,
-            lambda: render(cal, Format.TABLE, Context(name)),
-        )
+        to_stdout = release.commit(cal, doc=doc, text=map_text, plot=plot_path)
+        as_text = printed_text(cal, output_format, document_text(doc), name)
+        release.show(map_text, to_stdout, as_text, lambda: render(cal, Format.TABLE, Context(name)))
         written = json.loads(map_text)  # the summary states what the file holds, no more
         ece = written["ece"]
-        wrote(
-            output,
+        release.wrote(
             f"{written['method']} map written · ECE {estimate_words(ece['raw'])} before, "
             f"{estimate_words(ece['calibrated'])} after (in-sample, {ece['bins']} bins)",
         )
-
-
-def draw_reliability(cal: CalibrationResult, path: Path) -> None:
-    """The reliability diagram drawn to `path` (matplotlib is imported only for a plot)."""
-    from fedeval.views.plots import plot_reliability
-
-    plot_reliability(cal, path)

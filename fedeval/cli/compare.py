@@ -12,7 +12,6 @@ from rich.text import Text
 from fedeval.cli.app import app
 from fedeval.cli.budget import charge_ledger, check_ledger_options, with_gate_thresholds
 from fedeval.cli.common import (
-    OutputFormat,
     emit,
     err,
     errors_to_exit,
@@ -41,7 +40,8 @@ from fedeval.cli.options import (
     VerifyKeyOpt,
     option,
 )
-from fedeval.cli.output_options import DocumentFormatOpt, stdout_output_option
+from fedeval.cli.output_options import document_format, stdout_output_option
+from fedeval.cli.run import printed_text
 from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 
@@ -109,7 +109,7 @@ def compare(
         str, option("Judge --fail-if-worse on the 95% 'bound' or the 'estimate'.")
     ] = "bound",
     seed: SeedOpt = None,
-    output_format: DocumentFormatOpt = OutputFormat.table,
+    output_format: Annotated[str, document_format("Comparison")] = "table",
     output: Annotated[Path | None, stdout_output_option("document")] = None,
     plot: Annotated[
         str | None,
@@ -227,7 +227,7 @@ def compare(
                 plot_comparison(c, out.staged_path(plot_path))
             charge_ledger(ledger, budget, doc)
             out.commit()
-        as_json = text if output_format is OutputFormat.json else None
+        as_json = printed_text(c, output_format, text, name)
         table = lambda: render(c, Format.TABLE, Context(name))  # noqa: E731
         show(text, to_stdout, output, as_json, table)
         _apply(judgements)

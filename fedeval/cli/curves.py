@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-from fedeval.cli.app import app
-from fedeval.cli.common import errors_to_exit, estimate_words, plot_file, wrote
-from fedeval.cli.evaluate import draw_curves
-from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
-from fedeval.cli.helptext import ESTIMATE, RELEASE, command_help
+from fedeval.cli.common import errors_to_exit, estimate_words
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat
+from fedeval.cli.helptext import RELEASE
 from fedeval.cli.options import (
     EpsilonOpt,
     FileArg,
@@ -22,7 +19,7 @@ from fedeval.cli.options import (
     option,
 )
 from fedeval.cli.output_options import format_option, output_option, plot_option
-from fedeval.cli.run import ReleaseOptions
+from fedeval.cli.run import ReleaseOptions, estimate_command, printed_text
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.documents.files import document_text
@@ -31,13 +28,7 @@ if TYPE_CHECKING:
     from fedeval.tables.output_format import OutputSpec
 
 
-class CurvesFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-
-
-def curves_output(output: Path | None, fmt: CurvesFormat) -> OutputSpec | None:
+def curves_output(output: Path | None, fmt: str) -> OutputSpec | None:
     """What curves writes (None: the table on stdout). -o's name picks the format and the
     compression by the one rule of `fedeval.tables.output_format` (.json, .csv[.gz|.bz2|.zst],
     .parquet); a name that asks for none takes --format (json for --format table). A --format
@@ -47,20 +38,22 @@ def curves_output(output: Path | None, fmt: CurvesFormat) -> OutputSpec | None:
     output_spec(output, writes=(DataFormat.JSON, DataFormat.CSV, DataFormat.PARQUET))
     named = spec_from_name(output)
     if named is None:
-        if fmt is CurvesFormat.table:
-            return None if output is None else OutputSpec(DataFormat.JSON)
-        return OutputSpec(DataFormat(fmt.value))
-    if fmt is not CurvesFormat.table and fmt.value != named.format.value:
+        if fmt in {f.value for f in DataFormat}:
+            return OutputSpec(DataFormat(fmt))
+        if output is None:
+            return None  # the table, or another printed format, on stdout
+        if fmt != "table":
+            raise UsageError(f"--format {fmt} prints to stdout: drop -o.")
+        return OutputSpec(DataFormat.JSON)
+    if fmt != "table" and fmt != named.format.value:
         raise UsageError(
-            f"--format {fmt.value} and -o '{output}' disagree: the name asks for "
-            f"{named.format.value}. Drop --format, or name the file .{fmt.value}."
+            f"--format {fmt} and -o '{output}' disagree: the name asks for "
+            f"{named.format.value}. Drop --format, or name the file .{fmt}."
         )
     return named
 
 
-@app.command(rich_help_panel=ESTIMATE)
-@command_help
-@grouped
+@estimate_command
 def curves(
     file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -87,11 +80,13 @@ def curves(
     shape: ShapeOpt = "auto",
     seed: SeedOpt = None,
     output_format: Annotated[
-        CurvesFormat,
+        str,
         format_option(
-            "table (areas, a dozen points), json or csv (every point).", "table|json|csv"
+            "table (areas, a dozen points), json or csv (every point).",
+            "CurveResult",
+            "table|json|csv",
         ),
-    ] = CurvesFormat.table,
+    ] = "table",
     output: Annotated[
         Path | None,
         output_option("Write the points here: .json, .csv[.gz], .parquet (- for stdout)."),
@@ -119,7 +114,7 @@ def curves(
 
     with errors_to_exit():
         release = ReleaseOptions.of(flat(locals()))
-        plot_path = plot_file(plot, "curves.png")
+        plot_path = release.plot_path("curves.png")
         release.check()
         spec = curves_output(output, output_format)  # before any work
         c = release.estimate(
@@ -139,20 +134,16 @@ def curves(
             data = encoded_text(text, None if spec is None else spec.compression)
         elif spec is not None:  # Parquet, to a file
             data = render(c, Format.PARQUET)
-        to_stdout = release.commit(
-            c.run,
-            doc=cdoc,
-            text=data,
-            output=output,
-            plot=None if plot_path is None else (plot_path, lambda p: draw_curves(c, p)),
-        )
-        if spec is None:
+        to_stdout = release.commit(c, doc=cdoc, text=data, plot=plot_path)
+        shown = printed_text(c, output_format, "", name)  # the table: None
+        if spec is None and shown is None:
             render(c, Format.TABLE, Context(name))
+        elif spec is None and shown is not None:
+            sys.stdout.write(shown)
         elif text is not None and (to_stdout or output is None):
             sys.stdout.write(text)
         areas = cdoc["curves"]
-        wrote(
-            output,
+        release.wrote(
             f"curves written · ROC AUC {estimate_words(areas.get('roc_auc'))} · AP "
             f"{estimate_words(areas.get('average_precision'))}",
         )

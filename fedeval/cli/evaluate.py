@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
-from fedeval.cli.app import app
 from fedeval.cli.budget import (
     apply_gates,
     gate_options,
@@ -14,17 +13,13 @@ from fedeval.cli.budget import (
     with_gate_thresholds,
 )
 from fedeval.cli.common import (
-    OutputFormat,
     check_buckets,
     errors_to_exit,
     estimate_words,
     json_output,
-    plot_file,
-    show,
-    wrote,
 )
-from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat, grouped
-from fedeval.cli.helptext import ESTIMATE, RELEASE, command_help
+from fedeval.cli.groups import ONE_SHOT, SOURCE, OneShotOptions, SourceOptions, flat
+from fedeval.cli.helptext import RELEASE
 from fedeval.cli.options import (
     EpsilonOpt,
     FailOverOpt,
@@ -39,17 +34,12 @@ from fedeval.cli.options import (
     option,
 )
 from fedeval.cli.output_options import format_option, output_option, plot_option
-from fedeval.cli.run import ReleaseOptions
+from fedeval.cli.run import ReleaseOptions, estimate_command, printed_text
 from fedeval.core.config import PrivacyModel
 from fedeval.documents.files import document_text
 
-if TYPE_CHECKING:
-    from fedeval.api.curves import CurveResult
 
-
-@app.command(rich_help_panel=ESTIMATE)
-@command_help
-@grouped
+@estimate_command
 def evaluate(
     file: FileArg = None,
     model: ModelOpt = PrivacyModel.DISTDP,
@@ -77,8 +67,8 @@ def evaluate(
     quantiles: QuantilesOpt = 100,
     seed: SeedOpt = None,
     output_format: Annotated[
-        OutputFormat, format_option("table for people, json for programs.", "table|json")
-    ] = OutputFormat.table,
+        str, format_option("table for people, json for programs.", "Evaluation", "table|json")
+    ] = "table",
     output: Annotated[
         Path | None, output_option("Write the JSON report here (.json; - for stdout).")
     ] = None,
@@ -111,7 +101,7 @@ def evaluate(
         release = ReleaseOptions.of(flat(locals()))
         check_buckets(buckets)
         json_output(output)
-        plot_path = plot_file(plot, "curves.png")
+        plot_path = release.plot_path("curves.png")
         gates, on = gate_options(fail_under, fail_over, gate_on)
         release.check()
         ev = release.estimate(
@@ -135,26 +125,12 @@ def evaluate(
         if gates:  # the verdicts join the one document (stdout holds one JSON value)
             report["gates"] = gates_section(verdicts, on)
         doc = document_text(report, sign_key=release.signer)
-        to_stdout = release.commit(
-            ev.run,
-            doc=report,
-            text=doc,
-            output=output,
-            plot=None if plot_path is None else (plot_path, lambda p: draw_curves(ev.curves, p)),
-        )
-        as_json = doc if output_format is OutputFormat.json else None
-        show(doc, to_stdout, output, as_json, lambda: render(ev, Format.TABLE, Context(name)))
+        to_stdout = release.commit(ev, doc=report, text=doc, plot=plot_path)
+        as_text = printed_text(ev, output_format, doc, name)
+        release.show(doc, to_stdout, as_text, lambda: render(ev, Format.TABLE, Context(name)))
         metrics = report["metrics"]
-        wrote(
-            output,
+        release.wrote(
             f"report written · AUC {estimate_words(metrics.get('auc'))}"
             + (f" · ECE {estimate_words(metrics['ece'])}" if metrics.get("ece") else ""),
         )
         apply_gates(verdicts, on)
-
-
-def draw_curves(curves: CurveResult, path: Path) -> None:
-    """The ROC and PR curves drawn to `path` (matplotlib is imported only for a plot)."""
-    from fedeval.views.plots import plot_curves
-
-    plot_curves(curves, path)

@@ -10,7 +10,6 @@ import typer
 
 from fedeval.cli.app import app
 from fedeval.cli.common import (
-    OutputFormat,
     emit,
     err,
     errors_to_exit,
@@ -38,7 +37,8 @@ from fedeval.cli.options import (
     argument,
     option,
 )
-from fedeval.cli.output_options import DocumentFormatOpt, stdout_output_option
+from fedeval.cli.output_options import document_format, stdout_output_option
+from fedeval.cli.run import printed_text
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
 
@@ -164,7 +164,7 @@ def simulate(
     seed: SeedOpt = None,
     save_release: SaveReleaseOpt = None,
     sign_key: SignKeyOpt = None,
-    output_format: DocumentFormatOpt = OutputFormat.table,
+    output_format: Annotated[str, document_format("Evaluation")] = "table",
     output: Annotated[Path | None, stdout_output_option("report")] = None,
     ci_draws: CiDrawsOpt = 200,
     quantiles: QuantilesOpt = 100,
@@ -239,7 +239,7 @@ def simulate(
         f"reported{recovered}{rounds}; {t.per_message('report'):,.0f} bytes per report",
         highlight=False,
     )
-    as_json = doc if output_format is OutputFormat.json else None
+    as_json = printed_text(ev, output_format, doc, name)
     show(doc, to_stdout, output, as_json, lambda: render(ev, Format.TABLE, Context(name)))
 
 

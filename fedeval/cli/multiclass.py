@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fedeval.cli.budget import charge_ledger, check_ledger_options
-from fedeval.cli.common import OutputFormat, emit, floats, json_output, show, wrote
+from fedeval.cli.common import emit, floats, json_output, show, wrote
 from fedeval.cli.groups import OptionGroup
 from fedeval.cli.helptext import MULTICLASS
 from fedeval.cli.options import flag, option
+from fedeval.cli.run import printed_text
 from fedeval.cli.support import option_given
 from fedeval.core.config import Unit
 from fedeval.core.errors import UsageError
@@ -175,7 +176,7 @@ def calibrate_multiclass(
     holdout: float | None,
     fail_if_worse: bool,
     output: Path | None,
-    output_format: OutputFormat,
+    output_format: str,
     ledger: Path | None,
     budget: float | None,
     **options: Any,
@@ -221,7 +222,7 @@ def calibrate_multiclass(
         to_stdout = emit(map_text, output, out)
         charge_ledger(ledger, budget, doc)
         out.commit()
-    as_json = document_text(doc) if output_format is OutputFormat.json else None
+    as_json = printed_text(result, output_format, document_text(doc), name)
     table = lambda: render(result, Format.TABLE, Context(name))  # noqa: E731
     show(map_text, to_stdout, output, as_json, table)
     written = shareable_map(doc)  # the summary states what the file holds, no more

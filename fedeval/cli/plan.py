@@ -158,9 +158,8 @@ def plan(
         t.add_column("scaling (Table 1)", style="dim")
         pra_rate, auc_rate = planning.TABLE1[cfg.model]
         t.add_row("ROC AUC", _err(best.auc), auc_rate)
-        t.add_row("precision", _err(best.precision), pra_rate)
-        t.add_row("recall", _err(best.recall), pra_rate)
-        t.add_row("accuracy", _err(best.accuracy), pra_rate)
+        for name, error in best.thresholds.items():  # every threshold metric of the registry
+            t.add_row(name, _err(error), pra_rate)
         out.print(t)
         if best.undetermined:
             out.print(
@@ -179,13 +178,13 @@ def plan(
             out.print(f"[dim]note: {planning.BINORMAL_LIMITS}.[/dim]", soft_wrap=True)
         if others:
             h = Table(box=None, header_style="bold")
-            for col in ("h", "AUC", "precision", "recall", "accuracy"):
+            for col in ("h", "AUC", *best.thresholds):
                 h.add_column(col, justify="right")
             for p in others:
                 mark = " *" if p.config.height == cfg.height else ""
                 h.add_row(
                     f"{p.config.height}{mark}",
-                    *(_err(x) for x in (p.auc, p.precision, p.recall, p.accuracy)),
+                    *(_err(x) for x in (p.auc, *p.thresholds.values())),
                 )
             out.print(h)
         if target_error is not None:

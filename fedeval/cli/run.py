@@ -1,7 +1,12 @@
 """The one path evaluate, curves and calibrate share: check every option before any work, read
 the table and simulate the release (or load a saved one), estimate, then stage every output,
 charge the ledger and commit them together. A command adds only its library call and how it
-shows its result."""
+shows its result.
+
+    @estimate_command
+    def curves(file: FileArg = None, ..., source: SourceOptions = SOURCE, ...) -> None:
+        release = ReleaseOptions.of(flat(locals()))
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from fedeval.cli.app import app
 from fedeval.cli.budget import charge_ledger, check_ledger_options
 from fedeval.cli.common import (
     emit,
     parse_score_range,
+    plot_file,
     private_key,
     progress_bar,
     public_key,
     read_bar,
+    show,
+    wrote,
 )
+from fedeval.cli.groups import grouped
+from fedeval.cli.helptext import ESTIMATE, command_help
 from fedeval.core.config import MAX_HEIGHT, PrivacyModel, Relation, Unit
 from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import Outputs, is_stdout
@@ -28,6 +39,25 @@ if TYPE_CHECKING:  # the library loads when a command runs, not for --help
     from fedeval.core.spec import ReleaseSpec
 
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def estimate_command(func: F) -> F:
+    """Registers a one-shot command (evaluate, curves, calibrate) in the Estimate panel, its
+    docstring made into rich help and its option groups spread (`grouped`)."""
+    return app.command(rich_help_panel=ESTIMATE)(command_help(grouped(func)))
+
+
+def printed_text(result: Any, fmt: str, json_text: str, source: str) -> str | None:
+    """What --format `fmt` prints on stdout: the JSON document `json_text`, None for the table
+    (`show` draws it), else the text `fmt`'s renderer makes of `result`."""
+    if fmt == "json":
+        return json_text
+    if fmt == "table":
+        return None
+    from fedeval.views.render import Context, render
+
+    return str(render(result, fmt, Context(source)))
 
 
 @dataclass(frozen=True)
@@ -60,6 +90,7 @@ class ReleaseOptions:
     ledger: Path | None
     budget: float | None
     output: Path | None
+    plot: str | None
 
     @classmethod
     def of(cls, params: dict[str, Any]) -> ReleaseOptions:
@@ -186,20 +217,36 @@ class ReleaseOptions:
         path = SimulationPath.PER_CLIENT if self.per_client else SimulationPath.FAST
         return ReleaseSpec(**{name: getattr(self, name) for name in same}, path=path)
 
+    def show(
+        self, text: str, to_stdout: bool, as_text: str | None, table: Callable[[], None]
+    ) -> None:
+        """After the commit: `text` for -o -, nothing for -o FILE, else `as_text` (--format
+        other than table) or the table (`fedeval.cli.common.show`)."""
+        show(text, to_stdout, self.output, as_text, table)
+
+    def wrote(self, summary: str) -> None:
+        """-o FILE: the line on stderr saying what the file holds (`fedeval.cli.common.wrote`)."""
+        wrote(self.output, summary)
+
+    def plot_path(self, default_name: str) -> Path | None:
+        """Where --plot draws (`default_name` in a directory), checked before any work."""
+        return plot_file(self.plot, default_name)
+
     def commit(
         self,
-        run: Any,
+        result: Any,
         *,
         doc: dict[str, Any],
         text: str | bytes | None,
-        output: Path | None,
-        plot: tuple[Path, Callable[[Path], None]] | None = None,
+        plot: Path | None = None,
     ) -> bool:
-        """Stage `text` for -o, the saved release and the plot; charge the ledger with `doc`;
-        then write them all (a failure before the charge writes and charges nothing). Returns
-        whether `text` is for stdout (-o -)."""
+        """Stage `text` for -o, the saved release and the figure of `result` for --plot (its
+        `fedeval.views.render` figure); charge the ledger with `doc`; then write them all (a
+        failure before the charge writes and charges nothing). Returns whether `text` is for
+        stdout (-o -)."""
+        run = result.run
         with Outputs() as out:
-            to_stdout = emit(text, output, out)
+            to_stdout = emit(text, self.output, out)
             if self.save_release is not None:
                 from fedeval.documents.release_file import save_release
 
@@ -210,8 +257,10 @@ class ReleaseOptions:
                     sign_key=self.signer,
                 )
             if plot is not None:
-                path, draw = plot
-                draw(out.staged_path(path))
+                from fedeval.views.plots import save_figure
+                from fedeval.views.render import Format, render
+
+                save_figure(render(result, Format.FIGURE), out.staged_path(plot))
             if self.ledger is not None:
                 charge_ledger(
                     self.ledger,

@@ -249,6 +249,27 @@ DEFAULT_EPSILON = {PrivacyModel.DISTDP: 1.0, PrivacyModel.LOCALDP: 5.0}
 """The papers' experiment settings (Cormode & Markov, PVLDB 2023, section 7)."""
 
 
+def check_choices(
+    model: PrivacyModel | str,
+    epsilon: float | None,
+    unit: Unit | str,
+    max_examples: int | None,
+    relation: Relation | str | None,
+) -> tuple[PrivacyModel, float | None, Unit, Relation | None]:
+    """A release's privacy choices checked in one order, wherever they enter (`ReleaseSpec`,
+    `fedeval.core.params.resolve_config`): the model by name, ε (`DEFAULT_EPSILON` for None;
+    none under federated), the unit with its cap, the relation (the model's default for None)."""
+    try:
+        model = PrivacyModel(model)
+    except ValueError as e:
+        choices = ", ".join(m.value for m in PrivacyModel)
+        raise UsageError(f"unknown privacy model {model!r}; choose one of {choices}.") from e
+    if model is not PrivacyModel.FEDERATED and epsilon is None:
+        epsilon = DEFAULT_EPSILON[model]
+    check_epsilon(model, epsilon)
+    return model, epsilon, check_unit(unit, max_examples), check_relation(model, relation)
+
+
 @dataclass(frozen=True)
 class PrivacyConfig:
     """Everything that determines the noise in a release.

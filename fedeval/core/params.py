@@ -94,16 +94,13 @@ from __future__ import annotations
 import math
 
 from fedeval.core.config import (
-    DEFAULT_EPSILON,
     PrivacyConfig,
     PrivacyModel,
     Relation,
     Shape,
     Unit,
-    check_epsilon,
+    check_choices,
     check_height,
-    check_relation,
-    check_unit,
 )
 from fedeval.core.errors import UsageError
 
@@ -235,16 +232,8 @@ def resolve_config(
     keeps the one-phase rule from n (`auto_height`), for a caller with no probe round.
     `height_for` (`--height auto:METRIC,…`) names the metrics the probe chooses the height for;
     it applies to a two-phase release only (a fixed rule or height has no choice to make)."""
-    try:
-        model = PrivacyModel(model)
-    except ValueError as e:
-        choices = ", ".join(m.value for m in PrivacyModel)
-        raise UsageError(f"unknown privacy model {model!r}; choose one of {choices}.") from e
-    if model is not PrivacyModel.FEDERATED and epsilon is None:
-        epsilon = DEFAULT_EPSILON[model]
-    check_epsilon(model, epsilon)  # before ε enters the height formula
-    unit = check_unit(unit, max_examples)
-    relation = check_relation(model, relation)
+    # checked before ε enters the height formula
+    model, epsilon, unit, relation = check_choices(model, epsilon, unit, max_examples, relation)
     probe_share = 0.0
     if height == "auto" and model is not PrivacyModel.FEDERATED and probe:
         # Two-phase: the probe chooses the height (`probe_height`); until it has run, the

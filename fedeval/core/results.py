@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
@@ -42,8 +46,32 @@ def undetermined_note(metric: str, positives: float, negatives: float) -> str:
     )
 
 
+class ByMetricName(Generic[V]):
+    """A record of every threshold metric (`fedeval.estimate.metric_registry`) by name:
+    ``m["recall"]``, or ``m.recall`` for precision, recall and accuracy. `by_name` is the
+    record's mapping (an estimate each, or a predicted error each)."""
+
+    def by_name(self) -> Mapping[str, V]:
+        raise NotImplementedError
+
+    def __getitem__(self, name: str) -> V:
+        return self.by_name()[name]
+
+    @property
+    def precision(self) -> V:
+        return self["precision"]
+
+    @property
+    def recall(self) -> V:
+        return self["recall"]
+
+    @property
+    def accuracy(self) -> V:
+        return self["accuracy"]
+
+
 @dataclass(frozen=True)
-class ThresholdMetrics:
+class ThresholdMetrics(ByMetricName[Estimate]):
     """Every threshold metric (`fedeval.estimate.metric_registry.THRESHOLD_METRICS`) of the
     classifier "positive iff score ≥ threshold", by name: ``m["recall"]`` (or ``m.recall`` for
     precision, recall and accuracy).
@@ -55,17 +83,5 @@ class ThresholdMetrics:
     estimates: dict[str, Estimate] = field(hash=False)
     """By metric name, in the registry's order."""
 
-    def __getitem__(self, name: str) -> Estimate:
-        return self.estimates[name]
-
-    @property
-    def precision(self) -> Estimate:
-        return self.estimates["precision"]
-
-    @property
-    def recall(self) -> Estimate:
-        return self.estimates["recall"]
-
-    @property
-    def accuracy(self) -> Estimate:
-        return self.estimates["accuracy"]
+    def by_name(self) -> Mapping[str, Estimate]:
+        return self.estimates

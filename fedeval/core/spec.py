@@ -25,17 +25,14 @@ from typing import Any, Literal, TypedDict, Unpack, cast
 import numpy as np
 
 from fedeval.core.config import (
-    DEFAULT_EPSILON,
     PrivacyConfig,
     PrivacyModel,
     Relation,
     Shape,
     Unit,
-    check_epsilon,
+    check_choices,
     check_height,
     check_height_for,
-    check_relation,
-    check_unit,
 )
 from fedeval.core.errors import UsageError
 from fedeval.core.params import data_resolution, resolve_config
@@ -130,18 +127,12 @@ class ReleaseSpec:
     def __post_init__(self) -> None:
         """Normalise and check every field, in the order `resolve_config` always checked them
         (model, ε, unit, relation, height, shape), then the run's draws, seed and path."""
-        try:
-            model = PrivacyModel(self.model)
-        except ValueError as e:
-            choices = ", ".join(m.value for m in PrivacyModel)
-            raise UsageError(
-                f"unknown privacy model {self.model!r}; choose one of {choices}."
-            ) from e
+        model, _, unit, _ = check_choices(
+            self.model, self.epsilon, self.unit, self.max_examples, self.relation
+        )  # ε and the relation stay None for their defaults: `config` resolves them
         set_ = object.__setattr__
         set_(self, "model", model)
-        check_epsilon(model, DEFAULT_EPSILON.get(model) if self.epsilon is None else self.epsilon)
-        set_(self, "unit", check_unit(self.unit, self.max_examples))
-        check_relation(model, self.relation)
+        set_(self, "unit", unit)
         if self.relation is not None:
             set_(self, "relation", Relation(self.relation))
         height, metrics = parse_height(self.height)

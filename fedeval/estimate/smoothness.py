@@ -37,12 +37,17 @@ All of it is post-processing of the release and its noise draws (no data is read
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import numpy.typing as npt
 from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.metrics import auc_from_buckets
+
+Floats: TypeAlias = npt.NDArray[np.float64]
+"""An array of float64 (counts, sums and ratios of them)."""
 
 RICHARDSON_MIN_CELLS = 8
 """The fewest leaves (or buckets) at which the AUC's discretisation bias is extrapolated, and
@@ -132,21 +137,19 @@ def _weights_of(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return w, index, readable
 
 
-def uniform_edges(n_leaves: int) -> npt.NDArray[np.float64]:
+def uniform_edges(n_leaves: int) -> Floats:
     """The edges of n_leaves leaves of equal width on [0, 1]."""
-    edges: npt.NDArray[np.float64] = np.arange(n_leaves + 1) / n_leaves
+    edges: Floats = np.arange(n_leaves + 1) / n_leaves
     return edges
 
 
-def smoothness_residuals(
-    class_leaves: np.ndarray, edges: np.ndarray | None = None
-) -> npt.NDArray[np.float64]:
+def smoothness_residuals(class_leaves: np.ndarray, edges: np.ndarray | None = None) -> Floats:
     """Each parent's residual r (`_residual_weights`) for one class's leaves (..., L), L even,
     shape (..., L/2); `edges` the leaves' L + 1 edges in the scores' units (None: equal)."""
     x = np.asarray(class_leaves, dtype=np.float64)
     n_leaves = x.shape[-1]
     w, index, _ = _residual_weights(uniform_edges(n_leaves) if edges is None else edges)
-    residuals: npt.NDArray[np.float64] = np.einsum("...jk,jk->...j", x[..., index], w)
+    residuals: Floats = np.einsum("...jk,jk->...j", x[..., index], w)
     return residuals
 
 
@@ -365,7 +368,7 @@ def auc_parts(
     return raw, bias, half, variance
 
 
-def _leaf_terms(leaves: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64], ...]:
+def _leaf_terms(leaves: Floats) -> tuple[Floats, ...]:
     """(p, n, a, c) per leaf, top leaf first, of the non-negative leaves (..., 2, L) from the
     monotone prefix sums: positives and examples inside each leaf (n: negatives) and above it
     (a: positives, c: examples)."""
@@ -377,10 +380,10 @@ def _leaf_terms(leaves: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.float64
 
 
 def _precision_sums(
-    p: npt.NDArray[np.float64],
-    n: npt.NDArray[np.float64],
-    a: npt.NDArray[np.float64],
-    c: npt.NDArray[np.float64],
+    p: Floats,
+    n: Floats,
+    a: Floats,
+    c: Floats,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per leaf, the sum of precisions at its positives (a leaf's share of AP·P): lowest and
     highest over every order and over ties inside it, and under a uniform mix (the integral
@@ -391,7 +394,7 @@ def _precision_sums(
     rank), so a bound for any data takes both."""
     m = p + n
 
-    def ordered(above: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    def ordered(above: Floats) -> Floats:
         return p - (above - a) * (digamma(above + p + 1) - digamma(above + 1))
 
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -416,23 +419,14 @@ def ap_hull(leaves: np.ndarray) -> tuple[float, float]:
     return float(low.sum() / total), float(high.sum() / total)
 
 
-def _positives_in_order(
-    q: npt.NDArray[np.float64], above_pos: npt.NDArray[np.float64], above: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
+def _positives_in_order(q: Floats, above_pos: Floats, above: Floats) -> Floats:
     """Σₖ₌₁^q (a + k)/(c + k): the precisions at q positives ranked one after another below c
     examples, a of them positive (`within_leaf_bounds`' closed form)."""
-    total: npt.NDArray[np.float64] = q - (above - above_pos) * (
-        digamma(above + q + 1) - digamma(above + 1)
-    )
+    total: Floats = q - (above - above_pos) * (digamma(above + q + 1) - digamma(above + 1))
     return total
 
 
-def _mixed(
-    p: npt.NDArray[np.float64],
-    n: npt.NDArray[np.float64],
-    above_pos: npt.NDArray[np.float64],
-    above: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
+def _mixed(p: Floats, n: Floats, above_pos: Floats, above: Floats) -> Floats:
     """The integral rule's sum of precisions at p positives mixed uniformly with n negatives
     below c examples, a of them positive (`_precision_sums`' `mix`)."""
     m = p + n
@@ -440,22 +434,15 @@ def _mixed(
         safe_m = np.where(m > 0, m, 1.0)
         log_term = np.where(above > 0, np.log1p(m / np.where(above > 0, above, 1.0)) / safe_m, 0.0)
         mix = np.where(m > 0, p / safe_m + (above_pos - p * above / safe_m) * log_term, 0.0)
-    mixed: npt.NDArray[np.float64] = p * np.clip(np.nan_to_num(mix), 0.0, 1.0)
+    mixed: Floats = p * np.clip(np.nan_to_num(mix), 0.0, 1.0)
     return mixed
 
 
-def _tied(
-    q: npt.NDArray[np.float64],
-    r: npt.NDArray[np.float64],
-    above_pos: npt.NDArray[np.float64],
-    above: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
+def _tied(q: Floats, r: Floats, above_pos: Floats, above: Floats) -> Floats:
     """q positives tied with r negatives below c examples, a of them positive: each at the
     tie's precision (a + q)/(c + q + r), as scikit-learn scores a tied score."""
     total = above + q + r
-    tied: npt.NDArray[np.float64] = np.where(
-        total > 0, q * (above_pos + q) / np.where(total > 0, total, 1.0), 0.0
-    )
+    tied: Floats = np.where(total > 0, q * (above_pos + q) / np.where(total > 0, total, 1.0), 0.0)
     return tied
 
 

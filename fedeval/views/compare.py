@@ -27,8 +27,12 @@ if TYPE_CHECKING:  # the result types only annotate: the API module imports this
     from fedeval.api.compare_intervals import Difference
     from fedeval.api.evaluate import Evaluation
 
-METRICS = ("precision", "recall", "accuracy")
-"""The threshold metrics, in the order documents list them."""
+
+def threshold_metrics(c: Comparison) -> list[str]:
+    """The threshold metrics the two evaluations hold (every one of
+    `fedeval.estimate.metric_registry.THRESHOLD_METRICS`), in the registry's order."""
+    return list(c.baseline.thresholds[0].estimates) if c.baseline.thresholds else []
+
 
 SCHEMA = "fedeval.compare/1"
 """Compatibility contract: within version 1, fields are never removed, renamed or given a new
@@ -122,6 +126,7 @@ def compare_dict(c: Comparison, *, source: str | None = None) -> dict[str, Any]:
     cand = report_dict(c.candidate, source=source)
     diffs = {d.metric: d for d in c.differences}
     thresholds = [t.threshold for t in c.baseline.thresholds]
+    metrics = threshold_metrics(c)
     run = run_section(base["run"]["reproducible_simulation"], c.seed, c.simulation)
     return document_head(SCHEMA, c.simulation, base["exact_values"]) | {
         "paired": c.paired,
@@ -136,7 +141,7 @@ def compare_dict(c: Comparison, *, source: str | None = None) -> dict[str, Any]:
             "thresholds": [
                 {
                     "threshold": t,
-                    **{m: _difference(diffs[f"{m}@{t!r}"]) for m in METRICS},
+                    **{m: _difference(diffs[f"{m}@{t!r}"]) for m in metrics},
                 }
                 for t in thresholds
             ],
@@ -166,8 +171,8 @@ def _exact(e: Estimate) -> str:
 
 def render_compare_table(c: Comparison, console: Console, *, source: str | None = None) -> None:
     """Both releases' settings and the pair's claim; AUC and AP of each model with
-    candidate − baseline and its 95% interval; then candidate − baseline of precision, recall
-    and accuracy at each threshold; (in simulation) the exact differences."""
+    candidate − baseline and its 95% interval; then candidate − baseline of each threshold
+    metric at each threshold; (in simulation) the exact differences."""
     for side, ev in (("baseline", c.baseline), ("candidate", c.candidate)):
         console.print(f"[bold]{side}[/bold] · {_setting(ev, source)}", soft_wrap=True)
     console.print(f"[dim]{escape(pair_privacy(c)['guarantee'])}[/dim]")
@@ -186,18 +191,20 @@ def render_compare_table(c: Comparison, console: Console, *, source: str | None 
         notes.append((label, d.difference))
     console.print(t)
     by_name = {d.metric: d for d in c.differences}
+    metrics = threshold_metrics(c)
     t = columns_table(
-        ["threshold", *(f"Δ {m} [{span}]" for m in METRICS)],
-        dim=["exact Δ p / r / a"] if exact else [],
+        ["threshold", *(f"Δ {m} [{span}]" for m in metrics)],
+        dim=[f"exact Δ {' / '.join(m[0] for m in metrics)}"] if exact else [],
     )
     for row in c.baseline.thresholds:
-        trio = [by_name[f"{m}@{row.threshold!r}"] for m in METRICS]
-        cells = [f"{row.threshold:.4g}", *(_diff_pm(d) for d in trio)]
+        diffs_at = [by_name[f"{m}@{row.threshold!r}"] for m in metrics]
+        cells = [f"{row.threshold:.4g}", *(_diff_pm(d) for d in diffs_at)]
         if exact:
-            cells.append(" / ".join(_exact(d.difference) for d in trio))
+            cells.append(" / ".join(_exact(d.difference) for d in diffs_at))
         t.add_row(*cells)
         notes += [
-            (f"{m}@{row.threshold:.4g}", d.difference) for m, d in zip(METRICS, trio, strict=True)
+            (f"{m}@{row.threshold:.4g}", d.difference)
+            for m, d in zip(metrics, diffs_at, strict=True)
         ]
     console.print(t)
     for line in _notes(notes):

@@ -126,8 +126,7 @@ def plot_curves(result: CurveResult, path: str | os.PathLike[str]) -> None:
     The estimated curve (solid, with its quantile knots as dots) is drawn over the exact one
     (dashed, in simulation); legends give the areas, and the area between estimate and exact.
     """
-    fmt = _format(path)
-    _save(curves_figure(result), path, fmt)
+    save_figure(curves_figure(result), path)
 
 
 _KNOT_STYLE = {
@@ -297,8 +296,7 @@ def plot_reliability(result: CalibrationResult, path: str | os.PathLike[str]) ->
     scores (when they are probabilities) and the calibrated ones; the map itself lightly behind,
     and the map's buckets below.
     """
-    fmt = _format(path)
-    _save(reliability_figure(result), path, fmt)
+    save_figure(reliability_figure(result), path)
 
 
 def reliability_points(
@@ -338,6 +336,11 @@ def _ece(e: Estimate) -> str:
 
 # --------------------------------------------------------------------------------------------
 # Files
+
+
+def save_figure(fig: Figure, path: str | os.PathLike[str]) -> None:
+    """Write `fig` to `path`, in the format its extension names (.png or .svg)."""
+    _save(fig, path, _format(path))
 
 
 def _format(path: str | os.PathLike[str]) -> str:

@@ -89,6 +89,18 @@ def formats(result_type: str) -> list[Format]:
     return [f for f in Format if (result_type, f) in RENDERERS]
 
 
+FILE_ONLY = frozenset({Format.PARQUET, Format.FIGURE})
+"""Formats a command writes only to a file: Parquet where -o's name asks for it, the figure
+where --plot does. Every other format is one a command's --format prints."""
+
+
+def printed_formats(result_type: str) -> list[Format]:
+    """The formats `--format` offers for a result type: the table first, then every other
+    renderer of `RENDERERS` that is not `FILE_ONLY`, in `Format`'s order."""
+    shown = [f for f in formats(result_type) if f not in FILE_ONLY]
+    return sorted(shown, key=lambda f: f is not Format.TABLE)
+
+
 @overload
 def render(
     result: object, fmt: Literal[Format.JSON], context: Context | None = None
