@@ -33,7 +33,8 @@ tree-model scores (tree, 100k), scores squeezed into [0.45, 0.55] (squeezed, 500
 per class (bimodal), every positive on one score (onevalue), and a smooth control: a logistic
 model's scores with 2% positives at 34,000 rows (logistic-rare). grid, tree, tiny and clipped sit on
 1,000 clients of Zipf-like sizes, as unequal does: their DP settings run under unit example and
-unit client. ECE is reported beside the others (the raw scores' 15-bin ECE).
+unit client; ultrarare-2m, 0.05% positives at 2M rows. ECE is reported beside the others (the
+raw scores' 15-bin ECE).
 
 Models: federated (no noise), distdp ε = 1, localdp OUE ε = 5, all at auto height/shape
 (`--height H` for a fixed one; `--units example` to skip the unit-client rows).
@@ -97,9 +98,16 @@ FAMILIES = (
     "bimodal",
     "onevalue",
     "logistic-rare",
+    "ultrarare-2m",
 )
 SMALL_ROWS = {"rare-small": 20_000, "tiny": 2_000, "logistic-rare": 34_000}
-ROWS = {"grid": 200_000, "tree": 100_000, "squeezed": 500_000, "ultrarare": 1_000_000}
+ROWS = {
+    "grid": 200_000,
+    "tree": 100_000,
+    "squeezed": 500_000,
+    "ultrarare": 1_000_000,
+    "ultrarare-2m": 2_000_000,
+}
 """Row counts of the families users meet, as the issue that added them measured them (the
 default for the others: 300k, rare 1M)."""
 CLIENT_FAMILIES = {"unequal", "grid", "tree", "tiny", "clipped"}
@@ -161,6 +169,7 @@ THRESHOLDS = {
     "bimodal": (0.2, 0.35, 0.5, 0.65, 0.8),
     "onevalue": (0.3, 0.5, 0.7, 0.8, 0.9),
     "logistic-rare": (0.05, 0.1, 0.2, 0.4, 0.6),
+    "ultrarare-2m": (0.2, 0.4, 0.55, 0.7, 0.85),
 }
 
 THRESHOLDS["peaks"] = THRESHOLDS["pointmass"]
@@ -227,6 +236,9 @@ def user_scores(family: str, n: int, rng: np.random.Generator) -> tuple[np.ndarr
     - squeezed: smooth binormal scores mapped into [0.45, 0.55], 30% positives;
     - tiny: smooth binormal, 20% positives (2,000 rows);
     - ultrarare: 0.2% positives, Beta(5, 2) against Beta(1, 6);
+    - ultrarare-2m: 0.05% positives at 2M rows, the same shapes (about 1,000 positives): under
+      localdp ε = 5 the AP interval held 55 of 60 releases (0.917) with a median interval
+      [0, 1], so the misses are releases whose interval is narrow and wrong;
     - clipped: binormal scores clipped at exactly 0 and 1 (about 12% and 9% of rows);
     - bimodal: each class a mixture of two bumps (negatives at 0.15 and 0.6, positives at
       0.45 and 0.9), 25% positives;
@@ -259,6 +271,9 @@ def user_scores(family: str, n: int, rng: np.random.Generator) -> tuple[np.ndarr
         return y, _sigmoid(rng.normal(np.where(y, 1.0, -1.0), 1.0))
     if family == "ultrarare":
         y = rng.random(n) < 0.002
+        return y, np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
+    if family == "ultrarare-2m":
+        y = rng.random(n) < 0.0005
         return y, np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
     if family == "clipped":
         y = rng.random(n) < 0.4

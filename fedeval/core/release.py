@@ -253,7 +253,8 @@ class ScoreHistogram:
     noise (clamping would bias every sum over many cells, so it is left to the final metric).
     `level_variances` is the noise variance of one measured count at each released level, or of
     each of its cells, (2, 2^k) (the constrained-inference weights); `reporters` the example
-    reports summed into each level; `probe_reports` those the probe round took (localdp).
+    reports summed into each level; `probe_reports` those the probe round took (localdp), over
+    the cells of level `probe_level`.
     """
 
     config: PrivacyConfig
@@ -262,6 +263,8 @@ class ScoreHistogram:
     reporters: tuple[int, ...] = ()
     cohorts: int = 1
     probe_reports: int = 0
+    probe_level: int | None = None
+    """k of the probe's 2^k cells per class (a two-phase release), else None."""
 
     @property
     def total_reports(self) -> int:

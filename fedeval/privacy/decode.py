@@ -34,6 +34,7 @@ def decode(release: Release) -> ScoreHistogram:
         reporters,
         release.cohorts,
         release.probe_reports,
+        None if release.probe is None else release.probe.cells.bit_length() - 1,
     )
 
 

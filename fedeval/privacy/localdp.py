@@ -452,6 +452,41 @@ def level_variance(n_total: int, n_k: int, k: int, epsilon: float) -> float:
     return float(cell_variance(n_total, n_k, n_total / (2 << k), epsilon))
 
 
+def pooled_level(
+    levels: tuple[int, ...], probe_level: int | None, probe_reports: int
+) -> int | None:
+    """The index in `levels` of the level the probe's reports measure, where the tree releases
+    that level too, else None.
+
+    A probe report is the OUE, at the report ε, of the example's (label, cell) at the probe
+    level of the same score axis, which is exactly what a tree report of that level is; the
+    reports are disjoint and each is drawn at random before any data is read (parallel
+    composition, `fedeval.privacy.probe`). Their bits summed with that level's are therefore that
+    level measured from its reporters and the probe's together, and decoding the pooled sum is
+    post-processing of the release. Without the pooling the probe's reports (a share
+    `probe_share` of all) would inform the height only."""
+    if probe_reports <= 0 or probe_level is None or probe_level not in levels:
+        return None
+    return levels.index(probe_level)
+
+
+def pooled_counts(release: Release) -> tuple[list[np.ndarray], np.ndarray]:
+    """The level counts and reporters per level with the probe's bits and reports added to the
+    level it measures (`pooled_level`)."""
+    counts = release.level_counts()
+    reporters = np.asarray(release.reporters, dtype=np.int64).copy()
+    probe = release.probe
+    level = pooled_level(
+        tuple(release.config.levels),
+        None if probe is None else probe.cells.bit_length() - 1,
+        release.probe_reports,
+    )
+    if level is not None and probe is not None:
+        counts[level] = counts[level] + probe.histogram
+        reporters[level] += release.probe_reports
+    return counts, reporters
+
+
 def decode(release: Release) -> tuple[list[np.ndarray], list[float | np.ndarray]]:
     """Unbiased level estimates and the variance of each of their cells.
 
@@ -466,12 +501,12 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float | np.ndarray]
     intervals 5–10% narrower. The weights are post-processing of the release."""
     eps = report_epsilon(release.config)
     p, q = oue_probabilities(eps)
-    reporters = np.asarray(release.reporters)
+    level_counts, reporters = pooled_counts(release)
     n_total = release.total_reports  # the probe's reports too: counts estimate everyone
     levels = release.config.levels
     measured: list[np.ndarray] = []
     variances: list[float | np.ndarray] = []
-    for c, n_k, k in zip(release.level_counts(), reporters, levels, strict=True):
+    for c, n_k, k in zip(level_counts, reporters, levels, strict=True):
         if n_k == 0:
             measured.append(np.zeros(c.shape))
         else:
@@ -512,15 +547,21 @@ def measurement_noise(
     g = len(levels)
     share = (1.0 - hist.config.probe_share) / g  # a report's chance of each level
     leaves = np.clip(hist.leaves, 0.0, n_total)  # estimated true counts, (2, L)
+    pooled = pooled_level(tuple(levels), hist.probe_level, hist.probe_reports)
+    reporters = list(hist.reporters)
+    share_of = np.full(g, share)  # a report's chance of measuring each level
+    if pooled is not None:  # the probe's reports measure this level too (`pooled_level`)
+        reporters[pooled] += hist.probe_reports
+        share_of[pooled] += hist.config.probe_share
+    pvals = share_of
+    if hist.config.probed and pooled is None:  # the probe's reports: in no level
+        pvals = np.append(share_of, hist.config.probe_share)
     joint = None
     if g > 1 and n_draws * leaves.size * g <= JOINT_SAMPLING_CELLS:
         counts = np.broadcast_to(np.rint(leaves).astype(np.int64), (n_draws, *leaves.shape))
-        pvals = np.full(g, share)
-        if hist.config.probed:  # the probe's reports: in no level
-            pvals = np.append(pvals, hist.config.probe_share)
         joint = rng.multinomial(counts, pvals)[..., :g]  # (n_draws, 2, L, g)
     out = []
-    for i, (k, n_k) in enumerate(zip(levels, hist.reporters, strict=True)):
+    for i, (k, n_k) in enumerate(zip(levels, reporters, strict=True)):
         c = coarsen(leaves, k)
         scale = n_total / n_k if n_k else 0.0
         c_k = np.minimum(c / scale, n_k) if n_k else c * 0
@@ -528,7 +569,7 @@ def measurement_noise(
         noise = rng.standard_normal((n_draws, 2, 1 << k)) * np.sqrt(scale**2 * oue)
         if joint is not None and n_k:
             chosen = coarsen(joint[..., i].astype(np.float64), k)
-            expected = coarsen(np.rint(leaves), k) * share
+            expected = coarsen(np.rint(leaves), k) * share_of[i]
             noise += scale * (chosen - expected)
         elif n_k:
             noise += rng.standard_normal(noise.shape) * np.sqrt(c * max(scale - 1.0, 0.0))
