@@ -133,6 +133,7 @@ def test_plot(table, tmp_path):
     assert "baseline" in svg and "candidate" in svg
 
 
+@pytest.mark.slow
 def test_plan_detect():
     r = run("plan", "--detect", "auc=0.05", "--model", "distdp", "-e", 1,
             "--positives-fraction", 0.02, "--auc", 0.92, "--format", "json")  # fmt: skip

@@ -82,6 +82,7 @@ def test_difference_interval_covers_under_noise(model, epsilon, rows):
         assert cov[m] >= WINDOW[0], (m, cov)
 
 
+@pytest.mark.slow
 def test_difference_without_noise_is_exact_at_declared_thresholds_and_holds_auc_ap():
     """Federated: no noise, so coverage is over fresh data. P/R/A at declared thresholds are
     sums of whole leaves: the difference is exact and its interval the point. AUC and AP carry
@@ -107,6 +108,7 @@ def test_difference_without_noise_is_exact_at_declared_thresholds_and_holds_auc_
     assert np.mean(hits["auc"]) >= 0.93 and np.mean(hits["ap"]) >= 0.93, hits
 
 
+@pytest.mark.slow
 def test_gate_false_failures_and_power_where_the_planner_says_enough():
     """distdp ε = 1, margin 0.05, 2% positives: at 36,000 rows the planner's rule for ≤ 5%
     false failures holds (half-width·(1 + z₀.₉₅/z₀.₉₇₅) ≤ margin, what `detect` bisects on, over
@@ -222,6 +224,7 @@ def test_delong_from_fine_histogram_matches_raw_delong():
     assert auc_sampling_sd(leaves.astype(float)) == pytest.approx(want, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_generalisation_interval_is_wider_and_holds_new_samples():
     """The generalisation interval holds the difference of the distribution (from a sample of
     400,000 rows) over fresh populations of 20,000 at least 95% of 100 times: it is

@@ -50,6 +50,7 @@ def _write(table: dict[str, np.ndarray], path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_ray_simulation_of_20_supernodes_for_every_model(tmp_path):
     pytest.importorskip("ray", reason="Flower's simulation engine needs flwr[simulation]")
     from fedeval.flower.simulation import run_flower, split_table

@@ -1,5 +1,7 @@
 """Every shell example in README.md runs, in order, on files shaped as the README names them
-(made from `sample_data/`), and exits 0: the README cannot drift from the CLI unnoticed.
+(made from `sample_data/`), and exits 0: the README cannot drift from the CLI unnoticed. The
+lines run as chains that share no file (`chains`), each chain a test case, so that they spread
+over the test workers rather than run one after another in one of them.
 
 The first example and every line with shell syntax beyond `[cat F |] fedeval ARGS [> OUT]
 [| jq …]` run in bash through the installed console script; the plain ones run in-process through
@@ -8,6 +10,7 @@ spares a Python start-up and the library's import per line (about half of the te
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -86,18 +89,99 @@ def make_inputs(d: Path) -> None:
     pq.write_table(mc.select(names).slice(0, 1_000), d / "new_logits.parquet")
 
 
+WRITES = {"-o", "--output", ">", "--save-release", "--plot", "--ledger"}
+"""Options whose next word is a file the line writes (`--ledger` also reads it)."""
+
+
+def written(line: str) -> set[str]:
+    """The files a README line writes: the word after -o, >, --save-release, --plot, --ledger
+    (`-` is stdout)."""
+    words = line.split("#")[0].split()
+    return {b for a, b in itertools.pairwise(words) if a in WRITES and b != "-"}
+
+
+def chains(lines: list[str]) -> list[list[int]]:
+    """The lines split into chains that share no file: a line joins the chain of the last
+    earlier line that wrote a file it names (a file it reads, or a ledger it adds to), else it
+    starts its own. Lines in different chains touch different files (besides the inputs, which
+    no line writes), so each chain can run on its own, in README order, in a fresh directory,
+    and the whole runs as the README reads it."""
+    writer: dict[str, int] = {}  # file → the last line that wrote it
+    chain_of: list[int] = []
+    out: list[list[int]] = []
+    for i, line in enumerate(lines):
+        words = set(re.split(r"[\s|<>]+", line.split("#")[0]))
+        mine = written(line)
+        reads = {w for w in words if w in writer and (w not in mine or "--ledger" in line)}
+        joined = {chain_of[writer[w]] for w in reads}
+        if len(joined) > 1:  # two chains meet: merge them (the later into the earlier)
+            keep, *rest = sorted(joined)
+            for r in rest:
+                out[keep] = sorted(out[keep] + out[r])
+                out[r] = []
+                chain_of = [keep if c == r else c for c in chain_of]
+            joined = {keep}
+        c = joined.pop() if joined else len(out)
+        if c == len(out):
+            out.append([])
+        out[c].append(i)
+        chain_of.append(c)
+        for w in mine:
+            writer[w] = i
+    return [c for c in out if c]
+
+
+LINES = shell_examples(README.read_text())
+CHAINS = chains(LINES)
+
+
+@pytest.fixture(scope="session")
+def inputs(tmp_path_factory) -> Path:
+    """The input files, made once per process (each chain runs on a copy)."""
+    d = tmp_path_factory.mktemp("readme-inputs")
+    make_inputs(d)
+    return d
+
+
+def test_readme_examples_are_parsed_and_every_line_is_in_one_chain():
+    assert len(LINES) >= 25  # the README's examples, not an empty parse
+    assert sorted(i for c in CHAINS for i in c) == list(range(len(LINES)))
+    # What the examples promise to write, some chain writes (and checks that it did).
+    promised = {f for line in LINES for f in written(line)}
+    for name in (
+        "report.json",
+        "map.json",
+        "calibrated.csv",
+        "calibrated.parquet",
+        "clients.parquet",
+        "aggregate.fedeval",
+        "budget.jsonl",
+        "curves.png",
+        "reports/",
+    ):
+        assert name in promised, name
+
+
+def chain_id(chain: list[int]) -> str:
+    """`10-calibrate`: the chain's first line and its command."""
+    command = re.findall(r"fedeval (\S+)", LINES[chain[0]])[0]
+    return f"{chain[0]}-{command}"
+
+
 @pytest.mark.slow
-def test_every_readme_shell_example_runs(tmp_path, monkeypatch):
-    lines = shell_examples(README.read_text())
-    assert len(lines) >= 25  # the README's examples, not an empty parse
-    make_inputs(tmp_path)
+@pytest.mark.parametrize("chain", CHAINS, ids=chain_id)
+def test_every_readme_shell_example_runs(chain, inputs, tmp_path, monkeypatch):
+    """One chain of README lines (`chains`), in order; every chain is a case, so the examples
+    spread over the workers. The README's first line runs in bash through the console script."""
+    shutil.copytree(inputs, tmp_path, dirs_exist_ok=True)
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("FEDEVAL_DEBUG", None)
     monkeypatch.delenv("FEDEVAL_DEBUG", raising=False)
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
-    for i, line in enumerate(lines):
+    for i in chain:
+        line = LINES[i]
         plain = in_process(line) if i > 0 else None
         if plain is not None:
             args, stdin, stdout = plain
@@ -121,19 +205,29 @@ def test_every_readme_shell_example_runs(tmp_path, monkeypatch):
             timeout=300,
         )
         assert done.returncode == 0, f"README example failed: {line}\n{done.stderr[-2000:]}"
-    # What the examples promise to write, they wrote.
-    for name in (
-        "report.json",
-        "map.json",
-        "calibrated.csv",
-        "calibrated.parquet",
-        "clients.parquet",
-        "aggregate.fedeval",
-        "budget.jsonl",
-        "curves.png",
-    ):
-        assert (tmp_path / name).exists(), name
-    assert (tmp_path / "reports" / "manifest.json").exists()
+    # What the chain's lines promise to write, they wrote.
+    for i in chain:
+        for name in written(LINES[i]):
+            assert (tmp_path / name).exists(), (LINES[i], name)
+    if any(w == "reports/" for i in chain for w in written(LINES[i])):
+        assert (tmp_path / "reports" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        # a reader joins its writer's chain; a file written again starts over
+        (["a -o m.json", "b m.json", "c -o m.json", "d", "e m.json"], [[0, 1], [2, 4], [3]]),
+        # a ledger is read and written; stdout `-` is no file
+        (["a --ledger l.jsonl", "b -o -", "c --ledger l.jsonl"], [[0, 2], [1]]),
+        # a line reading two chains' files merges them
+        (["a -o x", "b -o y", "c x y > z"], [[0, 1, 2]]),
+        # `> f` and `cat f |`
+        (["a > r.csv", "cat r.csv | b"], [[0, 1]]),
+    ],
+)
+def test_chains_follow_the_files_lines_share(lines, expected):
+    assert chains(lines) == expected
 
 
 @pytest.mark.parametrize(
