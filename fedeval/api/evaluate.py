@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 import numpy as np
@@ -403,10 +403,12 @@ def evaluate_run(
         raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
     unit_thr = run.to_unit(thr)
     values = threshold_values(run.histogram, unit_thr)
+    # The interval parts before the curves: their re-noised releases' temporaries (tens of
+    # MB) are freed before the exact values' pass over the sorted scores holds its blocks.
+    parts = release_parts(run, unit_thr, n_buckets, None) if run.ci_draws else None
     curves = curve_result(run, quantiles)
-    parts = None
-    if run.ci_draws:
-        parts = release_parts(run, unit_thr, n_buckets, curves.ap_parts)
+    if parts is not None:
+        parts = replace(parts, ap=curves.ap_parts)
     auc_ci: np.ndarray | None = None
     cis: dict[str, np.ndarray | None] = dict.fromkeys(THRESHOLD_METRIC_NAMES)
     if parts is not None:
