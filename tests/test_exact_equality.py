@@ -114,21 +114,22 @@ def _counted(values: np.ndarray, negatives: np.ndarray, positives: np.ndarray) -
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_past_two_to_the_31_rows_by_counts(seed):
-    """About 3.2 billion rows as counts of a few hundred distinct scores, ties across the
+@pytest.mark.parametrize("scale", [2**21, 2**25])
+def test_past_two_to_the_31_rows_by_counts(seed, scale):
+    """About 3.2 (12) billion rows as counts of a few hundred distinct scores, ties across the
     classes at most of them: AUC, AP and ECE against scikit-learn and the formula weighted by
-    the same counts; the integer sums (2PN ≈ 4·10^18, past 2^53) in int64."""
+    the same counts; the integer sums (2PN ≈ 4·10^18, past 2^53; ≈ 9·10^19, past 2^63) exact."""
     rng = np.random.default_rng(seed)
     k = 300
     values = np.sort(rng.choice(np.linspace(0, 1, 1001), k, replace=False))
-    negatives = rng.integers(0, 2**21, k).astype(np.int64)
-    positives = (rng.integers(0, 2**21, k) * (1 + 3 * values)).astype(np.int64)
+    negatives = rng.integers(0, scale, k).astype(np.int64)
+    positives = (rng.integers(0, scale, k) * (1 + 3 * values)).astype(np.int64)
     negatives[rng.random(k) < 0.2] = 0  # some scores of one class only
     positives[rng.random(k) < 0.2] = 0
     negatives[0] += 2**31 + 7  # one count past int32 alone
     s = _counted(values, negatives, positives)
     assert s.n_negatives + s.n_positives > 2**31
-    assert 2**53 < 2 * s.n_negatives * s.n_positives < 2**63
+    assert 2 * s.n_negatives * s.n_positives > (2**53 if scale == 2**21 else 2**63)
     score = np.r_[values, values]
     label = np.r_[np.zeros(k, bool), np.ones(k, bool)]
     weight = np.r_[negatives, positives].astype(np.float64)
@@ -144,10 +145,11 @@ def test_past_two_to_the_31_rows_by_counts(seed):
     assert ece == pytest.approx(_ece(score, label, weight, 15), abs=1e-12)
 
 
-def test_the_integer_auc_sum_is_exact_where_float64_is_not():
-    """Counts where 2PN passes 2^53: the AUC's sum in float64 would round; here it is the
-    exact fraction, correctly rounded once (a table whose AUC is known in closed form)."""
-    big = 2**30 + 11
+@pytest.mark.parametrize("big", [2**30 + 11, 2**32 + 11])
+def test_the_integer_auc_sum_is_exact_where_float64_is_not(big):
+    """Counts where 2PN passes 2^53 (and 2^63: int64 would overflow): the AUC's sum in float64
+    would round; here it is the exact fraction, correctly rounded once (a table whose AUC is
+    known in closed form)."""
     values = np.array([0.25, 0.5, 0.75])
     s = _counted(values, np.array([big, 3, 0]), np.array([0, 5, big]))
     n, p = big + 3, big + 5
