@@ -235,19 +235,25 @@ def debiasing_draws(run: Simulated) -> np.ndarray | None:
 
 
 def release_ece(
-    run: Simulated, n_bins: int = DEFAULT_ECE_BINS, exact: float | None = None
+    run: Simulated,
+    n_bins: int = DEFAULT_ECE_BINS,
+    exact: float | None = None,
+    departing: np.ndarray | None = None,
 ) -> Estimate:
     """The ECE of a run's scores (probabilities) from its release, debiased for the noise, with
     its 95 % interval (`fedeval.estimate.ece.ece_estimate`: the worst case where noise swamps
     the counts, the reason where the noisy total is ≤ 0), widened by where the examples may sit
     inside their leaves (`fedeval.estimate.ece.discretisation_range`: placing each at its
     leaf's midpoint, a leaf across a bin edge read whole or split, the examples the release
-    shows departing from smooth anywhere); `exact` filled in."""
+    shows departing from smooth anywhere); `exact` filled in. `departing`: the run's
+    `fedeval.api.curves.release_departures` where already computed, read only where these
+    draws are the run's own (`debiasing_draws`: fresh ones where it keeps none)."""
     leaves = run.histogram.leaves
     n_leaves = leaves.shape[-1]
     draws = debiasing_draws(run)
     edges = run.axis.leaf_edges(n_leaves)
-    departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
+    if departing is None or draws is not run.noise_draws:
+        departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     est = ece_estimate(
         leaves,
         draws,

@@ -107,10 +107,15 @@ def _check_method(method: str) -> str:
 
 
 def curve_result(
-    run: Simulated, n_quantiles: int = DEFAULT_QUANTILES, method: str = DEFAULT_CURVE_METHOD
+    run: Simulated,
+    n_quantiles: int = DEFAULT_QUANTILES,
+    method: str = DEFAULT_CURVE_METHOD,
+    *,
+    departing: np.ndarray | None = None,
 ) -> CurveResult:
     """Curves and areas from a simulated release: from every leaf edge ('leaves') or the
-    papers' Q-quantile PCHIP estimator ('pchip', Xu & Cormode, section 3)."""
+    papers' Q-quantile PCHIP estimator ('pchip', Xu & Cormode, section 3). `departing`: the
+    run's `release_departures`, where already computed."""
     n_quantiles = _check_quantiles(n_quantiles)
     method = _check_method(method)
     leaves = run.histogram.leaves
@@ -120,7 +125,7 @@ def curve_result(
     dense, points = estimate_curves(leaves, n_quantiles, method=method, ap_rule=ap_rule)
     roc_ci = ap_ci = ap_parts = None
     if run.ci_draws:
-        roc_ci, ap_ci, ap_parts = _area_intervals(run, dense, n_quantiles, method)
+        roc_ci, ap_ci, ap_parts = _area_intervals(run, dense, n_quantiles, method, departing)
     exact = None
     roc_err = pr_err = None
     if run.truth is not None:
@@ -160,6 +165,7 @@ def _leaf_ap_interval(
     estimate: float,
     hull: tuple[float, float],
     tails: tuple[np.ndarray, np.ndarray] | None = None,
+    departing: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], APParts]:
     """95% interval of the 'leaves' AP, and its parts, from the run's release and noise draws
     (`fedeval.estimate.average_precision.leaf_ap_interval_parts`); `tails` of the re-noised
@@ -167,19 +173,30 @@ def _leaf_ap_interval(
     On exact counts the estimate is the random-order mean (`curve_result`), passed on as such.
     The examples the release shows departing from smooth (`departures`, as the AUC's
     interval reads them), and the range's end leaves whole (`with_end_leaves`), get their
-    orders' and ties' range."""
+    orders' and ties' range. `departing`: the run's `release_departures`, where already
+    computed."""
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
-    departing = _departing(run)
-    return leaf_ap_interval_parts(leaves, estimate, hull, run.noise_draws, tails, mean, departing)
+    ends = _departing(run) if departing is None else with_end_leaves(departing)
+    return leaf_ap_interval_parts(leaves, estimate, hull, run.noise_draws, tails, mean, ends)
 
 
 def _departing(run: Simulated) -> np.ndarray:
     """The examples of each leaf the run's release shows departing from smooth, and the
     range's end leaves whole (`with_end_leaves`): what the AP's interval reads."""
+    return with_end_leaves(release_departures(run))
+
+
+def release_departures(run: Simulated) -> np.ndarray:
+    """The examples of each leaf (2, L) the run's release shows departing from smooth, read on
+    its own noise draws (`fedeval.estimate.smoothness.departures`): what the AUC's, the AP's
+    (with the range's end leaves whole, `with_end_leaves`) and the ECE's intervals read, so
+    one evaluation computes it once and passes it to each (read-only)."""
     leaves = run.histogram.leaves
     edges = run.axis.leaf_edges(leaves.shape[-1])
-    return with_end_leaves(departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS))
+    departing = departures(leaves, run.noise_draws, edges, RICHARDSON_MIN_CELLS)
+    departing.flags.writeable = False
+    return departing
 
 
 def _exact_counts(run: Simulated) -> bool:
@@ -189,7 +206,11 @@ def _exact_counts(run: Simulated) -> bool:
 
 
 def _area_intervals(
-    run: Simulated, dense: Curves, n_quantiles: int, method: str
+    run: Simulated,
+    dense: Curves,
+    n_quantiles: int,
+    method: str,
+    departing: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], tuple[float, float], APParts | None]:
     """95% intervals of the curve areas. ROC AUC (and AP under 'pchip'): conservative rather
     than calibrated, the hull of the estimate and the areas every order of examples inside the
@@ -236,7 +257,9 @@ def _area_intervals(
     roc = hull(dense.roc_auc, auc_lo, auc_hi, roc_sd)
     if method != "leaves":
         return roc, hull(dense.average_precision, ap_lo, ap_hi, ap_sd), None
-    ap_interval, parts = _leaf_ap_interval(run, dense.average_precision, (ap_lo, ap_hi), tails)
+    ap_interval, parts = _leaf_ap_interval(
+        run, dense.average_precision, (ap_lo, ap_hi), tails, departing
+    )
     return roc, ap_interval, parts
 
 

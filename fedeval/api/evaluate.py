@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Unpack
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from fedeval.api.calibrate import release_ece
-from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result
+from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result, release_departures
 from fedeval.api.inputs import data_from_arrays, data_from_file
 from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis, release_axis
 from fedeval.core.config import parse_buckets
@@ -178,12 +178,14 @@ def auc_interval_parts(
     draws: np.ndarray | None,
     buckets: int | None,
     edges: np.ndarray | None = None,
+    departing: np.ndarray | None = None,
 ) -> IntervalParts:
     """`auc_interval` before its critical value: its range, noise and order spreads
-    (`fedeval.estimate.interval_parts`), which a difference of two releases combines."""
+    (`fedeval.estimate.interval_parts`), which a difference of two releases combines;
+    `departing` as `leaf_auc_parts` takes it."""
     if buckets is not None:
         return _bucket_auc_parts(leaves, draws, buckets)
-    return leaf_auc_parts(leaves, draws, edges)
+    return leaf_auc_parts(leaves, draws, edges, departing)
 
 
 def _bucket_auc_parts(leaves: np.ndarray, draws: np.ndarray | None, buckets: int) -> IntervalParts:
@@ -238,13 +240,18 @@ def metric_intervals(
 
 
 def release_parts(
-    run: Simulated, unit_thresholds: np.ndarray, buckets: int | None, ap: IntervalParts | None
+    run: Simulated,
+    unit_thresholds: np.ndarray,
+    buckets: int | None,
+    ap: IntervalParts | None,
+    departing: np.ndarray | None = None,
 ) -> ReleaseParts:
     """The parts of a release's AUC interval (`auc_interval_parts`) and P/R/A intervals
-    (`threshold_parts`), with the AP's (`fedeval.api.curves.CurveResult.ap_parts`)."""
+    (`threshold_parts`), with the AP's (`fedeval.api.curves.CurveResult.ap_parts`);
+    `departing`: the run's `release_departures`, where already computed."""
     leaves = run.histogram.leaves
     edges = run.axis.leaf_edges(leaves.shape[-1])
-    auc = auc_interval_parts(leaves, run.noise_draws, buckets, edges)
+    auc = auc_interval_parts(leaves, run.noise_draws, buckets, edges, departing)
     return ReleaseParts(auc, ap, threshold_parts(run, unit_thresholds))
 
 
@@ -403,10 +410,15 @@ def evaluate_run(
         raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
     unit_thr = run.to_unit(thr)
     values = threshold_values(run.histogram, unit_thr)
-    curves = curve_result(run, quantiles)
-    parts = None
-    if run.ci_draws:
-        parts = release_parts(run, unit_thr, n_buckets, curves.ap_parts)
+    # The interval parts before the curves: their re-noised releases' temporaries (tens of
+    # MB) are freed before the exact values' pass over the sorted scores holds its blocks.
+    # The examples the release shows departing from smooth, read once for the AUC's, AP's
+    # and ECE's intervals.
+    departing = release_departures(run) if run.ci_draws else None
+    parts = release_parts(run, unit_thr, n_buckets, None, departing) if run.ci_draws else None
+    curves = curve_result(run, quantiles, departing=departing)
+    if parts is not None:
+        parts = replace(parts, ap=curves.ap_parts)
     auc_ci: np.ndarray | None = None
     cis: dict[str, np.ndarray | None] = dict.fromkeys(THRESHOLD_METRIC_NAMES)
     if parts is not None:
@@ -456,7 +468,7 @@ def evaluate_run(
         thresholds=rows,
         buckets=n_buckets,
         curves=curves,
-        ece=raw_ece(run),
+        ece=raw_ece(run, departing=departing),
         parts=parts,
     )
 
@@ -472,13 +484,16 @@ def threshold_axis(
     return release_axis(score_range, thresholds, height)
 
 
-def raw_ece(run: Simulated, n_bins: int = 15) -> Estimate | None:
+def raw_ece(
+    run: Simulated, n_bins: int = 15, departing: np.ndarray | None = None
+) -> Estimate | None:
     """ECE of the scores themselves (M = 15 equal-width bins) from the release, debiased for the
-    noise, with its interval (`fedeval.api.calibrate.release_ece`); None unless the scores are
-    probabilities."""
+    noise, with its interval (`fedeval.api.calibrate.release_ece`, `departing` as it takes it);
+    None unless the scores are probabilities."""
     if run.score_range != (0.0, 1.0):
         return None
-    return release_ece(run, n_bins, None if run.truth is None else exact_ece(run.truth, n_bins))
+    exact = None if run.truth is None else exact_ece(run.truth, n_bins)
+    return release_ece(run, n_bins, exact, departing)
 
 
 def evaluate(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from fedeval.estimate.area_pass import AreaPass, BlockSums, dot
-from fedeval.estimate.exact import SortedScores
+from fedeval.estimate.exact import SortedScores, int_dot
 from fedeval.estimate.exact_rows import Block, Inline, ahead, row_tasks
 from fedeval.estimate.roc_pr import Curves
 
@@ -101,7 +101,7 @@ def _derive(
             twice_auc = 2 * int(dot(dn, tp)) - int(dot(dn, dp))
         else:
             dn_i = dn.astype(np.int64)
-            twice_auc = int(np.dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64)))
+            twice_auc = int_dot(dn_i, 2 * tp.astype(np.int64) - dp.astype(np.int64))
         tpr, fpr = tp / p, fp / n
         precision = tp / count  # every distinct score has a count
         ap = dot(dp, precision)

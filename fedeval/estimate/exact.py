@@ -322,11 +322,27 @@ def _live(
     return [(a, lo, hi) for a, lo, hi in ((neg, lo_n, hi_n), (pos, lo_p, hi_p)) if lo < hi]
 
 
+INT64_LIMIT = 2**63
+"""Sums of counts at or past this overflow int64: `int_dot` takes them in Python integers."""
+
+
+def int_dot(a: np.ndarray, b: np.ndarray) -> int:
+    """Σ a·b of two non-negative int64 vectors, exact: in int64 where Σa · max b < 2^63 (then
+    no partial sum reaches it), else in Python integers (counts past ~3·10^9 examples, as a
+    table of distinct scores with large counts holds them; never for the packed keys' blocks,
+    whose counts are a few per score)."""
+    if not len(a):
+        return 0
+    if int(a.sum()) * int(b.max()) < INT64_LIMIT:
+        return int(np.dot(a, b))
+    return int(np.dot(a.astype(object), b.astype(object)))
+
+
 def exact_auc(s: SortedScores) -> float:
     """Mann-Whitney AUC with ties counted ½: for each positive, negatives below plus ½ equal.
 
-    Counts are summed as int64 (exact: 2PN < 2^63 up to 3·10^9 examples) before one float
-    division.
+    Counts are summed as int64 (`int_dot`: in Python integers where int64 would overflow,
+    2PN ≥ 2^63 past ~3·10^9 examples) before one float division.
     """
     twice = 0
     if s.keys is None and s.negatives.dtype == s.positives.dtype:
@@ -350,7 +366,7 @@ def exact_auc(s: SortedScores) -> float:
             below_block = int(below[-1])
             below *= 2
             below -= neg  # twice those strictly below, plus the ties
-            twice += int(np.dot(d.positives.astype(np.int64), below))
+            twice += int_dot(d.positives.astype(np.int64), below)
     denom = 2 * s.n_positives * s.n_negatives
     return twice / denom if denom else float("nan")
 

@@ -49,13 +49,18 @@ class IntervalParts:
 
 
 def leaf_auc_parts(
-    leaves: np.ndarray, draws: np.ndarray | None, edges: np.ndarray | None = None
+    leaves: np.ndarray,
+    draws: np.ndarray | None,
+    edges: np.ndarray | None = None,
+    departing: np.ndarray | None = None,
 ) -> IntervalParts:
     """The parts of the leaves' AUC interval (`fedeval.api.evaluate.auc_interval`, whose
     docstring gives the argument): range min/max(raw, raw − bias) ∓ the departing pairs'
     half-width, order variance the smooth leaves' Mann-Whitney Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)²,
-    noise the larger re-noised spread of the range's four ends."""
-    departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
+    noise the larger re-noised spread of the range's four ends. `departing`: `departures` of
+    these leaves, draws and edges where already computed."""
+    if departing is None:
+        departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     raw, bias, half, order_variance = (float(x) for x in auc_parts(leaves, departing))
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0

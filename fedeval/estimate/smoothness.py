@@ -83,7 +83,7 @@ def _residual_weights(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     kept = _weights_cache.get(key)
     if kept is None:
         kept = (*_weights_of(edges),)
-        kept = (*kept, *_sampling_terms(kept[0], kept[1]))
+        kept = (*kept, *_sampling_terms(kept[0], kept[1]), *_own_weights(kept[0], kept[1]))
         for a in kept:
             a.flags.writeable = False
         for old in list(_weights_cache)[: max(len(_weights_cache) - _WEIGHTS_KEPT + 1, 0)]:
@@ -91,6 +91,14 @@ def _residual_weights(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
         _weights_cache[key] = kept
     w, index, readable = kept[:3]
     return w, index, readable
+
+
+def _own_weights(w: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(w_L, w_U): each parent's weight on its own lower and upper leaf in its residual
+    (`departures`), a leaf listed twice (an end, clipped) with both weights summed."""
+    j = np.arange(w.shape[0])
+    w_low, w_up = (np.where(index == 2 * j[:, None] + k, w, 0.0).sum(axis=1) for k in (0, 1))
+    return w_low, w_up
 
 
 def _weights_of(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -226,11 +234,19 @@ def _sampling_terms(w: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, ...]:
     return uniq // size, uniq % size, summed**2
 
 
+def _own_of(w: np.ndarray, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`_own_weights(w, index)`, read from `_residual_weights`' kept arrays where w is theirs."""
+    kept = next((k for k in list(_weights_cache.values()) if k[0] is w), None)
+    if kept is None:
+        return _own_weights(w, index)
+    return kept[6], kept[7]
+
+
 def _sampling_variance(w: np.ndarray, index: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """Σₖ (summed weight of leaf k)²·countₖ per parent: Poisson sampling of the leaves a
     residual combines, a leaf listed twice (an end, clipped) counted once with both weights."""
     kept = next((k for k in list(_weights_cache.values()) if k[0] is w), None)
-    parent, leaf, squared = kept[3:] if kept is not None else _sampling_terms(w, index)
+    parent, leaf, squared = kept[3:6] if kept is not None else _sampling_terms(w, index)
     per = squared * counts[leaf]
     return np.bincount(parent, weights=per, minlength=w.shape[0])
 
@@ -271,8 +287,7 @@ def departures(
     edges = uniform_edges(n_leaves) if edges is None else edges
     w, index, _ = _residual_weights(edges)
     r, sd, readable = _residual_stats(leaves, draws, edges)
-    j = np.arange(n_leaves // 2)
-    w_low, w_up = (np.where(index == 2 * j[:, None] + k, w, 0.0).sum(axis=1) for k in (0, 1))
+    w_low, w_up = _own_of(w, index)
     rough = np.abs(r) > ROUGH_SDS * sd + 1e-9
     blind = ~readable | (w_up <= 0) | (w_low >= 0)
 
@@ -462,6 +477,30 @@ def rough_ap_reach(leaves: np.ndarray, departing: np.ndarray) -> tuple[np.ndarra
     dep = np.asarray(departing, dtype=np.float64)[..., ::-1]  # top leaf first, as the terms
     e_p = np.minimum(dep[..., 1, :], p)
     e_n = np.minimum(dep[..., 0, :], n)
+    # A leaf with no departing example reaches exactly the integral rule's value (every term
+    # below is then mix + 0): its differences are 0, and only the others are computed.
+    live = p > 0
+    moved = live & ((e_p != 0) | (e_n != 0))
+    below_l, above_l = np.zeros(p.shape), np.zeros(p.shape)
+    below_l[moved], above_l[moved] = _reach(*(x[moved] for x in (p, n, a, c, e_p, e_n)))
+    total = p.sum(axis=-1)
+    defined = total > 0
+    safe = np.where(defined, total, 1.0)
+    below = np.clip(below_l.sum(axis=-1), 0.0, None) / safe
+    above = np.clip(above_l.sum(axis=-1), 0.0, None) / safe
+    return np.where(defined, below, 1.0), np.where(defined, above, 1.0)
+
+
+def _reach(
+    p: npt.NDArray[np.float64],
+    n: npt.NDArray[np.float64],
+    a: npt.NDArray[np.float64],
+    c: npt.NDArray[np.float64],
+    e_p: npt.NDArray[np.float64],
+    e_n: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(mix − lowest, highest − mix) of leaves of p positives and n negatives below a positives
+    and c examples, e₊ and e₋ of them departing (`rough_ap_reach`)."""
     ps, ns = p - e_p, n - e_n
     mix = _mixed(p, n, a, c)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -475,10 +514,4 @@ def rough_ap_reach(leaves: np.ndarray, departing: np.ndarray) -> tuple[np.ndarra
             _positives_in_order(e_p, a, c) + _mixed(ps, ns, a + e_p, c + e_p),
             np.maximum(tie_top, tie_bottom),
         )
-    live = p > 0
-    total = p.sum(axis=-1)
-    defined = total > 0
-    safe = np.where(defined, total, 1.0)
-    below = np.clip(np.where(live, mix - low, 0.0).sum(axis=-1), 0.0, None) / safe
-    above = np.clip(np.where(live, high - mix, 0.0).sum(axis=-1), 0.0, None) / safe
-    return np.where(defined, below, 1.0), np.where(defined, above, 1.0)
+    return mix - low, high - mix
