@@ -29,15 +29,9 @@ with the reports split over g(h) levels under localdp, v ∝ g·n·σ²_OUE), pr
 metric with constants measured on `benchmarks/hard.py`'s smooth and rare families (300k rows,
 20 releases per height, sd of the estimate over √v and the class-total scale below):
 AUC sd ≈ K·√v·√(1/P² + 1/N²) with K ≈ 0.24–0.50 (distdp), 0.16–0.58 (localdp); AP sd ≈
-K·√v/P, K ≈ 1.0–3.2 and 0.6–1.1; recall sd ≈ 0.8–1.0·√v/P. The AP's constant is the one no
-single value fits (smooth scores 2.0–2.9, scores clipped at 0 and 1 0.5–0.9, squeezed 2.7–3.8
-under distdp), so the AP's noise is instead simulated: its own estimator on a few releases drawn
-from the probe at each height (`fedeval.core.ap_noise`); K_AP only where the probe shows no
-positives to draw from. P/R/A at declared thresholds sit on cell edges from the alignment floor
-up (`fedeval.core.axis`), so they have no discretisation term: their error ratio between heights
-is the noise ratio alone, whatever the constant. Reading them from a coarser level of the same
-release would not lower it: the consistent leaves are already the least-variance reading of
-every released level (tests/test_ap_noise.py); only a coarser tree, whose Δ is smaller, does.
+K·√v/P, K ≈ 1.0–3.2 and 0.6–1.1; recall sd ≈ 0.8–1.0·√v/P. P/R/A at declared thresholds sit on
+cell edges from the alignment floor up (`fedeval.core.axis`), so they have no discretisation
+term: their error ratio between heights is the noise ratio alone, whatever the constant.
 
 **Discretisation** of AUC and AP from the probe's levels ℓ = 0 … k (the histogram coarsened):
 the metric at each level, V(ℓ) (AUC counting pairs inside a cell as ½, the leaves' estimator;
@@ -72,7 +66,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import ndtri
 
-from fedeval.core.ap_noise import simulated_ap_error
 from fedeval.core.config import HEIGHT_METRICS, PrivacyModel, check_height_for
 
 PROBE_LEVEL = {PrivacyModel.DISTDP: 6, PrivacyModel.LOCALDP: 4}
@@ -346,7 +339,6 @@ def choose_height(
     count_sd: np.ndarray,
     model: str,
     metrics: tuple[str, ...] = (),
-    first_level: int | None = 1,
 ) -> HeightChoice:
     """The candidate of `heights` (ascending, from the thresholds' alignment floor up) whose
     predicted error ratios over `metrics` (HEIGHT_METRICS' names: auc, ap, pra; () for all
@@ -369,11 +361,6 @@ def choose_height(
             count_sd / min(pos, neg),
         ]
     )
-    variance = np.asarray(variance, np.float64)
-    probe_sd = np.sqrt(np.where(np.isfinite(variance), variance, 0.0))
-    simulated = simulated_ap_error(hist, probe_sd, heights, count_sd, first_level)
-    if np.all(np.isfinite(variance)) and np.isfinite(simulated).all():
-        noise[1] = simulated
     bias = np.zeros_like(noise)
     bias[:2] = discretisation(hist, np.asarray(variance, np.float64), heights)
     chosen = check_height_for(metrics) or HEIGHT_METRICS

@@ -24,7 +24,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.config import PrivacyConfig, PrivacyModel
 from fedeval.core.height_choice import PROBE_LEVEL, HeightChoice, choose_height
 from fedeval.core.hierarchy import coarsen
 from fedeval.core.params import (
@@ -208,10 +208,7 @@ def choice_from_histogram(
     lo = min(lo, hi)
     heights = np.arange(lo, hi + 1)
     sd = count_sd(config, heights, total_reports)
-    first = None if config.shape is Shape.FLAT else config.first_level
-    chosen = choose_height(
-        hist, variance, heights, sd, config.model.value, config.height_for, first_level=first
-    )
+    chosen = choose_height(hist, variance, heights, sd, config.model.value, config.height_for)
     if "auc" not in chosen.metrics:
         return chosen  # `--height auto:ap`, `auto:precision`, …: the AUC's floor is not theirs
     # The histogram may only take the tree finer than the AUC's smooth-data height from the
