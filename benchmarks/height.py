@@ -31,6 +31,7 @@ import argparse
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import hard
 import numpy as np
@@ -66,11 +67,13 @@ def ratio(err: float, best: float) -> float:
     return 1.0 if err == 0 else float(np.inf)
 
 
-def run(task: tuple[str, int, str, list, int]) -> tuple[str, str, dict, dict]:
+def run(task: tuple[str, int, str, list, int, str | None]) -> tuple[str, str, dict, dict]:
     """(family, model, {auto variant: (heights used, errors)}, {h: errors}): every draw's
     errors (R, 5), so that the best fixed height can be chosen on other draws than it is
-    scored on (`cross_fitted`)."""
-    family, n, model, heights, draws = task
+    scored on (`cross_fitted`). With a cache folder, the fixed heights' errors (which no change
+    to the auto rule moves) are read from it where a run of the same family, size, model,
+    height and draws stored them, and stored otherwise."""
+    family, n, model, heights, draws, cache = task
     t0 = time.perf_counter()
     data = hard.build(family, n, 0)
     kw = {"model": model, "epsilon": MODELS[model], "thresholds": list(hard.THRESHOLDS[family])}
@@ -86,9 +89,24 @@ def run(task: tuple[str, int, str, list, int]) -> tuple[str, str, dict, dict]:
         return np.asarray(used, float), np.asarray(errs)
 
     autos = {a: each(a) for a in ("auto", *dict.fromkeys(OWN))}
-    table = {h: each(h)[1] for h in heights}
+    table = {h: fixed(h, lambda h=h: each(h)[1], (family, n, model, draws, cache)) for h in heights}
     print(f"  {family} · {model}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     return family, model, autos, table
+
+
+def fixed(h: int, compute, key: tuple) -> np.ndarray:
+    """A fixed height's errors (R, 5): from the cache folder (key[-1]) where stored, else
+    computed (and stored there)."""
+    family, n, model, draws, cache = key
+    if cache is None:
+        return np.asarray(compute())
+    path = Path(cache) / f"{family}-{n}-{model}-h{h}-r{draws}.npy"
+    if path.exists():
+        return np.asarray(np.load(path))
+    out = np.asarray(compute())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, out)
+    return out
 
 
 def cross_fitted(auto: np.ndarray, fixed: np.ndarray) -> np.ndarray:
@@ -118,6 +136,7 @@ def main() -> int:
     ap.add_argument("--heights", help="fixed heights to compare, e.g. 4-12 (default all)")
     ap.add_argument("--verbose", action="store_true", help="print every height's errors")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--cache", help="folder keeping the fixed heights' errors between runs")
     args = ap.parse_args()
     families = args.families or (list(QUICK_FAMILIES) if args.quick else list(hard.FAMILIES))
     draws = args.draws or (6 if args.quick else 40)
@@ -136,7 +155,7 @@ def main() -> int:
             if args.heights:
                 lo, _, hi = args.heights.partition("-")
                 heights = list(range(int(lo), int(hi or lo) + 1))
-            tasks.append((fam, sizes[fam], model, heights, draws))
+            tasks.append((fam, sizes[fam], model, heights, draws, args.cache))
     print(f"{draws} noise draws per height; median |error| (P/R/A: worst over 5 thresholds)")
     print("auto/best, M/best: in-sample (best = least median over the fixed heights); xfit: the")
     print("best height chosen on half the draws, both scored on the other half (no min bias)")
