@@ -1,5 +1,5 @@
 """The fixed costs of one evaluation cut without changing a value (issue 28): the AP's reach
-read only on the leaves with departing examples, the monotone fit of fine leaves kept by value,
+read only on the leaves with departing examples,
 and the departing examples read once per evaluation give what computing each afresh gives,
 bit for bit."""
 
@@ -12,7 +12,6 @@ import fedeval
 from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import curve_result, release_departures
 from fedeval.api.evaluate import release_parts
-from fedeval.core.hierarchy import _monotone_cumulative, monotone_cumulative
 from fedeval.estimate.smoothness import (
     _leaf_terms,
     _mixed,
@@ -64,19 +63,6 @@ def test_reach_on_departing_leaves_only_is_the_reach_everywhere(seed: int) -> No
         for d in (departing, np.zeros_like(departing), np.full_like(departing, np.inf)):
             got, want = rough_ap_reach(x, d), _reach_everywhere(x, d)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-
-
-def test_kept_monotone_fit_is_read_by_value() -> None:
-    rng = np.random.default_rng([28, 7])
-    row = rng.poisson(2.0, 8192).astype(float) + rng.normal(0, 1.5, 8192)
-    first = monotone_cumulative(row)
-    assert np.array_equal(first, _monotone_cumulative(row.copy()))
-    first[:] = -1.0  # the caller's copy: what is kept is not written over
-    assert np.array_equal(monotone_cumulative(row), _monotone_cumulative(row.copy()))
-    row[100:200] += 50.0  # the same array, written over in place: fitted afresh
-    assert np.array_equal(monotone_cumulative(row), _monotone_cumulative(row.copy()))
-    exact = rng.poisson(1.0, 8192).astype(float)  # exact counts: the fit is the prefix sums
-    assert np.array_equal(monotone_cumulative(exact), np.r_[0.0, np.cumsum(exact)])
 
 
 @pytest.mark.parametrize("model", ["federated", "distdp"])

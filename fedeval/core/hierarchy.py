@@ -228,24 +228,7 @@ def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     positives at 200k rows, distdp ε = 1, 40 releases: the leaves' AP bias −0.008 → −0.003,
     its spread 0.0078 → 0.0058.
     """
-    leaves = np.asarray(leaves, dtype=np.float64)
-    if leaves.ndim != 1 or leaves.size < OWN_FIT_CHECK_FROM:
-        return _monotone_cumulative(leaves)
-    # One class's fine leaves: an evaluation reads the same ones a dozen times (curves,
-    # hull, reach, order spread, candidates); the last few are kept with a copy of their input
-    # and returned (as a copy) only for an input equal to it value for value.
-    for kept_in, kept_out in list(_kept_fits):
-        if kept_in.shape == leaves.shape and np.array_equal(kept_in, leaves):
-            return kept_out.copy()
-    out = _monotone_cumulative(leaves)
-    _kept_fits[:] = [*_kept_fits[1 - _FITS_KEPT :], (leaves.copy(), out.copy())]
-    return out
-
-
-_FITS_KEPT = 2
-"""Single rows of fine leaves whose `monotone_cumulative` is kept (both classes of a release)."""
-
-_kept_fits: list[tuple[np.ndarray, np.ndarray]] = []
+    return _monotone_cumulative(np.asarray(leaves, dtype=np.float64))
 
 
 def _monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
