@@ -31,6 +31,7 @@ from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
 from fedeval.api.evaluate import estimate_auc, sparse_precision_of, threshold_axis
+from fedeval.api.plan_caveats import BINORMAL_CAVEAT, Caveat, pilot_caveats
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
@@ -130,6 +131,10 @@ class Prediction(ByMetricName[float]):
     """Default thresholds where few examples score above in at least half the draws: evaluate
     reports precision (a `sparse_limit` metric) there as sparse (over [0, 1], with a note), and
     its error is not predicted (left out of `precision`)."""
+    caveats: tuple[Caveat, ...] = ()
+    """Metrics whose error may be several times this prediction, and why
+    (`fedeval.api.plan_caveats`): always without a pilot, and where a pilot's scores are coarse
+    for the release."""
 
     def by_name(self) -> Mapping[str, float]:
         return self.thresholds
@@ -345,7 +350,9 @@ def plan(
         done.append(predict(population, cfg, rng, runs=runs, truth=truth))
         if progress is not None:
             progress(len(done), len(todo))
-    return done[0], done[1:]
+    h = done[0].config.height
+    caveats = (BINORMAL_CAVEAT,) if like is None else pilot_caveats(population, like, h)
+    return replace(done[0], caveats=caveats), done[1:]
 
 
 def population_needed(
@@ -417,7 +424,7 @@ class PlanReport:
     def to_dict(self) -> dict[str, Any]:
         """The `fedeval.plan/1` document (`fedeval plan --format json`)."""
         cfg = self.best.config
-        return {
+        head = {
             "schema": "fedeval.plan/1",
             "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon}
             | ({"probe_share": cfg.probe_share, "probe": probe_words(cfg)} if cfg.probed else {}),
@@ -429,16 +436,24 @@ class PlanReport:
             "recommended": self.recommended,
             "expected_abs_error": _errors(self.best),
             "precision_not_predicted_at": list(self.best.sparse_thresholds),
-            "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
-            "by_height": [{"height": p.config.height} | _errors(p) for p in self.by_height],
-            "target": None
-            if self.target_error is None
-            else {
-                "error": self.target_error,
-                "metric": self.metric,
-                "rows_needed": self.rows_needed,
-            },
         }
+        # only where one applies: a smooth pilot's document is as it was
+        caveats = {"caveats": [c.to_dict() for c in self.best.caveats]} if self.best.caveats else {}
+        return (
+            head
+            | caveats
+            | {
+                "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
+                "by_height": [{"height": p.config.height} | _errors(p) for p in self.by_height],
+                "target": None
+                if self.target_error is None
+                else {
+                    "error": self.target_error,
+                    "metric": self.metric,
+                    "rows_needed": self.rows_needed,
+                },
+            }
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
