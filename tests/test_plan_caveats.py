@@ -5,6 +5,7 @@ none on a smooth pilot, whose document stays as it was."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -102,3 +103,32 @@ def test_the_command_prints_and_documents_the_caveat_only_where_it_applies(tmp_p
         assert ("caveats" in doc) is expected
         if expected:
             assert "precision" in doc["caveats"][0]["metrics"]
+
+
+def test_a_pilot_with_few_of_a_class_carries_a_caveat():
+    rng = np.random.default_rng(6)
+    y, s = smooth(rng)
+    y[:] = False
+    y[:20] = True  # 20 positives in 20,000: their score distribution is not known
+    pilot = pilot_of((y, s))
+    pred, _ = plan(ROWS, model="distdp", epsilon=1.0, like=pilot, runs=3)
+    (caveat,) = pred.caveats
+    assert "only 20 positive examples" in caveat.reason
+
+
+def test_a_prediction_with_unsteady_thresholds_is_drawn_again_with_more_runs(monkeypatch):
+    # Where the sparse rule fired in some draws but fewer than half, the mean error over 20
+    # draws moved 2x with the seed: the planner draws UNSTEADY_RUNS times as many.
+    import fedeval.api.plan as planning
+
+    calls = []
+    original = planning.predict
+
+    def spy(population, config, rng, *, runs, truth):
+        calls.append(runs)
+        pred = original(population, config, rng, runs=2, truth=truth)
+        return replace(pred, unsteady_thresholds=(0.5,) if len(calls) == 1 else ())
+
+    monkeypatch.setattr(planning, "predict", spy)
+    plan(ROWS, model="distdp", epsilon=1.0, runs=4)
+    assert calls == [4, planning.UNSTEADY_RUNS * 4]

@@ -51,6 +51,10 @@ from fedeval.tables.scored import ScoredData, read_scored
 RESOLUTION = 20
 """Reference populations are kept at 2^20 cells per class: the truth, up to 2^-20."""
 
+UNSTEADY_RUNS = 3
+"""A prediction with a threshold where the sparse rule fired in some draws but fewer than half
+(`Prediction.unsteady_thresholds`) is drawn again with this many times the runs."""
+
 SPARSE_DRAWS = 50
 """Noise draws per predicted release behind evaluate's sparse-precision rule (its 2 noise sds of
 the predicted-positive count; evaluate takes them from its own 200)."""
@@ -131,6 +135,10 @@ class Prediction(ByMetricName[float]):
     """Default thresholds where few examples score above in at least half the draws: evaluate
     reports precision (a `sparse_limit` metric) there as sparse (over [0, 1], with a note), and
     its error is not predicted (left out of `precision`)."""
+    unsteady_thresholds: tuple[float, ...] = field(default=(), hash=False)
+    """Default thresholds where the sparse rule fired in some draws but fewer than half: few
+    examples score above, the precision's error there swings between draws, and its mean over
+    `runs` draws is itself uncertain (`plan_caveats.unsteady_caveat`)."""
     caveats: tuple[Caveat, ...] = ()
     """Metrics whose error may be several times this prediction, and why
     (`fedeval.api.plan_caveats`): always without a pilot, and where a pilot's scores are coarse
@@ -262,8 +270,14 @@ def predict(
         for t, out in zip(DEFAULT_THRESHOLDS, named.tolist(), strict=True)
         if out
     )
+    unsteady = (sparse_runs > 0) & ~named
+    unsteady_at = tuple(
+        float(lo + (hi - lo) * t)
+        for t, out in zip(DEFAULT_THRESHOLDS, unsteady.tolist(), strict=True)
+        if out
+    )
     errors = {m.name: float(mean_errors[m.name]) for m in metrics}
-    return Prediction(config, population.rows, float(auc), errors, sparse_at)
+    return Prediction(config, population.rows, float(auc), errors, sparse_at, unsteady_at)
 
 
 def recommended_config(
@@ -348,6 +362,11 @@ def plan(
     done = []
     for cfg in todo:
         done.append(predict(population, cfg, rng, runs=runs, truth=truth))
+        if done[-1].unsteady_thresholds:
+            # Few examples above a threshold: the precision's error there is 0.005 in one
+            # release and 0.4 in the next, and a mean of `runs` such draws moved 2x with the
+            # seed (squeezed scores, localdp: 0.0068 against 0.011-0.013 from 60); more draws.
+            done[-1] = predict(population, cfg, rng, runs=UNSTEADY_RUNS * runs, truth=truth)
         if progress is not None:
             progress(len(done), len(todo))
     h = done[0].config.height

@@ -9,9 +9,9 @@ the rest near one end), the estimators' error depends on how the scores sit insi
 that hold them, and the measured error departs from the prediction
 (`benchmarks/plan_families.py`: without a pilot, the precision measured was up to 7.7× the
 prediction on scores squeezed into [0.45, 0.55] and 4.5-5.5× on 0.01-grid, tree-model and rare
-logistic scores, the AUC up to 2.6×; with a pilot, within 2× except squeezed scores under localdp,
-precision 2.7×, whose pilot fills 16 of the 128 cells at the chosen height). A caveat names the
-metrics and the reason; where none applies there is none.
+logistic scores, the AUC up to 2.6×; with a 20,000-row pilot, within 2× on every family but
+one, a pilot with 10 positives: precision 3.2× under distdp). A caveat names the metrics and the
+reason; where none applies there is none.
 """
 
 from __future__ import annotations
@@ -50,7 +50,13 @@ CONCENTRATED = 0.3
 """A pilot whose examples (HELD_SHARE of them) fill less than this fraction of the cells at the
 chosen height is coarse for the release. A heuristic set between the families measured: smooth,
 tiny, tree, rare-small and logistic-rare pilots fill 0.31-0.91 of the cells (predicted within
-2×); squeezed and 0.01-grid pilots fill 0.10-0.25 (squeezed localdp precision 2.7× off)."""
+2×); squeezed and 0.01-grid pilots fill 0.10-0.25 (squeezed distdp precision 1.94× off, and
+2.7× under localdp before `plan` drew unsteady thresholds again)."""
+
+FEW_OF_A_CLASS = 50
+"""A pilot with fewer examples of a class than this shows that class's scores too coarsely to
+predict from (a 20,000-row pilot of 0.05% positives holds 10: precision 3.2× off under distdp;
+one of 0.14% holds 28: within 2×)."""
 
 
 def cells_holding(counts: np.ndarray, share: float = HELD_SHARE) -> int:
@@ -65,7 +71,8 @@ def pilot_caveats(population: ScoredData, like: ScoredData, height: int) -> tupl
     """The caveats on a prediction from the pilot `like` at the chosen `height`: its scores
     (the `population` drawn from it, on the release's axis) fill few of the 2^height cells, or
     the pilot has fewer distinct score cells than the release has cells (ties, which the
-    population spreads evenly inside the pilot's cells). Empty where neither applies."""
+    population spreads evenly inside the pilot's cells), or it holds few examples of a class.
+    Empty where none applies."""
     n_cells = 1 << height
     held = cells_holding(population.leaf_counts(height).sum(axis=0))
     distinct = int(np.count_nonzero(like.leaf_counts(like.resolution).sum(axis=0)))
@@ -82,13 +89,19 @@ def pilot_caveats(population: ScoredData, like: ScoredData, height: int) -> tupl
             f"the pilot's scores take about {distinct} distinct values, fewer than the "
             f"{n_cells} cells at h = {height} (ties)"
         )
+    fewest = min(like.positives, like.rows - like.positives)
+    if fewest < FEW_OF_A_CLASS:
+        label = "positive" if fewest == like.positives else "negative"
+        why.append(
+            f"the pilot holds only {fewest} {label} examples, too few to show that class's "
+            "score distribution"
+        )
     if not why:
         return ()
     return (
         Caveat(
             THRESHOLD_METRIC_NAMES,
-            "; ".join(why) + ": the error then depends on where the scores sit inside each "
-            "cell, which the pilot cannot show at the release's resolution; the measured error "
-            "can be 2-3x this prediction (narrow scores under localdp: precision 2.7x)",
+            "; ".join(why) + ": the reference drawn from the pilot is smoother than such data, "
+            "and the measured error can be 2-3x this prediction",
         ),
     )
