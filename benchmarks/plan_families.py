@@ -9,7 +9,8 @@ uses), the data read as `evaluate FILE` reads them. Predicted is `fedeval.api.pl
 with the binormal reference at the family's own positive fraction and exact AUC (what a user who
 knows both would type), and with `like=` a pilot of the same family (other rows of the same
 draw, at most 20,000: the pilot a user may hold). r = measured / predicted; the issue's target
-is max(r, 1/r) ≤ 2, or a planner that says which data it cannot predict.
+is max(r, 1/r) ≤ 2, or a planner that says which data it cannot predict (the last column: the
+caveat plan gives with the pilot; without one it always gives `BINORMAL_CAVEAT`).
 
     .venv/bin/python benchmarks/plan_families.py                    # every family (≈ 1 min)
     .venv/bin/python benchmarks/plan_families.py --families grid squeezed --models distdp
@@ -116,7 +117,13 @@ def main() -> None:
                 + "".join(f"{m:>10.1e}" for m in meas)
                 + "".join(f"{r:>9.2f}" for r in rb)
                 + "".join(f"{r:>10.2f}" for r in rl)
-                + f"  {worst:5.2f}{'' if worst <= 2 else '  > 2'}",
+                + f"  {worst:5.2f}{'' if worst <= 2 else '  > 2'}"
+                # plan's own caveat on the pilot's prediction (`fedeval.api.plan_caveats`)
+                + (
+                    "  caveat: " + ",".join(like_pred.caveats[0].metrics)
+                    if like_pred.caveats
+                    else ""
+                ),
                 flush=True,
             )
     print(f"elapsed {time.perf_counter() - t0:.0f} s", file=sys.stderr)

@@ -31,6 +31,7 @@ from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
 from fedeval.api.evaluate import estimate_auc, sparse_precision_of, threshold_axis
+from fedeval.api.plan_caveats import BINORMAL_CAVEAT, Caveat, pilot_caveats
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
@@ -49,6 +50,10 @@ from fedeval.tables.scored import ScoredData, read_scored
 
 RESOLUTION = 20
 """Reference populations are kept at 2^20 cells per class: the truth, up to 2^-20."""
+
+UNSTEADY_RUNS = 3
+"""A prediction with a threshold where the sparse rule fired in some draws but fewer than half
+(`Prediction.unsteady_thresholds`) is drawn again with this many times the runs."""
 
 SPARSE_DRAWS = 50
 """Noise draws per predicted release behind evaluate's sparse-precision rule (its 2 noise sds of
@@ -130,6 +135,14 @@ class Prediction(ByMetricName[float]):
     """Default thresholds where few examples score above in at least half the draws: evaluate
     reports precision (a `sparse_limit` metric) there as sparse (over [0, 1], with a note), and
     its error is not predicted (left out of `precision`)."""
+    unsteady_thresholds: tuple[float, ...] = field(default=(), hash=False)
+    """Default thresholds where the sparse rule fired in some draws but fewer than half: few
+    examples score above, the precision's error there swings between draws, and its mean over
+    `runs` draws is itself uncertain (`plan_caveats.unsteady_caveat`)."""
+    caveats: tuple[Caveat, ...] = ()
+    """Metrics whose error may be several times this prediction, and why
+    (`fedeval.api.plan_caveats`): always without a pilot, and where a pilot's scores are coarse
+    for the release."""
 
     def by_name(self) -> Mapping[str, float]:
         return self.thresholds
@@ -257,8 +270,14 @@ def predict(
         for t, out in zip(DEFAULT_THRESHOLDS, named.tolist(), strict=True)
         if out
     )
+    unsteady = (sparse_runs > 0) & ~named
+    unsteady_at = tuple(
+        float(lo + (hi - lo) * t)
+        for t, out in zip(DEFAULT_THRESHOLDS, unsteady.tolist(), strict=True)
+        if out
+    )
     errors = {m.name: float(mean_errors[m.name]) for m in metrics}
-    return Prediction(config, population.rows, float(auc), errors, sparse_at)
+    return Prediction(config, population.rows, float(auc), errors, sparse_at, unsteady_at)
 
 
 def recommended_config(
@@ -343,9 +362,16 @@ def plan(
     done = []
     for cfg in todo:
         done.append(predict(population, cfg, rng, runs=runs, truth=truth))
+        if done[-1].unsteady_thresholds:
+            # Few examples above a threshold: the precision's error there is 0.005 in one
+            # release and 0.4 in the next, and a mean of `runs` such draws moved 2x with the
+            # seed (squeezed scores, localdp: 0.0068 against 0.011-0.013 from 60); more draws.
+            done[-1] = predict(population, cfg, rng, runs=UNSTEADY_RUNS * runs, truth=truth)
         if progress is not None:
             progress(len(done), len(todo))
-    return done[0], done[1:]
+    h = done[0].config.height
+    caveats = (BINORMAL_CAVEAT,) if like is None else pilot_caveats(population, like, h)
+    return replace(done[0], caveats=caveats), done[1:]
 
 
 def population_needed(
@@ -417,7 +443,7 @@ class PlanReport:
     def to_dict(self) -> dict[str, Any]:
         """The `fedeval.plan/1` document (`fedeval plan --format json`)."""
         cfg = self.best.config
-        return {
+        head = {
             "schema": "fedeval.plan/1",
             "privacy": {"model": cfg.model.value, "epsilon": cfg.epsilon}
             | ({"probe_share": cfg.probe_share, "probe": probe_words(cfg)} if cfg.probed else {}),
@@ -429,16 +455,24 @@ class PlanReport:
             "recommended": self.recommended,
             "expected_abs_error": _errors(self.best),
             "precision_not_predicted_at": list(self.best.sparse_thresholds),
-            "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
-            "by_height": [{"height": p.config.height} | _errors(p) for p in self.by_height],
-            "target": None
-            if self.target_error is None
-            else {
-                "error": self.target_error,
-                "metric": self.metric,
-                "rows_needed": self.rows_needed,
-            },
         }
+        # only where one applies: a smooth pilot's document is as it was
+        caveats = {"caveats": [c.to_dict() for c in self.best.caveats]} if self.best.caveats else {}
+        return (
+            head
+            | caveats
+            | {
+                "scaling_table1": dict(zip(("pra", "auc"), TABLE1[cfg.model], strict=True)),
+                "by_height": [{"height": p.config.height} | _errors(p) for p in self.by_height],
+                "target": None
+                if self.target_error is None
+                else {
+                    "error": self.target_error,
+                    "metric": self.metric,
+                    "rows_needed": self.rows_needed,
+                },
+            }
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"

@@ -45,7 +45,8 @@ def plan(
         str | None,
         option(
             "Use this scored table's score distribution as the reference instead "
-            "(a pilot or validation set; any size).",
+            "(a pilot or validation set; any size): without it the prediction assumes "
+            "smooth, spread scores.",
             shown=False,
         ),
     ] = None,
@@ -87,10 +88,9 @@ def plan(
 
     Runs fedeval's own estimators on a reference population of the given size (binormal scores
     with the given AUC, or the score distribution of --like), so the prediction is what
-    evaluate, curves and calibrate will do with --height auto. On smooth scores measured errors
-    fall within about 2.5× of the binormal prediction; on ties, a narrow score range or a class
-    on a few values its AUC error can be 10-30× off. With --like a pilot of the same data, they
-    fall within 2.5× on every kind measured: pass a pilot file when you have one.
+    evaluate, curves and calibrate will do with --height auto. A caveat line (JSON: caveats)
+    names the metrics a prediction may miss several-fold: always without --like (ties, a narrow
+    range or rare positives break the binormal reference), and with a pilot that fills few cells.
 
     Examples:
     $ fedeval plan --rows 200000 -m distdp -e 1
@@ -174,8 +174,8 @@ def plan(
                 "(evaluate reports it as sparse, over [0, 1]); left out of its error[/dim]",
                 soft_wrap=True,
             )
-        if not like:
-            out.print(f"[dim]note: {planning.BINORMAL_LIMITS}.[/dim]", soft_wrap=True)
+        for c in best.caveats:  # what the prediction cannot stand for (none on smooth data)
+            out.print(f"caveat on {', '.join(c.metrics)}: {c.reason}.", soft_wrap=True)
         if others:
             h = Table(box=None, header_style="bold")
             for col in ("h", "AUC", *best.thresholds):
