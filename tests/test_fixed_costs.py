@@ -12,13 +12,7 @@ import fedeval
 from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import curve_result, release_departures
 from fedeval.api.evaluate import release_parts
-from fedeval.estimate.smoothness import (
-    _leaf_terms,
-    _mixed,
-    _positives_in_order,
-    _tied,
-    rough_ap_reach,
-)
+from fedeval.estimate.smoothness import _leaf_terms, _reach, rough_ap_reach
 
 
 def _reach_everywhere(leaves: np.ndarray, departing: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -26,25 +20,13 @@ def _reach_everywhere(leaves: np.ndarray, departing: np.ndarray) -> tuple[np.nda
     p, n, a, c = _leaf_terms(np.asarray(leaves, dtype=np.float64))
     dep = np.asarray(departing, dtype=np.float64)[..., ::-1]
     e_p, e_n = np.minimum(dep[..., 1, :], p), np.minimum(dep[..., 0, :], n)
-    ps, ns = p - e_p, n - e_n
-    mix = _mixed(p, n, a, c)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tie_top = _tied(e_p, e_n, a, c) + _mixed(ps, ns, a + e_p, c + e_p + e_n)
-        tie_bottom = _mixed(ps, ns, a, c) + _tied(e_p, e_n, a + ps, c + ps + ns)
-        low = np.minimum(
-            _mixed(ps, ns, a, c + e_n) + _positives_in_order(e_p, a + ps, c + e_n + ps + ns),
-            np.minimum(tie_top, tie_bottom),
-        )
-        high = np.maximum(
-            _positives_in_order(e_p, a, c) + _mixed(ps, ns, a + e_p, c + e_p),
-            np.maximum(tie_top, tie_bottom),
-        )
+    down, up = _reach(p, n, a, c, e_p, e_n)
     live = p > 0
     total = p.sum(axis=-1)
     defined = total > 0
     safe = np.where(defined, total, 1.0)
-    below = np.clip(np.where(live, mix - low, 0.0).sum(axis=-1), 0.0, None) / safe
-    above = np.clip(np.where(live, high - mix, 0.0).sum(axis=-1), 0.0, None) / safe
+    below = np.clip(np.where(live, down, 0.0).sum(axis=-1), 0.0, None) / safe
+    above = np.clip(np.where(live, up, 0.0).sum(axis=-1), 0.0, None) / safe
     return np.where(defined, below, 1.0), np.where(defined, above, 1.0)
 
 
