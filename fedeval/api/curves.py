@@ -201,7 +201,7 @@ def release_departures(run: Simulated) -> np.ndarray:
 def _exact_counts(run: Simulated) -> bool:
     """Whether the release's counts are exact (no noise): the AP is then the random-order mean
     over the leaves ('shuffled'), not the integral rule."""
-    return not model_of(run.config.model).ADDS_NOISE
+    return not model_of(run.config.model).TRAITS.adds_noise
 
 
 def _area_intervals(
