@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
         evaluate,
         evaluate_file,
     )
+    from fedeval.api.inputs import ReadOptions
     from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
     from fedeval.core.errors import (
         FedevalError,
@@ -55,6 +56,7 @@ _SOURCES: dict[str, str] = {
     "ThresholdMetrics": "fedeval.api.evaluate",
     "evaluate": "fedeval.api.evaluate",
     "evaluate_file": "fedeval.api.evaluate",
+    "ReadOptions": "fedeval.api.inputs",
     "PrivacyConfig": "fedeval.core.config",
     "PrivacyModel": "fedeval.core.config",
     "Shape": "fedeval.core.config",
@@ -84,6 +86,7 @@ __all__ = [
     "Ledger",
     "PrivacyConfig",
     "PrivacyModel",
+    "ReadOptions",
     "Release",
     "ReleaseError",
     "ReleaseSpec",

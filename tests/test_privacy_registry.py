@@ -20,14 +20,14 @@ from fedeval.privacy.mechanism import Mechanism
 MEMBERS = sorted(
     name
     for name, _ in inspect.getmembers(base.ReleaseModel)
-    if not name.startswith("_") or name == "MODEL"
+    if not name.startswith("_") or name == "TRAITS"
 )
 
 
 @pytest.mark.parametrize("model", list(PrivacyModel), ids=str)
 def test_every_model_is_registered_and_implements_the_protocol(model):
     module = registry.model_of(model)
-    assert module.MODEL is model
+    assert module.TRAITS.model is model
     missing = [name for name in MEMBERS if not hasattr(module, name)]
     assert missing == [], f"{module.__name__} lacks {missing}"
     for name in MEMBERS:
@@ -75,9 +75,10 @@ def test_both_claims_have_the_shape_every_document_reads():
 
 def test_flags_say_what_the_protocol_does_with_each_model():
     fed, dist, loc = (registry.model_of(m) for m in ("federated", "distdp", "localdp"))
-    assert (fed.ADDS_NOISE, fed.MASKED, fed.SHARES_NOISE) == (False, True, False)
-    assert (dist.ADDS_NOISE, dist.MASKED, dist.SHARES_NOISE) == (True, True, True)
-    assert (loc.ADDS_NOISE, loc.MASKED, loc.SHARES_NOISE) == (True, False, False)
+    flags = [
+        (t.adds_noise, t.masked, t.shares_noise) for t in (fed.TRAITS, dist.TRAITS, loc.TRAITS)
+    ]
+    assert flags == [(False, True, False), (True, True, True), (True, False, False)]
     cfg = PrivacyConfig(PrivacyModel.LOCALDP, 3, Shape.HIERARCHY, 1.0)
     assert loc.report_bytes(cfg) == pytest.approx(
         np.mean([1 + ((2 << k) + 7) // 8 for k in (1, 2, 3)])

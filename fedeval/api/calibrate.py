@@ -19,7 +19,7 @@ from typing import Any, Unpack
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fedeval.api.inputs import data_from_arrays, data_from_file
+from fedeval.api.inputs import ArrayKeywords, FileKeywords, ReadOptions
 from fedeval.core.config import PrivacyModel, parse_buckets
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import equidepth_edges
@@ -52,7 +52,7 @@ from fedeval.protocol.simulate import (
     Simulated,
     simulate,
 )
-from fedeval.tables.read import DEFAULT_COLUMNS, Columns, read_with_scores, source_name
+from fedeval.tables.read import read_with_scores, source_name
 from fedeval.tables.scored import ScoredData
 from fedeval.tables.write import write_batches, writes_parquet
 from fedeval.views.dicts import map_dict
@@ -300,18 +300,16 @@ def calibrate(
     buckets: int | str = "auto",
     n_bins: int = DEFAULT_ECE_BINS,
     client_ids: ArrayLike | None = None,
-    pos_label: object = None,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    exact: bool = True,
-    **release: Unpack[ReleaseKeywords],
+    read: ReadOptions | None = None,
+    **keywords: Unpack[ArrayKeywords],
 ) -> CalibrationResult:
     """Fit a calibration map (histogram binning or BBQ) from one private release.
 
     Parameters are those of `fedeval.evaluate`, plus `method` ('binning' or 'bbq'), `buckets`
     (B for binning; 'auto' follows section 5's balancing) and `n_bins` (M of the ECE).
     """
-    spec = release_spec(spec, release)
-    data = data_from_arrays(y_true, y_score, client_ids, pos_label, score_range, spec, exact)
+    spec, read = ReadOptions.settings(spec, read, keywords, file=False)
+    data = read.arrays(y_true, y_score, client_ids, spec)
     return calibrate_data(data, spec=spec, method=method, buckets=buckets, n_bins=n_bins)
 
 
@@ -319,25 +317,17 @@ def calibrate_file(
     source: str | os.PathLike[str],
     *,
     spec: ReleaseSpec | None = None,
+    read: ReadOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
     method: Method | str = Method.BINNING,
     buckets: int | str = "auto",
     n_bins: int = DEFAULT_ECE_BINS,
-    columns: Columns = DEFAULT_COLUMNS,
-    pos_label: object = None,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    exact: bool = True,
-    progress: Callable[[int, int], None] | None = None,
-    threads: int | None = None,
-    read_progress: Callable[[int | None], None] | None = None,
-    **release: Unpack[ReleaseKeywords],
+    **keywords: Unpack[FileKeywords],
 ) -> CalibrationResult:
-    """`calibrate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob, read by
-    `threads` threads (default: every core; same result for any number); `read_progress(rows)`
-    after each batch."""
-    spec = release_spec(spec, release)
-    data = data_from_file(
-        source, columns, pos_label, score_range, spec, exact, threads, read_progress
-    )
+    """`calibrate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
+    read and released as `fedeval.evaluate_file` says."""
+    spec, read = ReadOptions.settings(spec, read, keywords)
+    data = read.table(source, spec)
     return calibrate_data(
         data, spec=spec, method=method, buckets=buckets, n_bins=n_bins, progress=progress
     )

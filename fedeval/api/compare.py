@@ -189,7 +189,7 @@ def _shares(
     """ε of the baseline's and the candidate's release (None under federated, or to let each
     take its model's default and halve it)."""
     model = PrivacyModel(model)
-    if not model_of(model).ADDS_NOISE:
+    if not model_of(model).TRAITS.adds_noise:
         check_epsilon(model, epsilon)
         return None, None
     total = DEFAULT_EPSILON[model] if epsilon is None else epsilon

@@ -224,7 +224,7 @@ def differences(
     sds_b = sds_c = None
     if kind is IntervalKind.GENERALISATION:
         sds_b, sds_c = _sampling_sds(baseline), _sampling_sds(candidate)
-    noisy = all(model_of(e.config.model).ADDS_NOISE for e in (baseline, candidate))
+    noisy = all(model_of(e.config.model).TRAITS.adds_noise for e in (baseline, candidate))
     parts_b, parts_c = area_parts(baseline), area_parts(candidate)
     at_b, at_c = threshold_pieces(baseline), threshold_pieces(candidate)
     out = []

@@ -253,7 +253,7 @@ def detect(
     n80 = needed(Z80)
     n95 = needed(Z90)
     w = None if n95 is None else cache.get(n95) or half(n95)
-    eps = (epsilon or DEFAULT_EPSILON[model]) if model_of(model).ADDS_NOISE else None
+    eps = (epsilon or DEFAULT_EPSILON[model]) if model_of(model).TRAITS.adds_noise else None
     return Detection(metric, delta, model, eps, n80, n95, w)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Unpack
 import numpy as np
 from numpy.typing import ArrayLike
 
-from fedeval.api.inputs import data_from_arrays, data_from_file
+from fedeval.api.inputs import ArrayKeywords, FileKeywords, ReadOptions
 from fedeval.core.axis import ScoreAxis
 from fedeval.core.config import PrivacyModel, check_quantiles
 from fedeval.core.errors import UsageError
@@ -43,7 +43,6 @@ from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_e
 from fedeval.estimate.uncertainty import REFIT_DRAWS, Z95, noise_sd
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated, simulate
-from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData
 from fedeval.views.dicts import curves_dict
 
@@ -202,7 +201,7 @@ def release_departures(run: Simulated) -> np.ndarray:
 def _exact_counts(run: Simulated) -> bool:
     """Whether the release's counts are exact (no noise): the AP is then the random-order mean
     over the leaves ('shuffled'), not the integral rule."""
-    return not model_of(run.config.model).ADDS_NOISE
+    return not model_of(run.config.model).TRAITS.adds_noise
 
 
 def _area_intervals(
@@ -291,10 +290,8 @@ def roc_pr_curves(
     quantiles: int = DEFAULT_QUANTILES,
     method: str = DEFAULT_CURVE_METHOD,
     client_ids: ArrayLike | None = None,
-    pos_label: object = None,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    exact: bool = True,
-    **release: Unpack[ReleaseKeywords],
+    read: ReadOptions | None = None,
+    **keywords: Unpack[ArrayKeywords],
 ) -> CurveResult:
     """ROC and PR curves of a scored classifier from one private release.
 
@@ -303,11 +300,8 @@ def roc_pr_curves(
     Q-quantile PCHIP estimator). The default height is ⌈log₂ Q⌉ + 2 with branching 2
     (Xu & Cormode).
     """
-    spec = release_spec(spec, release)
-    resolution = _resolution(quantiles, spec)
-    data = data_from_arrays(
-        y_true, y_score, client_ids, pos_label, score_range, spec, exact, resolution
-    )
+    spec, read = ReadOptions.settings(spec, read, keywords, file=False)
+    data = read.arrays(y_true, y_score, client_ids, spec, _resolution(quantiles, spec))
     return curves_data(data, spec=spec, quantiles=quantiles, method=method)
 
 
@@ -315,25 +309,16 @@ def roc_pr_curves_file(
     source: str | os.PathLike[str],
     *,
     spec: ReleaseSpec | None = None,
-    columns: Columns = DEFAULT_COLUMNS,
+    read: ReadOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
     quantiles: int = DEFAULT_QUANTILES,
     method: str = DEFAULT_CURVE_METHOD,
-    pos_label: object = None,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    exact: bool = True,
-    progress: Callable[[int, int], None] | None = None,
-    threads: int | None = None,
-    read_progress: Callable[[int | None], None] | None = None,
-    **release: Unpack[ReleaseKeywords],
+    **keywords: Unpack[FileKeywords],
 ) -> CurveResult:
     """`roc_pr_curves` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
-    read by `threads` threads (default: every core; same result for any number);
-    `read_progress(rows)` after each batch."""
-    spec = release_spec(spec, release)
-    resolution = _resolution(quantiles, spec)
-    data = data_from_file(
-        source, columns, pos_label, score_range, spec, exact, threads, read_progress, resolution
-    )
+    read and released as `fedeval.evaluate_file` says."""
+    spec, read = ReadOptions.settings(spec, read, keywords)
+    data = read.table(source, spec, _resolution(quantiles, spec))
     return curves_data(data, spec=spec, quantiles=quantiles, method=method, progress=progress)
 
 

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from fedeval.api.calibrate import release_ece
 from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result, release_departures
-from fedeval.api.inputs import data_from_arrays, data_from_file
+from fedeval.api.inputs import ArrayKeywords, FileKeywords, ReadOptions
 from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis, release_axis
 from fedeval.core.config import parse_buckets
 from fedeval.core.errors import UsageError
@@ -56,7 +56,6 @@ from fedeval.estimate.uncertainty import (
     within_bucket_auc_variance,
 )
 from fedeval.protocol.simulate import Simulated, simulate
-from fedeval.tables.read import DEFAULT_COLUMNS, Columns
 from fedeval.tables.scored import ScoredData
 from fedeval.views.dicts import evaluation_dict
 
@@ -504,11 +503,9 @@ def evaluate(
     buckets: int | str | None = "auto",
     thresholds: Sequence[float] | None = None,
     client_ids: ArrayLike | None = None,
-    pos_label: object = None,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    exact: bool = True,
     quantiles: int = 100,
-    **release: Unpack[ReleaseKeywords],
+    read: ReadOptions | None = None,
+    **keywords: Unpack[ArrayKeywords],
 ) -> Evaluation:
     """Evaluate a scored classifier under a privacy model, as the federated protocol would.
 
@@ -526,7 +523,6 @@ def evaluate(
     client_ids : optional client of each example (default: one example per client).
     path : 'fast' draws the aggregate directly; 'per-client' materialises every report.
     seed : an int or a Generator; the int used is stored in the result.
-    exact : also compute the exact metrics (keeps the raw scores in memory).
     quantiles : Q per class for the ROC and PR curve areas.
     ci_draws : fresh noise draws behind the 95% intervals (0: no intervals).
     unit, max_examples : whom ε protects: 'example', or 'client' with each client's examples
@@ -534,10 +530,14 @@ def evaluate(
     relation : the neighbouring relation ('add-remove' or 'replace'; default: the model's).
     spec : all of model … relation, seed, ci_draws and path as one `ReleaseSpec`, instead of
         those keywords (checked once, before any data is read).
+    pos_label, score_range, exact : how the arrays are read (`exact` also keeps the raw scores
+        in memory for the exact metrics).
+    read : `pos_label`, `score_range` and `exact` as one `fedeval.api.inputs.ReadOptions`,
+        instead of those keywords.
     """
-    spec = release_spec(spec, release)
-    axis = threshold_axis(score_range, thresholds, spec.height)
-    data = data_from_arrays(y_true, y_score, client_ids, pos_label, axis, spec, exact)
+    spec, read = ReadOptions.settings(spec, read, keywords, file=False)
+    axis = threshold_axis(read.score_range, thresholds, spec.height)
+    data = read.arrays(y_true, y_score, client_ids, spec, scale=axis)
     return evaluate_data(
         data, spec=spec, buckets=buckets, thresholds=thresholds, quantiles=quantiles
     )
@@ -547,24 +547,23 @@ def evaluate_file(
     source: str | os.PathLike[str],
     *,
     spec: ReleaseSpec | None = None,
-    columns: Columns = DEFAULT_COLUMNS,
-    pos_label: object = None,
-    score_range: tuple[float, float] = (0.0, 1.0),
-    exact: bool = True,
+    read: ReadOptions | None = None,
+    progress: Callable[[int, int], None] | None = None,
     buckets: int | str | None = "auto",
     thresholds: Sequence[float] | None = None,
     quantiles: int = DEFAULT_QUANTILES,
-    progress: Callable[[int, int], None] | None = None,
-    threads: int | None = None,
-    read_progress: Callable[[int | None], None] | None = None,
-    **release: Unpack[ReleaseKeywords],
+    **keywords: Unpack[FileKeywords],
 ) -> Evaluation:
     """`evaluate` on a Parquet/CSV file (or '-' for CSV on stdin), a directory or a glob,
-    streamed in record batches by `threads` threads (default: every core; same result for any
-    number); `read_progress(rows)` after each batch."""
-    spec = release_spec(spec, release)
-    axis = threshold_axis(score_range, thresholds, spec.height)
-    data = data_from_file(source, columns, pos_label, axis, spec, exact, threads, read_progress)
+    streamed in record batches.
+
+    How the file is read is `read` (`fedeval.api.inputs.ReadOptions`: columns, pos_label,
+    score_range, exact, threads, read_progress) or those fields as keywords, never both; the
+    release is `spec` or its keywords (`fedeval.core.spec.ReleaseKeywords`), never both.
+    `progress(done, total)` reports clients encoded on the per-client path."""
+    spec, read = ReadOptions.settings(spec, read, keywords)
+    axis = threshold_axis(read.score_range, thresholds, spec.height)
+    data = read.table(source, spec, scale=axis)
     return evaluate_data(
         data,
         spec=spec,

@@ -37,10 +37,10 @@ from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
 from fedeval.core.params import (
     auto_quantiles,
+    parse_height,
     resolve_config,
 )
 from fedeval.core.results import ByMetricName
-from fedeval.core.spec import parse_height
 from fedeval.estimate import metric_registry
 from fedeval.privacy import probe
 from fedeval.privacy.decode import decode, noise_draws

@@ -45,6 +45,21 @@ from fedeval.cli.run import printed_text
 from fedeval.core.config import PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 
+FromReleasesOpt = Annotated[
+    list[Path] | None,
+    option(
+        "A saved release (--save-release): give two, the baseline's then the candidate's, made "
+        "on the same population. Nothing new is released.",
+        "--from",
+        metavar="RELEASE",
+        shown=False,
+    ),
+]
+BaselineColOpt = Annotated[
+    str | None, option("Column of the baseline's scores (the model in production).")
+]
+CandidateColOpt = Annotated[str | None, option("Column of the candidate's scores (the new model).")]
+
 
 @app.command(rich_help_panel=ESTIMATE)
 @command_help
@@ -54,23 +69,9 @@ def compare(
         str | None,
         typer.Argument(help="Table with both models' scores on the same rows.", show_default=False),
     ] = None,
-    from_: Annotated[
-        list[Path] | None,
-        option(
-            "A saved release (--save-release): give two, the baseline's then the "
-            "candidate's, made on the same population. Nothing new is released.",
-            "--from",
-            metavar="RELEASE",
-            shown=False,
-        ),
-    ] = None,
-    baseline_col: Annotated[
-        str | None,
-        option("Column of the baseline's scores (the model in production)."),
-    ] = None,
-    candidate_col: Annotated[
-        str | None, option("Column of the candidate's scores (the new model).")
-    ] = None,
+    from_: FromReleasesOpt = None,
+    baseline_col: BaselineColOpt = None,
+    candidate_col: CandidateColOpt = None,
     model: ModelOpt = PrivacyModel.DISTDP,
     epsilon: EpsilonOpt = None,
     split: Annotated[

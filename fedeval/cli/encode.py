@@ -9,14 +9,12 @@ from fedeval.cli.app import app
 from fedeval.cli.common import (
     err,
     errors_to_exit,
-    floats,
-    parse_score_range,
     plural,
     private_key,
     progress_bar,
     summary_table,
 )
-from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, grouped
+from fedeval.cli.groups import TABLE, UNITS, TableOptions, UnitOptions, grouped, run_settings
 from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import (
     EpsilonOpt,
@@ -137,25 +135,16 @@ def encode(
     with errors_to_exit(), progress_bar("encoding client reports", True) as progress:
         if is_stdout(output):
             raise UsageError("encode writes a directory of reports: -o - (stdout) cannot hold it.")
+        settings = run_settings(locals())  # the record flower simulate and new run with
         s = encode_file(
             file,
             output,
-            columns=table.columns(),
-            model=model,
-            epsilon=epsilon,
-            height=height,
-            shape=shape,
-            population=population,
-            **units.keywords(),
-            score_range=parse_score_range(table.score_range),
-            thresholds=None if thresholds is None else floats(thresholds, "--thresholds"),
-            pos_label=table.pos_label,
-            seed=seed,
-            neighbours=neighbours,
-            dropout=dropout,
-            min_cohort=min_cohort,
-            colluders=colluders,
+            **settings.encode_keywords(),
             sign_key=private_key(sign_key),
+            columns=table.columns(),
+            population=population,
+            dropout=dropout,
+            colluders=colluders,
             progress=progress,
         )
     cfg = s.config

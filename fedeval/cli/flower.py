@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -13,13 +13,19 @@ from fedeval.cli.common import (
     emit,
     err,
     errors_to_exit,
-    floats,
-    parse_score_range,
     plural,
     private_key,
     show,
 )
-from fedeval.cli.groups import TABLE, UNITS, OptionGroup, TableOptions, UnitOptions, flat, grouped
+from fedeval.cli.groups import (
+    TABLE,
+    UNITS,
+    OptionGroup,
+    TableOptions,
+    UnitOptions,
+    grouped,
+    run_settings,
+)
 from fedeval.cli.helptext import DEPLOY, command_help, format_help
 from fedeval.cli.options import (
     CiDrawsOpt,
@@ -41,9 +47,6 @@ from fedeval.cli.output_options import document_format, stdout_output_option
 from fedeval.cli.run import printed_text
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError
-
-if TYPE_CHECKING:  # the extra loads when a command runs
-    from fedeval.flower.settings import RunSettings
 
 flower_app = typer.Typer(
     name="flower",
@@ -101,23 +104,6 @@ class RunOptions(OptionGroup):
 
 
 RUN = RunOptions()
-
-SETTINGS = "model epsilon height shape unit max_examples relation pos_label min_cohort neighbours"
-SETTINGS_NAMES = (*SETTINGS.split(), "retries")
-"""The options simulate and new share, by the name RunSettings gives them."""
-
-
-def _settings(options: dict[str, Any], seed: int | None = None) -> RunSettings:
-    """The run's settings from a command's options (its `locals()`), checked once."""
-    from fedeval.flower.settings import RunSettings
-
-    thresholds = options["thresholds"]
-    return RunSettings(
-        **{k: options[k] for k in SETTINGS_NAMES},
-        score_range=parse_score_range(options["score_range"]),
-        thresholds=None if thresholds is None else tuple(floats(thresholds, "--thresholds")),
-        seed=seed,
-    )
 
 
 @flower_app.command()
@@ -207,7 +193,7 @@ def simulate(
         if is_stdout(save_release):
             raise UsageError("--save-release takes a file name (stdout carries the report).")
         key = private_key(sign_key)
-        settings = _settings(flat(locals()), seed)
+        settings = run_settings(locals())
         outcome = simulate_file(
             file,
             settings,
@@ -271,7 +257,7 @@ def new(
         require_flower()
         from fedeval.flower.project import write_project
 
-        settings = _settings(flat(locals()))
+        settings = run_settings(locals())
         target = write_project(directory, settings)
     err.print(
         f"Flower app written to '{target}': see {target / 'README.md'} for the commands.",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, is_dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_type_hints
 
+from fedeval.cli.common import floats, parse_score_range
 from fedeval.cli.options import (
     BudgetOpt,
     CiDrawsOpt,
@@ -43,6 +44,7 @@ from fedeval.cli.options import (
 from fedeval.core.config import Unit
 
 if TYPE_CHECKING:
+    from fedeval.flower.settings import RunSettings
     from fedeval.tables.read import Columns
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -174,6 +176,28 @@ def flat(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+RUN_SETTINGS = (
+    *("model", "epsilon", "height", "shape", "unit", "max_examples", "relation", "pos_label"),
+    *("min_cohort", "neighbours", "retries", "seed"),
+)
+"""The options of a protocol run, by the names `RunSettings` gives them."""
+
+
+def run_settings(params: Mapping[str, Any]) -> RunSettings:
+    """The settings of a protocol run (`fedeval.flower.settings.RunSettings`) from a command's
+    parameters (its `locals()`), checked once: encode and flower's simulate and new build the
+    same record; a setting the command has no option for (encode: --retries) keeps its default."""
+    from fedeval.flower.settings import RunSettings
+
+    options = flat(params)
+    thresholds = options["thresholds"]
+    return RunSettings(
+        **{k: options[k] for k in RUN_SETTINGS if k in options},
+        score_range=parse_score_range(options["score_range"]),
+        thresholds=None if thresholds is None else tuple(floats(thresholds, "--thresholds")),
+    )
+
+
 __all__ = [
     "ONE_SHOT",
     "SOURCE",
@@ -185,4 +209,5 @@ __all__ = [
     "UnitOptions",
     "flat",
     "grouped",
+    "run_settings",
 ]

@@ -9,6 +9,13 @@ from fedeval.cli.common import err, errors_to_exit, summary_table
 from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import LabelColOpt, PosLabelOpt, TableOutputOpt, argument, option
 
+AssignmentSeedOpt = Annotated[
+    int | None, option("Seed of the assignment; the one used is always reported.")
+]
+NewClientColOpt = Annotated[
+    str, option("Client column to add (or, with --scheme column, to keep).")
+]
+
 
 @app.command(rich_help_panel=DEPLOY)
 @command_help
@@ -53,17 +60,11 @@ def partition(
             shown=False,
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        option("Seed of the assignment; the one used is always reported."),
-    ] = None,
+    seed: AssignmentSeedOpt = None,
     output: TableOutputOpt = None,
     label_col: LabelColOpt = "label",
     pos_label: PosLabelOpt = None,
-    client_col: Annotated[
-        str,
-        option("Client column to add (or, with --scheme column, to keep)."),
-    ] = "client",
+    client_col: NewClientColOpt = "client",
 ) -> None:
     """Spread a table's rows over K simulated clients.
 

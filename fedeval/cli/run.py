@@ -181,7 +181,7 @@ class ReleaseOptions:
         from_table: Callable[..., R],
     ) -> R:
         """The command's result: `from_release(run)` on the saved release --from names, or
-        `from_table(FILE, **options)` with the reading and simulation options of this run."""
+        `from_table(FILE, spec=, read=, progress=)` with this run's release and reading."""
         if self.from_ is not None:
             from fedeval.documents.release_file import load_release
             from fedeval.protocol.simulate import Simulated
@@ -191,22 +191,21 @@ class ReleaseOptions:
                 release, score_range, seed=self.seed, ci_draws=self.ci_draws
             )
             return from_release(run)
+        from fedeval.api.inputs import ReadOptions
         from fedeval.tables.read import Columns
 
         assert self.file is not None  # check() ran
         spec = self.spec()  # checked before the table is read
+        read = ReadOptions(
+            columns=Columns(self.score_col, self.label_col, self.client_col),
+            pos_label=self.pos_label,
+            score_range=self.unit_range,
+            exact=self.exact,
+            threads=self.threads,
+            read_progress=read_bar(self.file),
+        )
         with progress_bar("encoding client reports", self.per_client) as progress:
-            return from_table(
-                self.file,
-                spec=spec,
-                columns=Columns(self.score_col, self.label_col, self.client_col),
-                pos_label=self.pos_label,
-                score_range=self.unit_range,
-                exact=self.exact,
-                progress=progress,
-                threads=self.threads,
-                read_progress=read_bar(self.file),
-            )
+            return from_table(self.file, spec=spec, read=read, progress=progress)
 
     def spec(self) -> ReleaseSpec:
         """The release FILE's simulation makes, as the library takes it (checked once)."""

@@ -26,6 +26,22 @@ class PrivacyModel(StrEnum):
     LOCALDP = "localdp"  # local DP: Optimal Unary Encoding per client
 
 
+@dataclass(frozen=True)
+class ModelTraits:
+    """What the protocol does with a model: one record per model's module of `fedeval.privacy`
+    (its `TRAITS`)."""
+
+    model: PrivacyModel
+    adds_noise: bool
+    """Whether the release carries noise (a DP model: it has an ε, a seed makes it a
+    simulation, and its counts are not exact)."""
+    masked: bool
+    """Whether clients' reports travel under pairwise masks (secure aggregation), so the server
+    sees cohort sums only; else each report is sent as it is (private by itself)."""
+    shares_noise: bool
+    """Whether the noise is split over a cohort's clients (a dropout loses its share)."""
+
+
 class Unit(StrEnum):
     """Whom the guarantee protects: one example (the papers' setting), or one client with all its
     examples (contributions capped at `max_examples` per client, noise scaled to match)."""

@@ -58,19 +58,15 @@ need no finer tree than the floor, which the rule never goes below; AP prefers a
 than the AUC. The issue's AP targets (1.5% positives: ≤ 2e-2 distdp, ≤ 5e-2 localdp) are
 checked at the AUC's height (`benchmarks/height.py`, 1M rows, 40 draws, median |error|):
 
-    data    model        metric       auto h     error best h     error auto/best
-    smooth  distdp ε=1   ROC AUC           8  8.62e-06      8  1.17e-05      0.74
-    smooth  distdp ε=1   AP                8  6.15e-05     10  4.61e-05      1.33
-    smooth  distdp ε=1   worst P/R/A       8  1.26e-04      8  9.90e-05      1.27
-    smooth  localdp ε=5  ROC AUC           6  4.08e-04      9  4.37e-04      0.94
-    smooth  localdp ε=5  AP                6  1.07e-03      6  9.25e-04      1.16
-    smooth  localdp ε=5  worst P/R/A       6  4.09e-03      4  4.68e-03      0.87
-    rare    distdp ε=1   ROC AUC           6  1.60e-04      6  1.79e-04      0.89
-    rare    distdp ε=1   AP                6  1.03e-03      8  5.70e-04      1.81
-    rare    distdp ε=1   worst P/R/A       6  2.07e-03      6  1.07e-03      1.94
-    rare    localdp ε=5  ROC AUC           4  5.87e-03      4  4.38e-03      1.34
-    rare    localdp ε=5  AP                4  1.84e-02      4  1.58e-02      1.17
-    rare    localdp ε=5  worst P/R/A       4  5.11e-02      4  4.67e-02      1.10
+    data, model         h  ROC AUC                  AP                       worst P/R/A
+                           error   h* error*  r     error   h* error*  r     error   h* error*  r
+    smooth distdp ε=1   8  8.62e-6  8 1.17e-5 0.74  6.15e-5 10 4.61e-5 1.33  1.26e-4  8 9.90e-5 1.27
+    smooth localdp ε=5  6  4.08e-4  9 4.37e-4 0.94  1.07e-3  6 9.25e-4 1.16  4.09e-3  4 4.68e-3 0.87
+    rare distdp ε=1     6  1.60e-4  6 1.79e-4 0.89  1.03e-3  8 5.70e-4 1.81  2.07e-3  6 1.07e-3 1.94
+    rare localdp ε=5    4  5.87e-3  4 4.38e-3 1.34  1.84e-2  4 1.58e-2 1.17  5.11e-2  4 4.67e-2 1.10
+
+    (h: the height `auto` chose, the same for every metric; per metric the median |error| there,
+    the best fixed height h*, its error, and r = error / error*.)
 
 (The localdp rows are with levels 2..h, `LEVEL_1_FROM_EPSILON`.) The AUC is within 1.2× of
 the best fixed height but for rare localdp at 40 draws, where it is not resolved: over 400
@@ -92,6 +88,7 @@ which reports the probe takes (smooth, h = 6 in each: AUC 3.7e-4, 6.1e-4, 5.4e-4
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from fedeval.core.config import (
     PrivacyConfig,
@@ -101,6 +98,7 @@ from fedeval.core.config import (
     Unit,
     check_choices,
     check_height,
+    check_height_for,
 )
 from fedeval.core.errors import UsageError
 
@@ -192,18 +190,36 @@ def auto_height(model: PrivacyModel, n: int, epsilon: float | None) -> int:
 def data_resolution(model: PrivacyModel | str, height: int | str) -> int:
     """The leaf height to reduce data to while reading: the height asked for, or the largest one
     `auto` may pick. Small resolutions keep the streaming counts in cache."""
-    if height == "auto":
+    # Refused here, before a file is read, with the message resolve_config would give.
+    h, _ = parse_height(height)
+    if h == "auto":
         try:
             return AUTO_MAX_HEIGHT[PrivacyModel(model)]
         except ValueError:
             return FEDERATED_HEIGHT  # resolve_config reports the unknown model
-    # Refused here, before a file is read, with the message resolve_config would give.
+    return h
+
+
+def parse_height(height: object) -> tuple[int | Literal["auto"], tuple[str, ...]]:
+    """('auto', ()), ('auto', metrics) of 'auto:METRIC[,METRIC…]', or (h, ()) with h an int
+    in 1..MAX_HEIGHT (a string of digits too, as the CLI gives it)."""
+    if height == "auto":
+        return "auto", ()
     if isinstance(height, str):
+        head, colon, names = height.partition(":")
+        if head.strip().lower() == "auto" and colon:
+            metrics = tuple(n for n in names.split(","))
+            if not names.strip():
+                raise UsageError(
+                    f"`height` auto: needs metric names, e.g. auto:auc or auto:auc,ap. Found "
+                    f"{height!r}."
+                )
+            return "auto", check_height_for(metrics)
         try:
             height = int(height)
         except ValueError:
             raise UsageError(f"`height` must be an integer or 'auto'. Found {height!r}.") from None
-    return check_height(height)
+    return check_height(height), ()
 
 
 def resolve_config(

@@ -20,22 +20,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal, TypedDict, Unpack, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, cast
 
 import numpy as np
 
 from fedeval.core.config import (
-    PrivacyConfig,
     PrivacyModel,
     Relation,
     Shape,
     Unit,
     check_choices,
-    check_height,
     check_height_for,
 )
 from fedeval.core.errors import UsageError
-from fedeval.core.params import data_resolution, resolve_config
+from fedeval.core.params import data_resolution, parse_height, resolve_config
+
+if TYPE_CHECKING:
+    from fedeval.core.config import PrivacyConfig
 
 
 class SimulationPath(StrEnum):
@@ -194,28 +195,6 @@ class ReleaseSpec:
             probe=probe,
             height_for=self.height_for,
         )
-
-
-def parse_height(height: object) -> tuple[int | Literal["auto"], tuple[str, ...]]:
-    """('auto', ()), ('auto', metrics) of 'auto:METRIC[,METRIC…]', or (h, ()) with h an int
-    in 1..MAX_HEIGHT (a string of digits too, as the CLI gives it)."""
-    if height == "auto":
-        return "auto", ()
-    if isinstance(height, str):
-        head, colon, names = height.partition(":")
-        if head.strip().lower() == "auto" and colon:
-            metrics = tuple(n for n in names.split(","))
-            if not names.strip():
-                raise UsageError(
-                    f"`height` auto: needs metric names, e.g. auto:auc or auto:auc,ap. Found "
-                    f"{height!r}."
-                )
-            return "auto", check_height_for(metrics)
-        try:
-            height = int(height)
-        except ValueError:
-            raise UsageError(f"`height` must be an integer or 'auto'. Found {height!r}.") from None
-    return check_height(height), ()
 
 
 def release_spec(spec: ReleaseSpec | None, keywords: ReleaseKeywords) -> ReleaseSpec:

@@ -190,7 +190,7 @@ def client_step(
         return {"public": np.frombuffer(public, np.uint8).copy()}
     job = Job.from_text(str(request["job"]))
     index, n, k = int(request["index"]), int(request["n"]), int(request["k"])
-    masked_model = model_of(job.config.model).MASKED
+    masked_model = model_of(job.config.model).TRAITS.masked
     if masked_model and step != REVEAL and (not job.masked or k < 1) and not allow_unmasked:
         # A report without masks would show the server this client's data (federated) or its
         # noise share (distdp): only a measurement set up on the client's side may ask for it.

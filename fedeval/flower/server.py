@@ -195,7 +195,7 @@ class ServerProtocol:
         if seen.all():
             return unmasked(total), roster, 0
         survivors = [roster[i] for i in np.flatnonzero(seen)]
-        if model_of(self.job.config.model).ADDS_NOISE:
+        if model_of(self.job.config.model).TRAITS.adds_noise:
             return survivors  # distdp: the lost shares cannot be made up; re-run
         missing = np.flatnonzero(~seen)
         if len(secagg.exposed_survivors(missing, n, k)):

@@ -88,6 +88,19 @@ class RunSettings:
         same = [f.name for f in fields(ReleaseSpec) if f.name not in skip]
         return ReleaseSpec(**{name: getattr(self, name) for name in same})
 
+    def encode_keywords(self) -> dict[str, Any]:
+        """The keywords of `fedeval.protocol.encode.encode_file` these settings fix: the
+        release, the score axis, the positive label and the masking, so `fedeval encode` makes
+        the reports a Flower client of the same settings makes."""
+        return {
+            "spec": self.release,
+            "score_range": self.score_range,
+            "thresholds": self.thresholds,
+            "pos_label": self.pos_label,
+            "neighbours": self.neighbours,
+            "min_cohort": self.min_cohort,
+        }
+
     def job(self) -> Job:
         """The run's public parameters as every client gets them: the configuration (a
         two-phase `auto` at its placeholder height; the probe picks the height), the axis and

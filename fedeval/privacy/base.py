@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
+from fedeval.core.config import ModelTraits, PrivacyConfig, Relation
 from fedeval.privacy.events import DpEvent
 
 if TYPE_CHECKING:  # annotations only: the mechanism asks the models, not the reverse
@@ -110,21 +110,8 @@ class ReleaseModel(Protocol):
     `fedeval.privacy` (the package docstring)."""
 
     @property
-    def MODEL(self) -> PrivacyModel: ...
-
-    @property
-    def ADDS_NOISE(self) -> bool:
-        """Whether the release carries noise (a DP model: it has an ε, a seed makes it a
-        simulation, and its counts are not exact)."""
-
-    @property
-    def MASKED(self) -> bool:
-        """Whether clients' reports travel under pairwise masks (secure aggregation), so the
-        server sees cohort sums only; else each report is sent as it is (private by itself)."""
-
-    @property
-    def SHARES_NOISE(self) -> bool:
-        """Whether the noise is split over a cohort's clients (a dropout loses its share)."""
+    def TRAITS(self) -> ModelTraits:
+        """The model's name and what the protocol does with it (`ModelTraits`)."""
 
     # --- the numbers the claim is made of ------------------------------------------------------
     def sensitivity(self, config: PrivacyConfig) -> int | None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Relation
+from fedeval.core.config import ModelTraits, PrivacyConfig, PrivacyModel, Relation
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
 from fedeval.privacy import federated, generator
 from fedeval.privacy.base import ClientBatch, SavedCounts, counts_public
@@ -36,13 +36,10 @@ from fedeval.privacy.noise import (
 if TYPE_CHECKING:
     from fedeval.privacy.mechanism import Mechanism
 
-MODEL = PrivacyModel.DISTDP
-ADDS_NOISE = True
-MASKED = True
-"""Reports (counts plus Pólya shares) travel under pairwise masks: the server sees cohort sums."""
-SHARES_NOISE = True
-"""Each client of a cohort adds a share of the noise: a client that drops out takes its share
-with it, and the cohort's sum would be less private than claimed (refused)."""
+TRAITS = ModelTraits(PrivacyModel.DISTDP, adds_noise=True, masked=True, shares_noise=True)
+"""Reports (counts plus Pólya shares) travel under pairwise masks: the server sees cohort sums.
+Each client of a cohort adds a share of the noise: a client that drops out takes its share with
+it, and the cohort's sum would be less private than claimed (refused)."""
 
 
 # --- the numbers the claim is made of ---------------------------------------------------------
@@ -262,7 +259,7 @@ def check_counts(saved: SavedCounts, fail: Callable[[str], Exception]) -> None:
 
 def alpha(config: PrivacyConfig) -> float:
     """α = exp(−ε/Δ) of the noise on every count: the claim's (`count_alpha`)."""
-    if config.model is not MODEL:
+    if config.model is not TRAITS.model:
         raise ValueError(f"alpha is defined under distdp only; the model is {config.model.value}")
     return count_alpha(config)
 

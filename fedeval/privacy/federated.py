@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
+from fedeval.core.config import ModelTraits, PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.hierarchy import coarsen, levels_from_leaves
 from fedeval.core.release import Release, ScoreHistogram, example_nodes, level_offsets
 from fedeval.privacy.base import CLASSES, ClientBatch, SavedCounts, counts_public, first_cell
@@ -20,13 +20,10 @@ from fedeval.privacy.events import DpEvent, NoNoiseEvent
 if TYPE_CHECKING:
     from fedeval.privacy.mechanism import Mechanism
 
-MODEL = PrivacyModel.FEDERATED
-ADDS_NOISE = False
-"""Exact sums: no noise, no ε, nothing drawn per client."""
-MASKED = True
-"""Reports travel under pairwise masks (secure aggregation): the server sees cohort sums."""
-SHARES_NOISE = False
-"""No noise is split over the clients, so a client that drops out takes none with it."""
+TRAITS = ModelTraits(PrivacyModel.FEDERATED, adds_noise=False, masked=True, shares_noise=False)
+"""Exact sums: no noise, no ε, nothing drawn per client (so none split over the clients, and a
+client that drops out takes none with it); reports travel under pairwise masks (secure
+aggregation): the server sees cohort sums."""
 
 
 # --- the claim -------------------------------------------------------------------------------

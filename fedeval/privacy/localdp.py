@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Unit
+from fedeval.core.config import ModelTraits, PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
@@ -34,11 +34,9 @@ from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, o
 if TYPE_CHECKING:
     from fedeval.privacy.mechanism import Mechanism
 
-MODEL = PrivacyModel.LOCALDP
-ADDS_NOISE = True
-MASKED = False
-"""Each report is private by itself (OUE), so reports travel without masks, one per example."""
-SHARES_NOISE = False
+TRAITS = ModelTraits(PrivacyModel.LOCALDP, adds_noise=True, masked=False, shares_noise=False)
+"""Each report is private by itself (OUE), so reports travel without masks, one per example;
+no noise is shared between clients."""
 
 
 # --- the numbers the claim is made of ---------------------------------------------------------
@@ -251,7 +249,7 @@ def check_counts(saved: SavedCounts, fail: Callable[[str], Exception]) -> None:
 def report_epsilon(config: PrivacyConfig) -> float:
     """ε of one example's report: the whole ε, or ε/L when a client's L reports share it (the
     claim's: `oue_epsilon`)."""
-    if config.model is not MODEL or config.epsilon is None:
+    if config.model is not TRAITS.model or config.epsilon is None:
         raise ValueError("a local-DP configuration needs ε")
     return oue_epsilon(config)
 

@@ -28,8 +28,9 @@ reports: parallel composition)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -49,6 +50,25 @@ NOT_PRIVATE = (
     "reproducible simulation (--seed): NOT private. Anyone who knows the seed can regenerate the "
     "noise and remove it; run without --seed for a private release"
 )
+
+
+T = TypeVar("T")
+
+
+class _Asked(Generic[T]):
+    """A read-only attribute of `Mechanism`: one number of its claim, asked of the model's module
+    (`ask(kind, config)`, a function of `fedeval.privacy.base.ReleaseModel`) each time it is
+    read."""
+
+    def __init__(self, ask: Callable[[ReleaseModel, PrivacyConfig], T]) -> None:
+        self.ask = ask
+
+    @overload
+    def __get__(self, mech: None, owner: type[Mechanism]) -> _Asked[T]: ...
+    @overload
+    def __get__(self, mech: Mechanism, owner: type[Mechanism]) -> T: ...
+    def __get__(self, mech: Mechanism | None, owner: type[Mechanism]) -> T | _Asked[T]:
+        return self if mech is None else self.ask(mech.kind, mech.config)
 
 
 @dataclass(frozen=True)
@@ -86,29 +106,23 @@ class Mechanism:
     @property
     def private(self) -> bool:
         """Whether the release adds noise (a DP model), so that a seed makes it not private."""
-        return self.kind.ADDS_NOISE
+        return self.kind.TRAITS.adds_noise
 
-    @property
-    def sensitivity(self) -> int | None:
-        """L1 sensitivity of the whole release to one unit under the relation (distdp), or None."""
-        return self.kind.sensitivity(self.config)
-
-    @property
-    def tree_epsilon(self) -> float | None:
-        """ε the tree of counts is released at: (1 − s)·ε after a distdp probe, else ε."""
-        return self.kind.tree_epsilon(self.config)
-
-    @property
-    def probe_epsilon(self) -> float | None:
-        """ε of the probe round: s·ε under distdp; under localdp each probe report's ε (the
-        report ε: probe and tree reports are disjoint); None without a probe."""
-        return self.kind.probe_epsilon(self.config)
-
-    @property
-    def probe_sensitivity(self) -> int | None:
-        """Δ of the probe's histogram (distdp): L under add/remove, 2L under replace (one example
-        is one count of it)."""
-        return self.kind.probe_sensitivity(self.config)
+    # The numbers of the claim, asked of the model's module (None where the model has none).
+    sensitivity = _Asked[int | None](lambda kind, cfg: kind.sensitivity(cfg))
+    """L1 sensitivity of the whole release to one unit under the relation (distdp), or None."""
+    tree_epsilon = _Asked[float | None](lambda kind, cfg: kind.tree_epsilon(cfg))
+    """ε the tree of counts is released at: (1 − s)·ε after a distdp probe, else ε."""
+    probe_epsilon = _Asked[float | None](lambda kind, cfg: kind.probe_epsilon(cfg))
+    """ε of the probe round: s·ε under distdp; under localdp each probe report's ε (the
+    report ε: probe and tree reports are disjoint); None without a probe."""
+    probe_sensitivity = _Asked[int | None](lambda kind, cfg: kind.probe_sensitivity(cfg))
+    """Δ of the probe's histogram (distdp): L under add/remove, 2L under replace (one example
+    is one count of it)."""
+    alpha = _Asked[float | None](lambda kind, cfg: kind.count_alpha(cfg))
+    """Discrete Laplace parameter α = exp(−ε/Δ) of every count (distdp), else None."""
+    report_epsilon = _Asked[float | None](lambda kind, cfg: kind.oue_epsilon(cfg))
+    """ε of one OUE report (localdp): ε, or ε/L when a client's L reports share it."""
 
     @property
     def probe_cells(self) -> int:
@@ -138,16 +152,6 @@ class Mechanism:
             "chooses": _chooses(cfg.height_for),
         }
         return common | own
-
-    @property
-    def alpha(self) -> float | None:
-        """Discrete Laplace parameter α = exp(−ε/Δ) of every count (distdp), else None."""
-        return self.kind.count_alpha(self.config)
-
-    @property
-    def report_epsilon(self) -> float | None:
-        """ε of one OUE report (localdp): ε, or ε/L when a client's L reports share it."""
-        return self.kind.oue_epsilon(self.config)
 
     @property
     def noise_variance(self) -> float | None:

@@ -97,7 +97,7 @@ def _read_manifest(directory: Path, verify_key: Any = None, min_cohort: int = 2)
         clients = int(doc["cohort"]["clients"])
         if not 1 <= clients <= population:
             raise ValueError(f"a cohort of {clients} clients in a population of {population}")
-        masked = model_of(config.model).MASKED
+        masked = model_of(config.model).TRAITS.masked
         if masked:
             sa = doc["secure_aggregation"]
             if int(sa["modulus"]) != 1 << secagg.MODULUS_BITS:
@@ -193,7 +193,7 @@ def _sum_cohort(
     """The cohort's unmasked sum, clients reported, clients recovered, bytes read."""
     cfg, n, d = cohort.config, cohort.clients, cohort.directory
     width = int(level_offsets(cfg)[-1])
-    masked = model_of(cfg.model).MASKED
+    masked = model_of(cfg.model).TRAITS.masked
     seen = np.zeros(n, bool)
     total = np.zeros(width, np.uint32)
     local_counts = np.zeros(width, np.int64)
@@ -295,7 +295,7 @@ def _fixed_width(arr: pa.BinaryArray, nbytes: int) -> np.ndarray | None:
 def _recovery(cohort: _Cohort, missing: np.ndarray) -> np.ndarray:
     """The correction that removes dropped clients' uncancelled masks, from revealed seeds."""
     d, n, cfg = cohort.directory, cohort.clients, cohort.config
-    if model_of(cfg.model).SHARES_NOISE:
+    if model_of(cfg.model).TRAITS.shares_noise:
         raise InputError(
             f"'{d}': {len(missing)} of {n} clients sent no report. Under distdp their noise "
             "shares are lost with them, so the sum would be less private than the claimed ε; "

@@ -304,7 +304,7 @@ def encode_file(
         )
     if not 0.0 <= dropout < 1.0:
         raise UsageError(f"`dropout` must be a fraction in [0, 1). Found {dropout}.")
-    if dropout > 0 and model_of(config.model).SHARES_NOISE:
+    if dropout > 0 and model_of(config.model).TRAITS.shares_noise:
         raise UsageError(
             "`dropout` cannot be simulated under distdp: a client that drops out takes its noise "
             "share with it, and the sum would be less private than claimed. Use federated, or "
@@ -328,7 +328,7 @@ def encode_file(
     if rnd is not None:
         config = rnd.config
     cells = cell_index(ex.unit_scores, config.height)
-    masked = model_of(config.model).MASKED
+    masked = model_of(config.model).TRAITS.masked
     k = secagg.neighbours_per_side(n, neighbours) if masked else 0
     key = secagg.round_key()
     missing = np.zeros(n, bool)

@@ -182,7 +182,7 @@ def per_client_release(
     # materialise the batch's reports and sum them.
     chunk_sum = getattr(mech, "chunk_sum", None)
     width = batch_width(config)
-    if not model_of(config.model).ADDS_NOISE:
+    if not model_of(config.model).TRAITS.adds_noise:
         # Nothing is drawn per client, so batches need not match the encoder's (whose dense
         # reports they bound): a batch's one-hot counts are a bincount of its examples' nodes.
         width = FEDERATED_BATCH_WIDTH
@@ -309,7 +309,7 @@ class Simulated:
 
     @property
     def delta(self) -> float | None:
-        return 0.0 if model_of(self.config.model).ADDS_NOISE else None
+        return 0.0 if model_of(self.config.model).TRAITS.adds_noise else None
 
     @property
     def simulation(self) -> bool:
@@ -374,7 +374,7 @@ def check_both_classes(data: ScoredData, model: PrivacyModel | str, where: str =
     A private run decides from its noisy release, as `--from` does: refusing there would tell a
     data set without positives from its neighbour with one (ε = ∞ for the exit code). Exact
     values, or exact sums, say as much anyway."""
-    private = model_of(model).ADDS_NOISE and data.sorted_scores is None
+    private = model_of(model).TRAITS.adds_noise and data.sorted_scores is None
     if (data.positives == 0 or data.negatives == 0) and not private:
         missing = "positive" if data.positives == 0 else "negative"
         raise InputError(

@@ -73,7 +73,7 @@ def privacy_section(run: Simulated) -> dict[str, Any]:
                 "client (chosen at random); the exact values cover every example, so the errors "
                 "include the cap's effect"
             )
-    elif run.clients != run.rows and model_of(cfg.model).ADDS_NOISE:
+    elif run.clients != run.rows and model_of(cfg.model).TRAITS.adds_noise:
         privacy["note"] = (
             f"{run.rows} examples are held by {run.clients} clients; the guarantee covers one "
             "example, so a client holding k examples is protected at k·ε (group privacy)"
@@ -248,7 +248,7 @@ def group_privacy_caveat(run: Simulated) -> str | None:
     tell, always.
     """
     cfg = run.config
-    if not model_of(cfg.model).ADDS_NOISE or cfg.unit is not Unit.EXAMPLE:
+    if not model_of(cfg.model).TRAITS.adds_noise or cfg.unit is not Unit.EXAMPLE:
         return None
     if not run.simulation:
         return GROUP_PRIVACY

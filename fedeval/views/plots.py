@@ -60,7 +60,7 @@ def describe_setting(run: Simulated, *details: str) -> str:
     """
     cfg = run.config
     head = cfg.model.value
-    if model_of(cfg.model).ADDS_NOISE and cfg.epsilon is not None:
+    if model_of(cfg.model).TRAITS.adds_noise and cfg.epsilon is not None:
         head += f", ε = {cfg.epsilon:g}"
     if run.rows is None or (run.truth is None and not run.mechanism.examples_public):
         # Only a simulation that shows exact values may show the exact size (the release and
