@@ -35,6 +35,7 @@ from fedeval.core.params import (
     probe_height,
 )
 from fedeval.core.release import Probe
+from fedeval.privacy import level_split
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
     dense,
@@ -176,7 +177,10 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
             out.append(np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config))))
         else:
             v = mech.cohort_noise_variance
-            assert v is not None
+            if v is None:  # a split of ε over the levels: the noisiest level's (conservative)
+                assert mech.tree_epsilon is not None
+                alphas = level_split.level_alphas(cfg, mech.tree_epsilon)
+                v = max(discrete_laplace_variance(a) for a in alphas) * cfg.share_factor
             out.append(np.sqrt(v))
     return np.asarray(out, np.float64)
 
