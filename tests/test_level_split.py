@@ -22,10 +22,12 @@ from fedeval.core.config import (
 )
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import consistent_leaves
+from fedeval.documents.release_file import load_release, save_release
 from fedeval.privacy import decode as decoding
 from fedeval.privacy import distdp, level_split
 from fedeval.privacy.accounting import compose
 from fedeval.privacy.base import ClientBatch
+from fedeval.privacy.events import event_from_dict
 from fedeval.privacy.mechanism import Mechanism, mechanism_from_section
 from fedeval.privacy.noise import discrete_laplace_variance
 
@@ -212,3 +214,17 @@ def test_a_split_lowers_the_threshold_counts_noise_as_designed():
     (edge_even, leaf_even), (edge_split, leaf_split) = variances(even), variances(split)
     assert edge_split < 0.75 * edge_even  # the P/R/A counts: most of ε is on their levels
     assert leaf_split > leaf_even  # and each leaf pays for it
+
+
+def test_a_saved_split_release_reads_back_and_its_ledger_event_composes_to_epsilon(tmp_path):
+    cfg = _config(height=5, f=2, s=0.8, probe_share=0.0)
+    rng = np.random.default_rng(14)
+    release = distdp.draw(_leaves(rng, 5), 3, cfg, rng)
+    save_release(tmp_path / "r.fedeval", release, (0.0, 1.0))
+    back, _ = load_release(tmp_path / "r.fedeval")
+    assert back.config == cfg
+    np.testing.assert_array_equal(decoding.decode(back).leaves, decoding.decode(release).leaves)
+    for probe_share in (0.0, 0.05):
+        mech = Mechanism(replace(cfg, probe_share=probe_share))
+        event = event_from_dict(mech.dp_event())
+        assert compose([event], 0.0) == pytest.approx(1.0, rel=1e-14)
