@@ -24,7 +24,7 @@ from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import consistent_leaves
 from fedeval.documents.release_file import load_release, save_release
 from fedeval.privacy import decode as decoding
-from fedeval.privacy import distdp, level_split
+from fedeval.privacy import distdp, level_split, probe
 from fedeval.privacy.accounting import compose
 from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.events import event_from_dict
@@ -228,3 +228,14 @@ def test_a_saved_split_release_reads_back_and_its_ledger_event_composes_to_epsil
         mech = Mechanism(replace(cfg, probe_share=probe_share))
         event = event_from_dict(mech.dp_event())
         assert compose([event], 0.0) == pytest.approx(1.0, rel=1e-14)
+
+
+def test_a_split_does_not_move_the_height_a_probe_chooses():
+    # The height choice's noise model of a split is still the even tree's (module docstring of
+    # fedeval.privacy.level_split): the same predicted count sd at every candidate height.
+    split = _config(height=4, f=4, s=0.8, probe_share=0.05)
+    even = replace(split, split_level=0, split_share=0.0)
+    heights = np.arange(4, 15)
+    np.testing.assert_array_equal(
+        probe.count_sd(split, heights, 0), probe.count_sd(even, heights, 0)
+    )

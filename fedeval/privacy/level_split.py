@@ -48,8 +48,8 @@ The intervals' fresh noise draws each level at its own α_k
 release was weighed.
 
 Not yet: a split under localdp (reports per level, drawn before data are read), the height
-choice's noise model (`fedeval.privacy.probe.count_sd` takes the largest level's variance, a
-conservative stand-in), and a CLI option.
+choice's noise model (`fedeval.privacy.probe.count_sd` takes the even tree's count variance at
+each candidate height, so a split does not move the height chosen), and a CLI option.
 """
 
 from __future__ import annotations
