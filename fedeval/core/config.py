@@ -313,6 +313,12 @@ class PrivacyConfig:
     cohort_floor : with t > 0, the smallest cohort the shares are sized for (the encoder's
         minimum cohort, > t): a cohort's noise is at most cohort_floor/(cohort_floor − t) times
         the discrete Laplace, the bound the intervals use (the analyst does not know m).
+    split_level, split_share : distdp only, the tree's ε split over its levels
+        (`fedeval.privacy.level_split`): a share s of ε_tree spread evenly over the released
+        levels k ≤ f (f = split_level), 1 − s evenly over the finer ones; (0, 0.0): every level
+        the same share (the papers' tree). A rule rather than a list of shares so that it
+        stays valid at the height a probe chooses later; `level_shares` are its shares at
+        this height.
     """
 
     model: PrivacyModel
@@ -327,6 +333,8 @@ class PrivacyConfig:
     colluders: int = 0
     cohort_floor: int = 0
     height_for: tuple[str, ...] = ()
+    split_level: int = 0
+    split_share: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
@@ -349,6 +357,7 @@ class PrivacyConfig:
         if self.height_for and not share:
             raise UsageError("`height_for` applies to a height chosen by a probe (auto) only.")
         self._check_colluders()
+        self._check_split()
         if self.epsilon is not None:
             if self.epsilon > 10:
                 warnings.warn(
@@ -381,6 +390,42 @@ class PrivacyConfig:
                 "the m − t honest clients of every cohort must carry the noise, so at least one "
                 "client of each cohort must be honest."
             )
+
+    def _check_split(self) -> None:
+        f, s = self.split_level, self.split_share
+        if isinstance(f, bool) or not isinstance(f, numbers.Integral) or f < 0:
+            raise UsageError(f"`split_level` must be an integer ≥ 0. Found {f!r}.")
+        if isinstance(s, bool) or not isinstance(s, int | float) or not 0 <= s < 1:
+            raise UsageError(f"`split_share` must be a fraction in [0, 1). Found {s!r}.")
+        if (f == 0) != (s == 0):
+            raise UsageError(
+                "`split_level` and `split_share` go together: the share s of ε given to the "
+                "levels up to f (both 0 for an even split)."
+            )
+        if f and self.model is not PrivacyModel.DISTDP:
+            raise UsageError("a split of ε over the levels applies to distdp only.")
+        object.__setattr__(self, "split_level", int(f))
+        object.__setattr__(self, "split_share", float(s))
+
+    @property
+    def level_shares(self) -> tuple[float, ...]:
+        """Each released level's share of the tree's ε (they sum to 1): 1/g each for g levels
+        unless a split applies at this height (`split_level` f with released levels on both
+        sides of it), then s/a over the a levels k ≤ f and (1 − s)/b over the b finer ones."""
+        levels = self.levels
+        coarse = sum(1 for k in levels if k <= self.split_level)
+        fine = len(levels) - coarse
+        if not self.split_share or coarse == 0 or fine == 0:
+            return (1.0 / len(levels),) * len(levels)
+        s = self.split_share
+        return tuple(s / coarse if k <= self.split_level else (1.0 - s) / fine for k in levels)
+
+    @property
+    def level_split(self) -> bool:
+        """Whether the levels get unequal shares of ε at this height (else the even tree, drawn
+        as it always was)."""
+        levels = self.levels
+        return bool(self.split_share) and levels[0] <= self.split_level < levels[-1]
 
     @property
     def share_factor(self) -> float:
@@ -436,6 +481,9 @@ def config_dict(config: PrivacyConfig) -> dict[str, Any]:
         out["cohort_floor"] = config.cohort_floor
     if config.height_for:
         out["height_for"] = list(config.height_for)
+    if config.split_share:
+        out["split_level"] = config.split_level
+        out["split_share"] = config.split_share
     return out
 
 
@@ -462,6 +510,8 @@ def config_from_dict(p: Mapping[str, Any]) -> PrivacyConfig:
         colluders=p.get("colluders", 0),
         cohort_floor=p.get("cohort_floor", 0),
         height_for=p.get("height_for", ()),
+        split_level=p.get("split_level", 0),
+        split_share=p.get("split_share", 0.0),
     )
     if stored is not None and list(stored) != list(config.levels):
         raise ValueError(f"levels {stored} are not the levels {list(config.levels)} of {config}")

@@ -10,6 +10,10 @@ Pólya(m/N) noise: far less private than claimed). A release of c cohorts carrie
 
 No exact count travels: a client's report holds its noisy node counts only (not its number of
 examples), and totals are estimated from the noisy counts.
+
+A release may split the tree's ε unequally over its levels (`fedeval.privacy.level_split`:
+level k's counts at α_k = exp(−ε_k/Δ_k), Σ ε_k = ε_tree); without a split (the default) every
+count gets the one α above, drawn exactly as before.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 from fedeval.core.config import ModelTraits, PrivacyConfig, PrivacyModel, Relation
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
-from fedeval.privacy import federated, generator
+from fedeval.privacy import federated, generator, level_split
 from fedeval.privacy.base import ClientBatch, SavedCounts, counts_public
 from fedeval.privacy.events import ComposedEvent, DiscreteLaplaceEvent, DpEvent
 from fedeval.privacy.noise import (
@@ -70,9 +74,20 @@ def tree_epsilon(config: PrivacyConfig) -> float:
     return eps
 
 
-def count_alpha(config: PrivacyConfig) -> float:
-    """α = exp(−ε_tree/Δ) of every count."""
+def count_alpha(config: PrivacyConfig) -> float | None:
+    """α = exp(−ε_tree/Δ) of every count; None when the levels have α's of their own
+    (`level_alphas`)."""
+    if config.level_split:
+        return None
     return laplace_alpha(tree_epsilon(config), sensitivity(config))
+
+
+def level_alphas(config: PrivacyConfig) -> tuple[float, ...]:
+    """α_k of each released level's counts: `alpha` for every level without a split (the same
+    function, so the pipeline draws what it always drew), else exp(−ε_k/Δ_k)."""
+    if not config.level_split:
+        return (alpha(config),) * len(config.levels)
+    return level_split.level_alphas(config, tree_epsilon(config))
 
 
 def oue_epsilon(config: PrivacyConfig) -> None:
@@ -117,7 +132,7 @@ def parameters(mech: Mechanism) -> dict[str, Any]:
         f"m/(m − {t}) ≤ {cfg.share_factor:.6g} times that noise (m ≥ "
         f"{cfg.cohort_floor})"
     )
-    return {
+    out: dict[str, Any] = {
         "name": "discrete Laplace from per-client Pólya shares",
         "alpha": mech.alpha,
         "sensitivity": mech.sensitivity,
@@ -126,6 +141,32 @@ def parameters(mech: Mechanism) -> dict[str, Any]:
         "shares": shares,
         "largest_fast_draw": generator.fast_sampler_bound(mech.alpha or 0.5),
     }
+    if cfg.level_split:
+        alphas = level_alphas(cfg)
+        out |= {
+            "largest_fast_draw": generator.fast_sampler_bound(max(alphas)),
+            "levels": _level_records(cfg, alphas),
+            "composition": "sequential over the levels: Σ ε_k = ε_tree (a unit moves each "
+            "level's counts by at most Δ_k)",
+        }
+    return out
+
+
+def _level_records(cfg: PrivacyConfig, alphas: tuple[float, ...]) -> list[dict[str, Any]]:
+    """Each released level's share of ε_tree, ε_k, α_k, Δ_k and noise variance per count."""
+    eps = level_split.level_epsilons(cfg, tree_epsilon(cfg))
+    sens = level_split.level_sensitivity(cfg)
+    return [
+        {
+            "level": k,
+            "share": share,
+            "epsilon": e,
+            "alpha": a,
+            "sensitivity": sens,
+            "noise_variance_per_count": discrete_laplace_variance(a),
+        }
+        for k, share, e, a in zip(cfg.levels, cfg.level_shares, eps, alphas, strict=True)
+    ]
 
 
 def probe_parameters(mech: Mechanism) -> dict[str, Any]:
@@ -144,9 +185,17 @@ def probe_parameters(mech: Mechanism) -> dict[str, Any]:
 def event(mech: Mechanism) -> DpEvent:
     """Discrete Laplace (a = ε_tree/Δ) on the tree, after the probe's (s·ε/Δ_probe) if any."""
     cfg = mech.config
-    tree = DiscreteLaplaceEvent(
+    tree: DpEvent = DiscreteLaplaceEvent(
         tree_epsilon(cfg) / sensitivity(cfg), sensitivity(cfg), cfg.colluders
     )
+    if cfg.level_split:  # one discrete Laplace per level, composed
+        sens_k = level_split.level_sensitivity(cfg)
+        tree = ComposedEvent(
+            tuple(
+                DiscreteLaplaceEvent(e / sens_k, sens_k, cfg.colluders)
+                for e in level_split.level_epsilons(cfg, tree_epsilon(cfg))
+            )
+        )
     sens = probe_sensitivity(cfg)
     if sens is None:
         return tree
@@ -162,8 +211,12 @@ def claim(mech: Mechanism) -> str:
         f"{eps:g}-DP with δ = {mech.sampler_delta:.1e} for the whole release (pure "
         f"{eps:g}-DP for exact discrete Laplace noise; δ is the noise the samplers' "
         "53-bit floating point cannot draw, the draws within reach taken as exact); "
-        f"neighbouring datasets {mech.neighbouring()}; discrete Laplace "
-        f"α = {mech.alpha:.6g} on every count (Δ = {mech.sensitivity})"
+        f"neighbouring datasets {mech.neighbouring()}; "
+        + (
+            _split_words(cfg)
+            if cfg.level_split
+            else f"discrete Laplace α = {mech.alpha:.6g} on every count (Δ = {mech.sensitivity})"
+        )
     )
     if cfg.probed:
         text += (
@@ -196,6 +249,22 @@ def claim(mech: Mechanism) -> str:
         f"the other m − {t} carry the whole noise)"
     )
     return f"{text}{mech._what_decides()}; {collusion}"
+
+
+def _split_words(cfg: PrivacyConfig) -> str:
+    """The levels' own discrete Laplaces in words: each level's ε_k, α_k and Δ_k, and their sum."""
+    records = _level_records(cfg, level_alphas(cfg))
+    each = ", ".join(
+        f"level {r['level']}: ε = {r['epsilon']:.6g}, α = {r['alpha']:.6g}" for r in records
+    )
+    total = " + ".join(f"{r['epsilon']:.6g}" for r in records)
+    return (
+        f"discrete Laplace on each level's counts at its own share of ε_tree = "
+        f"{tree_epsilon(cfg):.6g} (a share {cfg.split_share:g} spread evenly over the levels "
+        f"up to {cfg.split_level}, the rest evenly over the finer ones; Δ = "
+        f"{level_split.level_sensitivity(cfg)} per level, one node per level per example): "
+        f"{each}; sequential composition over the levels, {total} = {tree_epsilon(cfg):.6g}"
+    )
 
 
 def server_learns(mech: Mechanism) -> str:
@@ -261,7 +330,10 @@ def alpha(config: PrivacyConfig) -> float:
     """α = exp(−ε/Δ) of the noise on every count: the claim's (`count_alpha`)."""
     if config.model is not TRAITS.model:
         raise ValueError(f"alpha is defined under distdp only; the model is {config.model.value}")
-    return count_alpha(config)
+    a = count_alpha(config)
+    if a is None:
+        raise ValueError("the levels of this release have α's of their own (`level_alphas`)")
+    return a
 
 
 def draw(
@@ -276,7 +348,10 @@ def draw(
     Laplace (the sum of the cohort's Pólya shares, equal in distribution); `probe` is the
     round that chose the height of a two-phase release."""
     exact = federated.exact_counts(leaf_counts, config)
-    noise = discrete_laplace(alpha(config), exact.shape, rng)
+    if config.level_split:
+        noise = level_split.noise_vector(config, level_alphas(config), rng)
+    else:
+        noise = discrete_laplace(alpha(config), exact.shape, rng)
     return Release.of_cohort(
         config,
         exact + noise,
@@ -306,8 +381,19 @@ def client_reports(
     reports = federated.onehot_reports(rows, config)
     d = int(level_offsets(config)[-1])
     size = share_clients(config, cohort_size)
-    at, value = polya_share_events(size, alpha(config), rows.n_clients * d, rng)
+    at, value = _share_events(config, size, rows.n_clients, rng)
     return reports + dense(at, value, (rows.n_clients, d)), None
+
+
+def _share_events(
+    config: PrivacyConfig, honest: int, n_clients: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every client's Pólya shares over its node vector, sparse (flat index client·D + entry):
+    one α for the even tree, level by level at α_k with a split."""
+    if config.level_split:
+        return level_split.share_events(config, level_alphas(config), honest, n_clients, rng)
+    d = int(level_offsets(config)[-1])
+    return polya_share_events(honest, alpha(config), n_clients * d, rng)
 
 
 def chunk_sum(
@@ -319,7 +405,7 @@ def chunk_sum(
     d = int(level_offsets(config)[-1])
     counts = federated.chunk_sum(rows, config, cohort_size, rng)[0]
     size = share_clients(config, cohort_size)
-    at, value = polya_share_events(size, alpha(config), rows.n_clients * d, rng)
+    at, value = _share_events(config, size, rows.n_clients, rng)
     return counts + dense(at % d, value, (d,)), None
 
 
@@ -327,10 +413,15 @@ def decode(release: Release) -> tuple[list[np.ndarray], list[float]]:
     """Counts as measured; each cohort added one discrete Laplace per count (at most
     cohort_floor/(cohort_floor − t) of them with t colluders tolerated: the bound is used)."""
     cfg = release.config
-    var = release.cohorts * discrete_laplace_variance(alpha(cfg)) * cfg.share_factor
-    return [c.astype(np.float64) for c in release.level_counts()], [var] * len(
-        release.config.levels
-    )
+    if not cfg.level_split:
+        var = release.cohorts * discrete_laplace_variance(alpha(cfg)) * cfg.share_factor
+        variances = [var] * len(cfg.levels)
+    else:
+        variances = [
+            release.cohorts * discrete_laplace_variance(a) * cfg.share_factor
+            for a in level_alphas(cfg)
+        ]
+    return [c.astype(np.float64) for c in release.level_counts()], variances
 
 
 def measurement_noise(
@@ -338,11 +429,11 @@ def measurement_noise(
 ) -> list[np.ndarray]:
     """Fresh noise on every released count, as the release got it (one discrete Laplace per
     cohort; with t colluders tolerated, Pólya(f, α) − Pólya(f, α) per cohort at the bound
-    f = cohort_floor/(cohort_floor − t)): per level, (n_draws, 2, 2^k)."""
-    a = alpha(hist.config)
+    f = cohort_floor/(cohort_floor − t)), each level at its own α_k: per level,
+    (n_draws, 2, 2^k)."""
     f = hist.config.share_factor
     out = []
-    for k in hist.config.levels:
+    for k, a in zip(hist.config.levels, level_alphas(hist.config), strict=True):
         shape = (n_draws, 2, 1 << k)
         if f == 1.0:
             x = discrete_laplace(a, shape, rng, np.float64)

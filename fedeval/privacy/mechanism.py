@@ -303,6 +303,9 @@ class Mechanism:
         if cfg.colluders:
             out["colluders"] = cfg.colluders
             out["cohort_floor"] = cfg.cohort_floor
+        if cfg.split_share:  # the tree's ε split over its levels: a public setting, stated
+            out["split_level"] = cfg.split_level
+            out["split_share"] = cfg.split_share
         probe = self.probe_parameters()
         if probe is not None:
             if self.probe is not None:

@@ -40,6 +40,7 @@ from fedeval.privacy.noise import (
     dense,
     discrete_laplace,
     discrete_laplace_variance,
+    laplace_alpha,
     oue_perturb_at,
     oue_probabilities,
     oue_sum,
@@ -176,7 +177,14 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
             out.append(np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config))))
         else:
             v = mech.cohort_noise_variance
-            assert v is not None
+            if v is None:
+                # A split of ε over the levels: the even tree's count variance at this height,
+                # so the split changes the release and not the height chosen (the choice's
+                # model of a split, which lowers P/R/A's noise and raises the leaves', is
+                # still to be made: `fedeval.privacy.level_split`).
+                eps, sens = mech.tree_epsilon, mech.sensitivity
+                assert eps is not None and sens is not None
+                v = discrete_laplace_variance(laplace_alpha(eps, sens)) * cfg.share_factor
             out.append(np.sqrt(v))
     return np.asarray(out, np.float64)
 

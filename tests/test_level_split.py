@@ -1,0 +1,241 @@
+"""The tree's ε split unequally over its levels (distdp, `fedeval.privacy.level_split`): the
+shares, the claim (each level's ε sums to the tree's), the noise each level really gets (its
+variance against its stated α), and the consistency step's weighted least squares."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from fedeval import audit
+from fedeval.core.config import (
+    PrivacyConfig,
+    PrivacyModel,
+    Relation,
+    Shape,
+    Unit,
+    config_dict,
+    config_from_dict,
+)
+from fedeval.core.errors import UsageError
+from fedeval.core.hierarchy import consistent_leaves
+from fedeval.documents.release_file import load_release, save_release
+from fedeval.privacy import decode as decoding
+from fedeval.privacy import distdp, level_split, probe
+from fedeval.privacy.accounting import compose
+from fedeval.privacy.base import ClientBatch
+from fedeval.privacy.events import event_from_dict
+from fedeval.privacy.mechanism import Mechanism, mechanism_from_section
+from fedeval.privacy.noise import discrete_laplace_variance
+
+
+def _config(height: int = 5, f: int = 2, s: float = 0.8, **kw) -> PrivacyConfig:
+    return PrivacyConfig(
+        PrivacyModel.DISTDP,
+        height,
+        Shape.HIERARCHY,
+        epsilon=1.0,
+        split_level=f,
+        split_share=s,
+        **kw,
+    )
+
+
+def test_shares_put_s_on_the_levels_up_to_f_and_sum_to_one():
+    cfg = _config(height=7, f=4, s=0.8)
+    assert cfg.level_split
+    assert cfg.level_shares == pytest.approx([0.2] * 4 + [0.2 / 3] * 3)
+    assert math.fsum(cfg.level_shares) == pytest.approx(1.0, abs=1e-15)
+    even = PrivacyConfig(PrivacyModel.DISTDP, 7, Shape.HIERARCHY, epsilon=1.0)
+    assert not even.level_split and even.level_shares == (1 / 7,) * 7
+    # A split with one side empty at this height is the even tree (a probe may choose h ≤ f).
+    for degenerate in (_config(height=4, f=4), _config(height=3, f=5)):
+        assert not degenerate.level_split
+        assert distdp.count_alpha(degenerate) == distdp.count_alpha(
+            replace(degenerate, split_level=0, split_share=0.0)
+        )
+
+
+def test_a_split_is_a_stored_setting_of_distdp_only():
+    cfg = _config(relation=Relation.REPLACE)
+    assert config_from_dict(config_dict(cfg)) == cfg
+    assert "split_share" not in config_dict(replace(cfg, split_level=0, split_share=0.0))
+    with pytest.raises(UsageError, match="distdp only"):
+        PrivacyConfig(
+            PrivacyModel.LOCALDP, 5, Shape.HIERARCHY, epsilon=5.0, split_level=2, split_share=0.8
+        )
+    for f, s in ((2, 0.0), (0, 0.5), (2, 1.0), (-1, 0.5), (2, -0.1)):
+        with pytest.raises(UsageError):
+            _config(f=f, s=s)
+
+
+@pytest.mark.parametrize(
+    ("relation", "unit", "cap", "delta_k"),
+    [
+        (Relation.ADD_REMOVE, Unit.EXAMPLE, None, 1),
+        (Relation.REPLACE, Unit.EXAMPLE, None, 2),
+        (Relation.ADD_REMOVE, Unit.CLIENT, 3, 3),
+        (Relation.REPLACE, Unit.CLIENT, 3, 6),
+    ],
+)
+def test_the_claim_states_each_levels_epsilon_and_they_sum_to_epsilon(relation, unit, cap, delta_k):
+    # Δ_k per level is what the even tree's Δ divides into (Δ = levels·Δ_k), and each level's
+    # α_k = exp(−ε_k/Δ_k) with ε_k = share_k·ε_tree; after a probe, ε_probe + Σ ε_k = ε.
+    for probe_share in (0.0, 0.05):
+        cfg = _config(relation=relation, unit=unit, max_examples=cap, probe_share=probe_share)
+        mech = Mechanism(cfg)
+        even = Mechanism(replace(cfg, split_level=0, split_share=0.0))
+        assert even.sensitivity == len(cfg.levels) * delta_k
+        records = mech.parameters()["levels"]
+        assert [r["level"] for r in records] == list(cfg.levels)
+        tree = cfg.epsilon * (1 - probe_share)
+        assert math.fsum(r["epsilon"] for r in records) == pytest.approx(tree, rel=1e-14)
+        for r in records:
+            assert r["sensitivity"] == delta_k
+            assert r["alpha"] == pytest.approx(math.exp(-r["epsilon"] / delta_k), rel=1e-15)
+            assert r["noise_variance_per_count"] == discrete_laplace_variance(r["alpha"])
+        # The DP event composes to ε exactly (pure: the levels' ε, and the probe's, add up).
+        assert compose([mech.event()], 0.0) == pytest.approx(cfg.epsilon, rel=1e-14)
+        # The words state every level's ε and the sum; the section round-trips.
+        text = mech.guarantee()
+        assert all(f"level {r['level']}: ε = {r['epsilon']:.6g}" in text for r in records)
+        assert f"= {tree:.6g}" in text
+        if not probe_share:  # (a two-phase section must hold its released probe)
+            assert mechanism_from_section(mech.section()) == mech
+
+
+def _leaves(rng: np.random.Generator, h: int, n: int = 5000) -> np.ndarray:
+    leaves = np.zeros((2, 1 << h), np.int64)
+    np.add.at(leaves, (rng.integers(0, 2, n), rng.integers(0, 1 << h, n)), 1)
+    return leaves
+
+
+def _level_noise_within_claim(noise: np.ndarray, cfg: PrivacyConfig) -> None:
+    """Each level's noise (runs × its counts) has a variance whose 99.9% χ² interval (kurtosis
+    corrected, `fedeval.audit.variance_interval`) holds the stated 2α_k/(1 − α_k)²."""
+    off = np.concatenate([[0], np.cumsum([2 << k for k in cfg.levels])])
+    stated = level_split.level_variances(level_split.level_alphas(cfg, cfg.epsilon))
+    for i, v in enumerate(stated):
+        lo, hi = audit.variance_interval(noise[:, off[i] : off[i + 1]])
+        assert lo <= v <= hi, f"level {cfg.levels[i]}: [{lo:.3f}, {hi:.3f}] against {v:.3f}"
+
+
+def test_each_level_gets_the_noise_its_alpha_states():
+    # Levels 1–2 at 0.4ε each, 3–5 at 0.0667ε: variances 10.4 and 448 (a 43× spread), so a level
+    # drawn at another level's α falls far outside its interval. Both paths: the fast draw and
+    # the per-client Pólya shares of a cohort of 7 (and their chunk sum).
+    cfg = _config(height=5, f=2, s=0.8)
+    rng = np.random.default_rng(11)
+    leaves = _leaves(rng, 5)
+    exact = distdp.federated.exact_counts(leaves, cfg)
+    fast = np.stack([distdp.draw(leaves, 7, cfg, rng).counts - exact for _ in range(3000)])
+    _level_noise_within_claim(fast, cfg)
+    cells = rng.integers(0, 32, 40)
+    labels = rng.integers(0, 2, 40).astype(bool)
+    rows = ClientBatch(cells, labels, rng.integers(0, 7, 40), 7)
+    onehot = distdp.federated.onehot_reports(rows, cfg).sum(axis=0)
+    shares = np.stack(
+        [distdp.client_reports(rows, cfg, 7, rng)[0].sum(axis=0) - onehot for _ in range(3000)]
+    )
+    _level_noise_within_claim(shares, cfg)
+    chunks = np.stack([distdp.chunk_sum(rows, cfg, 7, rng)[0] - onehot for _ in range(3000)])
+    _level_noise_within_claim(chunks, cfg)
+
+
+def test_the_intervals_redraw_each_level_at_its_own_alpha():
+    cfg = _config(height=4, f=2, s=0.7)
+    rng = np.random.default_rng(12)
+    release = distdp.draw(_leaves(rng, 4), 1, cfg, rng)
+    hist = decoding.decode(release)
+    stated = level_split.level_variances(distdp.level_alphas(cfg))
+    assert hist.level_variances == pytest.approx(stated, rel=1e-15)
+    draws = distdp.measurement_noise(hist, 4000, rng)
+    flat = np.concatenate([d.reshape(4000, -1) for d in draws], axis=1)
+    _level_noise_within_claim(flat, cfg)
+
+
+def _design_matrix(levels: list[int]) -> np.ndarray:
+    """Rows: every node of the levels (class by class as the release lays them out is not
+    needed: one class); columns: leaves; 1 where the leaf is under the node."""
+    h = levels[-1]
+    rows = []
+    for k in levels:
+        width = 1 << (h - k)
+        for j in range(1 << k):
+            r = np.zeros(1 << h)
+            r[j * width : (j + 1) * width] = 1
+            rows.append(r)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize(("height", "f", "s"), [(5, 2, 0.8), (6, 4, 0.8), (4, 1, 0.3)])
+def test_consistency_with_a_split_is_the_dense_gls_solve(height, f, s):
+    # The decoder's consistent leaves from a split release equal (AᵀWA)⁻¹AᵀWy with W the
+    # inverse of each level's stated variance; and differ from the even-weight solve (so the
+    # weights are used).
+    cfg = _config(height=height, f=f, s=s)
+    rng = np.random.default_rng(13)
+    release = distdp.draw(_leaves(rng, height), 1, cfg, rng)
+    hist = decoding.decode(release)
+    a = _design_matrix(list(cfg.levels))
+    for c in (0, 1):
+        y = np.concatenate([m[c] for m in release.level_counts()]).astype(float)
+        w = np.concatenate(
+            [np.full(1 << k, 1 / v) for k, v in zip(cfg.levels, hist.level_variances, strict=True)]
+        )
+        gls = np.linalg.solve(a.T @ (w[:, None] * a), a.T @ (w * y))
+        np.testing.assert_allclose(hist.leaves[c], gls, rtol=1e-9, atol=1e-9)
+        even = np.linalg.solve(a.T @ a, a.T @ y)
+        assert np.max(np.abs(hist.leaves[c] - even)) > 1e-3
+
+
+def test_a_split_lowers_the_threshold_counts_noise_as_designed():
+    # The point of the split, exactly (no sampling): the variance of a count of [t, 1] for t a
+    # level-f edge, read from the consistent leaves, against the even tree, from the
+    # consistency operator and each level's stated variance.
+    h, f = 7, 4
+    even = PrivacyConfig(PrivacyModel.DISTDP, h, Shape.HIERARCHY, epsilon=1.0)
+    split = _config(height=h, f=f, s=0.8)
+
+    def variances(cfg: PrivacyConfig) -> tuple[float, float]:
+        alphas = distdp.level_alphas(cfg)
+        v = [discrete_laplace_variance(a) for a in alphas]
+        sizes = [1 << k for k in cfg.levels]
+        eye = np.split(np.eye(sum(sizes)), np.cumsum(sizes)[:-1], axis=1)
+        op = consistent_leaves(eye, v, cfg.levels)  # rows: measurements, columns: leaves
+        cov = np.concatenate([np.full(n, x) for n, x in zip(sizes, v, strict=True)])
+        at_edges = [(op[:, (j << (h - f)) :].sum(axis=1) ** 2 * cov).sum() for j in range(1, 16)]
+        leaf = (op**2 * cov[:, None]).sum(axis=0).mean()
+        return float(np.mean(at_edges)), float(leaf)
+
+    (edge_even, leaf_even), (edge_split, leaf_split) = variances(even), variances(split)
+    assert edge_split < 0.75 * edge_even  # the P/R/A counts: most of ε is on their levels
+    assert leaf_split > leaf_even  # and each leaf pays for it
+
+
+def test_a_saved_split_release_reads_back_and_its_ledger_event_composes_to_epsilon(tmp_path):
+    cfg = _config(height=5, f=2, s=0.8, probe_share=0.0)
+    rng = np.random.default_rng(14)
+    release = distdp.draw(_leaves(rng, 5), 3, cfg, rng)
+    save_release(tmp_path / "r.fedeval", release, (0.0, 1.0))
+    back, _ = load_release(tmp_path / "r.fedeval")
+    assert back.config == cfg
+    np.testing.assert_array_equal(decoding.decode(back).leaves, decoding.decode(release).leaves)
+    for probe_share in (0.0, 0.05):
+        mech = Mechanism(replace(cfg, probe_share=probe_share))
+        event = event_from_dict(mech.dp_event())
+        assert compose([event], 0.0) == pytest.approx(1.0, rel=1e-14)
+
+
+def test_a_split_does_not_move_the_height_a_probe_chooses():
+    # The height choice's noise model of a split is still the even tree's (module docstring of
+    # fedeval.privacy.level_split): the same predicted count sd at every candidate height.
+    split = _config(height=4, f=4, s=0.8, probe_share=0.05)
+    even = replace(split, split_level=0, split_share=0.0)
+    heights = np.arange(4, 15)
+    np.testing.assert_array_equal(
+        probe.count_sd(split, heights, 0), probe.count_sd(even, heights, 0)
+    )
