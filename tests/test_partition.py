@@ -375,8 +375,7 @@ def _plain(workdir, **override) -> None:
 
 
 BAD = {
-    # "0 is not greater than or equal to 1", or in newer click "0 is not in the range x>=1"
-    # click says "0 is not in the range x>=1", typer >= 0.22's own click "greater than or equal to 1"
+    # click: "0 is not in the range x>=1"; typer >= 0.22's own: "greater than or equal to 1"
     "no clients": (_plain, ["-k", "0", "--scheme", "iid"], ["--clients", "1"]),
     "clients missing": (_plain, ["--scheme", "dirichlet"], ["needs the number of clients"]),
     "beta zero": (_plain, ["-k", "3", "--scheme", "dirichlet", "--beta", "0"], ["--beta", "> 0"]),
