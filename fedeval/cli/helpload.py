@@ -69,4 +69,7 @@ def load_help_renderer() -> None:
             if sys.modules.get(module) is stand_in:
                 del sys.modules[module]
     if "typer.rich_utils" not in sys.modules:  # the guarded fallback: the ordinary import
-        importlib.import_module("typer.rich_utils")
+        try:
+            importlib.import_module("typer.rich_utils")
+        except ImportError:  # Typer without Rich: it renders plain help and never asks
+            pass
