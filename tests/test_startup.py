@@ -188,3 +188,25 @@ def test_first_word_completion_skips_typer() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("calibrate\n")
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "fast"),
+    [(["--version"], True), (["-V"], True), (["--version", "-Q"], False), (["-Q", "-V"], False)],
+)
+def test_version_is_answered_before_typer_as_typer_answers(argv: list[str], fast: bool) -> None:
+    """`fedeval --version` (or -V) alone is answered without loading Typer, with Typer's own
+    bytes and exit code; with anything beside it, Typer answers."""
+    from typer.testing import CliRunner
+
+    from fedeval.cli import app
+
+    typer_answer = CliRunner().invoke(app, argv, prog_name="fedeval")
+    body = CLI_BODY.format(argv=argv)
+    code = PROBE.format(body=body, heavy=("typer", "pydantic", "rich"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    *printed, loaded = proc.stdout.splitlines(keepends=True)
+    assert typer_answer.exit_code == 0
+    assert "".join(printed) == typer_answer.output
+    assert (json.loads(loaded) == []) is fast

@@ -9,8 +9,10 @@ on `app`, in the order `fedeval --help` lists them.
 from __future__ import annotations
 
 from fedeval.cli.completion import answer_first_word
+from fedeval.cli.version_answer import answer_version
 
 answer_first_word()  # bash completing the first word: answered before Typer loads (exits)
+answer_version()  # `fedeval --version` alone: likewise
 # ruff: noqa: E402 (the imports below load Typer: after that answer)
 
 # Each module registers its commands on `app` when imported, in this order (`--help` keeps it).

@@ -24,6 +24,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from fedeval.cli import clicklib
+from fedeval.cli.helpload import load_help_renderer
 from fedeval.core.errors import FedevalError, GateFailed
 
 EXIT_INTERNAL = 70
@@ -158,6 +159,8 @@ class FedevalGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         argv = sys.argv[1:] if args is None else list(args)
+        if not argv or any(a in ("-h", "--help") for a in argv):
+            load_help_renderer()  # before Typer imports it with parts help does not draw
         try:
             if any("\x00" in str(a) for a in argv):  # only an in-process caller can pass one
                 raise clicklib.exceptions.UsageError(

@@ -132,11 +132,6 @@ def discretisation_range(
     e_p = np.minimum(np.asarray(departing[1], dtype=np.float64), counts[1])
     sn, sp = (counts[0] - e_n)[leaf], (counts[1] - e_p)[leaf]
 
-    def gap(
-        pos: npt.NDArray[np.float64], neg: npt.NDArray[np.float64], score: npt.NDArray[np.float64]
-    ) -> npt.NDArray[np.float64]:
-        return pos * (1.0 - score) - neg * score
-
     def by_bin(x: np.ndarray) -> np.ndarray:
         if n_bins == 1:  # one entry a leaf: the (L, 1) table's own (pairwise) sum
             one: npt.NDArray[np.float64] = x.reshape(-1, 1).sum(axis=0)
@@ -160,30 +155,75 @@ def discretisation_range(
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(m_s > 0, np.sqrt(f * (1 - f) / m_s), 0.0)
     whole = assigned.astype(float)
-    for share_lo, share_hi in ((whole, whole), (f - 1.96 * spread, f + 1.96 * spread)):
-        share_lo, share_hi = np.clip(share_lo, 0.0, 1.0), np.clip(share_hi, 0.0, 1.0)
-        inside = share_hi > 0
-        at_lo = np.where(inside, np.maximum(ol, lo_l), 0.0)
-        at_hi = np.where(inside, np.minimum(oh, hi_l), 0.0)
-        at_lo = np.where(assigned & (share_lo == 1.0), lo_l, at_lo)
-        at_hi = np.where(assigned & (share_lo == 1.0), hi_l, at_hi)
-        g_lo, g_hi = gap(sp, sn, at_hi), gap(sp, sn, at_lo)
-        corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
+    lo_s, hi_s = np.clip(f - 1.96 * spread, 0.0, 1.0), np.clip(f + 1.96 * spread, 0.0, 1.0)
+    # The split reading differs from the whole one only at pairs whose share moves (a leaf
+    # across a bin edge, or one with examples outside it): elsewhere every entry below is
+    # the same, so it is computed once and only the moved pairs afresh (elementwise: the same
+    # values, so the bins' sums are the same bit for bit).
+    moved = np.flatnonzero((lo_s != whole) | (hi_s != whole))
+    place = _Placing(assigned, ol, oh, lo_l, hi_l, sp, sn, one_edge if joint else None)
+    first = place.at(slice(None), whole, whole)
+    split = tuple(a.copy() for a in first)
+    for a, part in zip(split, place.at(moved, lo_s[moved], hi_s[moved]), strict=True):
+        a[moved] = part
+    for (share_lo, share_hi), (g_lo, g_hi, c_min, c_max) in (
+        ((whole, whole), first),
+        ((lo_s, hi_s), split),
+    ):
+        d_lo = by_bin(c_min) + dep_lo
+        d_hi = by_bin(c_max) + dep_hi
         if joint:  # the straddling leaves' parts placed once for both their bins
-            fixed = np.where(one_edge, 0.0, corners)
-            d_lo = by_bin(fixed.min(axis=0)) + dep_lo
-            d_hi = by_bin(fixed.max(axis=0)) + dep_hi
             cand = _straddle_points(one_edge, b, share_lo, share_hi, g_lo, g_hi, ep, en, u, t)
             low = min(low, _least_sum(d_lo, d_hi, cand))
             high = max(high, _most_sum(d_lo, d_hi, cand))
             continue
-        d_lo = by_bin(corners.min(axis=0)) + dep_lo
-        d_hi = by_bin(corners.max(axis=0)) + dep_hi
         least = np.where((d_lo <= 0) & (d_hi >= 0), 0.0, np.minimum(np.abs(d_lo), np.abs(d_hi)))
         low = min(low, float(least.sum()))
         high = max(high, float(np.maximum(np.abs(d_lo), np.abs(d_hi)).sum()))
     plug = float(np.abs(bin_gaps(counts, mid, n_bins)).sum())
     return max(plug - low, 0.0) / total, max(high - plug, 0.0) / total
+
+
+class _Placing:
+    """Where each (leaf, bin) pair's smooth examples may sit under a reading of its share
+    (share_lo, share_hi): the gaps at the two ends of its part (g_lo, g_hi) and the least and
+    most its part adds to the bin (over the four corners; 0 at `fixed` pairs, which the joint
+    range places itself), for the pairs `rows` (a slice or indices) alone."""
+
+    def __init__(
+        self,
+        assigned: np.ndarray,
+        ol: np.ndarray,
+        oh: np.ndarray,
+        lo_l: np.ndarray,
+        hi_l: np.ndarray,
+        sp: np.ndarray,
+        sn: np.ndarray,
+        fixed: np.ndarray | None,
+    ) -> None:
+        self.arrays = (assigned, ol, oh, lo_l, hi_l, sp, sn)
+        self.fixed = fixed
+
+    def at(
+        self, rows: slice | np.ndarray, share_lo: np.ndarray, share_hi: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        assigned, ol, oh, lo_l, hi_l, sp, sn = (a[rows] for a in self.arrays)
+        inside = share_hi > 0
+        at_lo = np.where(inside, np.maximum(ol, lo_l), 0.0)
+        at_hi = np.where(inside, np.minimum(oh, hi_l), 0.0)
+        at_lo = np.where(assigned & (share_lo == 1.0), lo_l, at_lo)
+        at_hi = np.where(assigned & (share_lo == 1.0), hi_l, at_hi)
+        g_lo, g_hi = _gap(sp, sn, at_hi), _gap(sp, sn, at_lo)
+        corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
+        if self.fixed is not None:
+            corners = np.where(self.fixed[rows], 0.0, corners)
+        return g_lo, g_hi, corners.min(axis=0), corners.max(axis=0)
+
+
+def _gap(pos: np.ndarray, neg: np.ndarray, score: np.ndarray) -> npt.NDArray[np.float64]:
+    """A part's D_b: its positives' (1 − s) less its negatives' s, at score s."""
+    gap: npt.NDArray[np.float64] = pos * (1.0 - score) - neg * score
+    return gap
 
 
 def _touching(
@@ -197,15 +237,23 @@ def _touching(
     last = np.clip(np.floor(hi_e * n_bins), 0, n_bins - 1).astype(np.int64) + 1
     first = np.minimum(np.maximum(first, 0), assigned)
     last = np.maximum(np.minimum(last, n_bins - 1), assigned)
+    # The candidates as a (leaf, k) table, bin first + k, k below the leaf's count: its
+    # nonzero entries come in (leaf, bin) order. Its width is the most candidates a leaf has
+    # (at most M + 2), so a fine axis makes a narrow table, a coarse one a short one.
     size = last - first + 1
-    leaf = np.repeat(np.arange(len(lo_e)), size)
-    starts = np.cumsum(size) - size
-    b = np.arange(len(leaf)) - np.repeat(starts, size) + first[leaf]
-    b_lo, b_hi = b / n_bins, (b + 1) / n_bins
-    b_hi[b == n_bins - 1] = np.inf
-    b_lo[b == 0] = -np.inf
-    keep = (np.minimum(hi_e[leaf], b_hi) - np.maximum(lo_e[leaf], b_lo) > 0) | (assigned[leaf] == b)
-    return leaf[keep], b[keep]
+    k = np.arange(int(size.max()) if len(size) else 1)
+    b = first[:, None] + k
+    # Each bin's ends read from a table of the M bins (the same divisions, done once a bin);
+    # a candidate past the last bin is past its leaf's count and is dropped below.
+    bins = np.arange(n_bins)
+    ends_lo, ends_hi = bins / n_bins, (bins + 1) / n_bins
+    ends_hi[-1] = np.inf
+    ends_lo[0] = -np.inf
+    at = np.minimum(b, n_bins - 1)
+    overlaps = np.minimum(hi_e[:, None], ends_hi[at]) - np.maximum(lo_e[:, None], ends_lo[at]) > 0
+    keep = (overlaps | (assigned[:, None] == b)) & (k < size[:, None])
+    leaf = np.nonzero(keep)[0]
+    return leaf, b[keep]
 
 
 def _debiased(gaps: np.ndarray, var: np.ndarray) -> npt.NDArray[np.float64]:

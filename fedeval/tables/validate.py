@@ -81,7 +81,11 @@ def check_client_ids(ids: pa.Array | pa.ChunkedArray, name: str, col: str, offse
 
 
 def single_chunk(col: pa.Array | pa.ChunkedArray) -> pa.Array:
-    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    """The column as one array: a column of one chunk (a Parquet row group's) is that chunk,
+    not a copy of it (`combine_chunks` copies even one chunk: a pass over every column)."""
+    if not isinstance(col, pa.ChunkedArray):
+        return col
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
 
 
 def as_numpy(arr: pa.Array) -> np.ndarray:
