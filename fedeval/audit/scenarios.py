@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+import pyarrow as pa
 
 from fedeval.audit.heights import heights as fast_heights
 from fedeval.audit.statistics import EpsilonBound, epsilon_lower_bound, laplace_statistic
@@ -198,18 +199,37 @@ def _cells_labels_clients(
     return cell_index(table["score"], height), table["label"].astype(bool), client, len(ids)
 
 
+DOCUMENT_TRIALS = 50
+"""Trials per side of an ε audit made wholly by the deployed path (distdp: the pairwise masks,
+the server's unmasking and the release document; localdp: every client's reports; two-phase:
+`probe.height` on each probe too). The other trials share their draws with these (the same
+probes, heights and noise) and skip only what their statistic never reads
+(tests/audit/test_fast_statistics.py)."""
+
+
 def distdp_release_counts(
-    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+    scenario: Scenario,
+    table: dict[str, np.ndarray],
+    trials: int,
+    rng: np.random.Generator,
+    documents: int | None = None,
 ) -> np.ndarray:
     """`trials` released count vectors of one cohort holding every client of `table`, each made
     by the deployed path: per-client reports with shares sized to the cohort, pairwise masks
-    keyed from the OS CSPRNG, the server's sum mod 2^32 and unmasking, the release document."""
+    keyed from the OS CSPRNG, the server's sum mod 2^32 and unmasking, the release document;
+    after the first `documents` (default DOCUMENT_TRIALS), the same reports summed unmasked
+    (the masks cancel and draw nothing from `rng`: the same counts)."""
 
     cfg = scenario.config()
     cells, labels, client, n = _cells_labels_clients(table, cfg.height)
     k = secagg.neighbours_per_side(n)
+    documents = DOCUMENT_TRIALS if documents is None else documents
     out = []
-    for _ in range(trials):
+    for t in range(trials):
+        if t >= documents:
+            batch = ClientBatch(cells, labels, client, n)
+            out.append(model_of(cfg.model).chunk_sum(batch, cfg, n, rng)[0])
+            continue
         vectors = masked_reports(cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng)
         counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
         doc = release_dict(
@@ -232,35 +252,49 @@ def exact_counts(scenario: Scenario, table: dict[str, np.ndarray]) -> np.ndarray
 
 
 def localdp_statistic(
-    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+    scenario: Scenario,
+    table: dict[str, np.ndarray],
+    trials: int,
+    rng: np.random.Generator,
+    documents: int | None = None,
 ) -> np.ndarray:
     """Client 0's reports as the server receives them (the encoder's Parquet rows), reduced to
     the likelihood-ratio statistic of D over D′: per report, the bit of D's value minus the bit
-    of D′'s value at the report's level, summed over the client's reports."""
+    of D′'s value at the report's level, summed over the client's reports. The first
+    `documents` trials (default DOCUMENT_TRIALS) encode every client, the others client 0
+    alone (its rows are the same in law; the statistic reads no other)."""
 
     cfg = scenario.config()
     d, dp = scenario.datasets()
     a = (int(d["label"][0]), float(d["score"][0]))  # D's value for client 0
     b = (int(dp["label"][0]), float(dp["score"][0]))  # D′'s
     cells, labels, client, n = _cells_labels_clients(table, cfg.height)
-    h = cfg.height
-
-    def bit_index(value: tuple[int, float], k: int) -> int:
-        label, score = value
-        cell = min(int(score * (1 << h)), (1 << h) - 1)
-        return (label << k) + (cell >> (h - k))
-
+    zero = client == 0  # client 0's rows come first
+    documents = DOCUMENT_TRIALS if documents is None else documents
     out = np.zeros(trials)
     for t in range(trials):
-        rows = local_reports(cells, labels, client, 0, n, cfg, rng)
-        mine = rows.filter(np.asarray(rows["client"]) == 0)
-        stat = 0
-        for level, bits in zip(mine["level"].to_pylist(), mine["bits"].to_pylist(), strict=True):
-            k = cfg.levels[level]
-            unpacked = np.unpackbits(np.frombuffer(bits, np.uint8), count=2 << k)
-            stat += int(unpacked[bit_index(a, k)]) - int(unpacked[bit_index(b, k)])
-        out[t] = stat
+        if t < documents:
+            rows = local_reports(cells, labels, client, 0, n, cfg, rng)
+        else:
+            rows = local_reports(cells[zero], labels[zero], client[zero], 0, 1, cfg, rng)
+        out[t] = _client_zero_statistic(rows, cfg, a, b)
     return out
+
+
+def _client_zero_statistic(
+    rows: pa.Table, cfg: PrivacyConfig, a: tuple[int, float], b: tuple[int, float]
+) -> int:
+    """Σ over client 0's report rows of the bit of value `a` minus the bit of `b` at the
+    report's level (OUE: the likelihood ratio of a over b, up to a factor)."""
+    mine = rows.filter(np.asarray(rows["client"]) == 0)
+    stat = 0
+    for level, packed in zip(mine["level"].to_pylist(), mine["bits"].to_pylist(), strict=True):
+        k = cfg.levels[level]
+        unpacked = np.unpackbits(np.frombuffer(packed, np.uint8), count=2 << k)
+        stat += int(unpacked[_bit_index(a, k, cfg.height)]) - int(
+            unpacked[_bit_index(b, k, cfg.height)]
+        )
+    return stat
 
 
 PROBE_RESOLUTION = 10
@@ -279,13 +313,6 @@ def _two_phase_exact(
     level = probe.probe_level(cfg.model, PROBE_RESOLUTION)
     cells = probe.probe_index(labels, cell_index(table["score"], level), level)
     return np.bincount(cells, minlength=2 << level), federated_exact_counts(leaves, cfg)
-
-
-DOCUMENT_TRIALS = 50
-"""Trials per side of a two-phase audit made wholly by the deployed path (`probe.height` on each
-probe; distdp: the pairwise masks and the release document; localdp: every client's tree
-reports); the other trials share their draws with it (the same probes, heights and noise),
-only not what their statistic never reads (tests/audit/test_fast_statistics.py)."""
 
 
 def _heights(found: list[Probe], base: PrivacyConfig, total: int, documents: int) -> np.ndarray:
@@ -417,15 +444,7 @@ def localdp_two_phase_statistic(
             fine[keep] >> (PROBE_RESOLUTION - h), labels[keep], client[keep], 0, len(taken),
             cfg, rng, taken,
         )  # fmt: skip
-        mine_rows = rows.filter(np.asarray(rows["client"]) == 0)
-        stat = 0
-        for level, packed in zip(
-            mine_rows["level"].to_pylist(), mine_rows["bits"].to_pylist(), strict=True
-        ):
-            k = cfg.levels[level]
-            unpacked = np.unpackbits(np.frombuffer(packed, np.uint8), count=2 << k)
-            stat += int(unpacked[_bit_index(a, k, h)]) - int(unpacked[_bit_index(b, k, h)])
-        out[t, 1] = stat
+        out[t, 1] = _client_zero_statistic(rows, cfg, a, b)
     return out, heights
 
 
