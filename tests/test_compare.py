@@ -20,10 +20,13 @@ import numpy as np
 import pytest
 from paired import KINDS, auc_drop, paired_scores, same_auc, scenario
 
-from fedeval.api.compare import Comparison, compare
+from fedeval.api.compare import Comparison, compare, compare_data
 from fedeval.api.compare_intervals import mover
 from fedeval.api.compare_plan import Z90, difference_half_width
+from fedeval.api.evaluate import threshold_axis
+from fedeval.api.inputs import data_from_arrays
 from fedeval.core.results import Estimate
+from fedeval.core.spec import ReleaseSpec
 from fedeval.estimate.uncertainty import Z95
 
 METRICS = ("auc", "ap", "precision@0.5", "recall@0.5", "accuracy@0.5")
@@ -35,26 +38,63 @@ def _truth(data) -> dict[str, float]:
     return {d.metric: d.difference.exact for d in c.differences}
 
 
+def _read(data, thresholds=(0.5,), **release):
+    """Both models' scores of one data set as every release of the pair reads them (read once:
+    the releases differ only in their noise), for `compare_data`."""
+    spec = ReleaseSpec.of(**release)
+    axis = threshold_axis((0.0, 1.0), thresholds, spec.height)
+    y, base, cand = data
+    return [data_from_arrays(y, s, None, None, axis, spec, False) for s in (base, cand)]
+
+
 def _coverage(model: str, epsilon: float, rows: int, releases: int, seed: int):
+    """Each release is `compare(*data[k], model=…, epsilon=…, thresholds=[0.5], exact=False,
+    ci_draws=100, seed=…)`, made by `compare_data` from the data read once (the same releases
+    and differences for the same seed: test_compare_data_makes_compare_s_releases)."""
     rng = np.random.default_rng(seed)
     data = [scenario(k, rows, rng) for k in KINDS]
     truth = [_truth(d) for d in data]
+    tables = [_read(d, model=model, epsilon=epsilon) for d in data]
     hits: dict[str, list[bool]] = {m: [] for m in METRICS}
     for r in range(releases):
         k = r % len(KINDS)
-        c = compare(
-            *data[k],
+        c = compare_data(
+            *tables[k],
             model=model,
             epsilon=epsilon,
             thresholds=[0.5],
-            exact=False,
             ci_draws=100,
             seed=int(rng.integers(1 << 62)),
+            ece=False,
         )
         for m in METRICS:
             lo, hi = c[m].difference.ci95
             hits[m].append(lo <= truth[k][m] <= hi)
     return {m: float(np.mean(h)) for m, h in hits.items()}
+
+
+@pytest.mark.parametrize(
+    ("model", "epsilon", "rows", "interval"),
+    [
+        ("distdp", 1.0, 20_000, "population"),
+        ("localdp", 8.0, 20_000, "population"),
+        ("distdp", 1.0, 20_000, "generalisation"),
+    ],
+)
+def test_compare_data_makes_compare_s_releases(model, epsilon, rows, interval):
+    data = paired_scores(rows, np.random.default_rng(3), ties=True)
+    for thresholds in ([0.5], None):
+        tables = _read(data, thresholds, model=model, epsilon=epsilon)
+        keywords = dict(
+            model=model, epsilon=epsilon, thresholds=thresholds, ci_draws=100, seed=1,
+            interval=interval,
+        )  # fmt: skip
+        one = compare(*data, exact=False, **keywords)
+        two = compare_data(*tables, ece=False, **keywords)
+        assert two.baseline.ece is None and one.baseline.ece is not None
+        assert [d.metric for d in one.differences] == [d.metric for d in two.differences]
+        for a, b in zip(one.differences, two.differences, strict=True):
+            assert a == b, a.metric
 
 
 RELEASES = 600
@@ -129,11 +169,11 @@ def test_gate_false_failures_and_power_where_the_planner_says_enough():
     rates = {}
     for name, cand in (("equal", same_auc(base)), ("worse", auc_drop(y, base, 2 * margin))):
         fails = 0
+        tables = _read((y, base, cand), None, epsilon=1.0)  # compare's releases, read once
         for _ in range(200):
-            c = compare(
-                y, base, cand, epsilon=1.0, exact=False, ci_draws=100,
-                seed=int(rng.integers(1 << 62)),
-            )  # fmt: skip
+            c = compare_data(
+                *tables, epsilon=1.0, ci_draws=100, seed=int(rng.integers(1 << 62)), ece=False
+            )
             fails += c["auc"].difference.ci95[0] < -margin
         rates[name] = fails / 200
     assert rates["equal"] <= 0.05, rates
@@ -234,8 +274,8 @@ def test_generalisation_interval_is_wider_and_holds_new_samples():
     held = []
     for _ in range(100):
         data = paired_scores(20_000, rng, shift=-0.25)
-        c = compare(*data, exact=False, ci_draws=50, interval="generalisation",
-                    seed=int(rng.integers(1 << 62)))  # fmt: skip
+        c = compare_data(*_read(data, None), ci_draws=50, interval="generalisation",
+                         seed=int(rng.integers(1 << 62)), ece=False)  # fmt: skip
         d = c["auc"]
         lo, hi = d.generalisation_ci95
         assert lo <= d.difference.ci95[0] and hi >= d.difference.ci95[1]

@@ -17,7 +17,7 @@ from fedeval.core.hierarchy import consistent_leaves
 from fedeval.estimate.average_precision import leaf_ap_candidates
 from fedeval.estimate.exact import exact_threshold_counts
 from fedeval.estimate.metrics import auc_from_buckets, threshold_counts
-from fedeval.estimate.roc_pr import leaf_ap, leaf_tails, within_leaf_bounds
+from fedeval.estimate.roc_pr import leaf_ap, leaf_ap_rows, leaf_tails, within_leaf_bounds
 from fedeval.estimate.uncertainty import (
     Z95,
     bias_aware_critical_value,
@@ -589,7 +589,7 @@ def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
         (lo, hi), _ = leaf_ap_interval_parts(release, estimate, (ap_lo, ap_hi), draws)
         new += lo <= truth <= hi
         first = np.clip(leaf_ap_candidates(release, estimate)[:3], ap_lo, ap_hi)
-        renoised = np.array([leaf_ap(*leaf_tails(release + d), "integral") for d in draws])
+        renoised = leaf_ap_rows(*leaf_tails(release + draws), "integral")  # leaf_ap of each
         sd, fit_bias = renoised.std(ddof=1), FIT_BIAS_FACTOR * (renoised.mean() - estimate)
         old_lo = min(first.min(), estimate) - max(fit_bias, 0.0) - Z95 * sd
         old_hi = max(first.max(), estimate) - min(fit_bias, 0.0) + Z95 * sd

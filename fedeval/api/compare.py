@@ -126,8 +126,9 @@ from fedeval.documents.files import document_text
 from fedeval.documents.release_file import load_release
 from fedeval.estimate.uncertainty import DEFAULT_DRAWS
 from fedeval.privacy.registry import model_of
-from fedeval.protocol.simulate import Simulated
+from fedeval.protocol.simulate import Simulated, simulate
 from fedeval.tables.read import DEFAULT_COLUMNS, Columns
+from fedeval.tables.scored import ScoredData
 from fedeval.views.compare import compare_dict
 
 DEFAULT_SPLIT = 0.5
@@ -276,6 +277,33 @@ def compare(
     )
     b = evaluate(y_true, base_score, spec=spec_b, **common)
     c = evaluate(y_true, cand_score, spec=spec_c, **common)
+    return Comparison(b, c, differences(b, c, kind), kind, True, split, seed)
+
+
+def compare_data(
+    baseline: ScoredData,
+    candidate: ScoredData,
+    *,
+    spec: ReleaseSpec | None = None,
+    split: float = DEFAULT_SPLIT,
+    thresholds: Sequence[float] | None = None,
+    interval: IntervalKind | str = IntervalKind.POPULATION,
+    ece: bool = True,
+    **release: Unpack[ReleaseKeywords],
+) -> Comparison:
+    """`compare` of the two models' scores as read already (`fedeval.api.inputs
+    .data_from_arrays` under the pair's release, one table per model): the same two releases
+    and differences for the same seed, without reading the scores again, so many releases of
+    one population (a coverage study, a benchmark) bin its rows once. `ece=False` leaves each
+    release's ECE out (`fedeval.api.evaluate.evaluate_run`; no difference reads it)."""
+    spec = release_spec(spec, release)
+    kind = IntervalKind(interval)
+    split = check_split(split)
+    spec_b, spec_c, seed = _pair_specs(spec, split)
+    b, c = (
+        evaluate_run(simulate(data, spec=s), thresholds=thresholds, ece=ece)
+        for data, s in ((baseline, spec_b), (candidate, spec_c))
+    )
     return Comparison(b, c, differences(b, c, kind), kind, True, split, seed)
 
 

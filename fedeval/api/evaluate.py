@@ -397,9 +397,13 @@ def evaluate_run(
     buckets: int | str | None = "auto",
     thresholds: Sequence[float] | None = None,
     quantiles: int = DEFAULT_QUANTILES,
+    ece: bool = True,
 ) -> Evaluation:
     """Every metric, with intervals, from one release (simulated, or loaded from an aggregate);
-    exact values when the run knows the truth."""
+    exact values when the run knows the truth. `ece=False` leaves the scores' ECE out (None):
+    its discretisation range is a linear programme per release, the largest part of a small
+    release's evaluation, which a caller that reads none of it (`fedeval.api.compare`'s
+    differences, coverage over many releases) need not pay."""
     n_buckets = _parse_buckets(buckets)
     lo, hi = run.score_range
     thr = np.asarray(DEFAULT_THRESHOLDS if thresholds is None else thresholds, dtype=np.float64)
@@ -467,7 +471,7 @@ def evaluate_run(
         thresholds=rows,
         buckets=n_buckets,
         curves=curves,
-        ece=raw_ece(run, departing=departing),
+        ece=raw_ece(run, departing=departing) if ece else None,
         parts=parts,
     )
 

@@ -21,7 +21,8 @@ The tests in ``tests/audit`` run these on every model × relation × unit and on
 broken mechanisms (the checks must fail there); ``benchmarks/audit.py`` prints the table.
 
 Modules: `statistics` (bounds and intervals), `fields` (documents as fields, leaks between
-runs), `scenarios` (neighbouring datasets, statistics per mechanism, the audits themselves).
+runs), `scenarios` (neighbouring datasets, statistics per mechanism, the audits themselves),
+`heights` (the two-phase height choice over many probes at once).
 """
 
 from __future__ import annotations

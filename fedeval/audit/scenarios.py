@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
+import pyarrow as pa
 
+from fedeval.audit.heights import heights as fast_heights
 from fedeval.audit.statistics import EpsilonBound, epsilon_lower_bound, laplace_statistic
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, check_relation, check_unit
 from fedeval.core.hierarchy import cell_index
@@ -22,6 +24,7 @@ from fedeval.privacy import distdp, federated, localdp, probe
 from fedeval.privacy.base import ClientBatch
 from fedeval.privacy.federated import exact_counts as federated_exact_counts
 from fedeval.privacy.mechanism import Mechanism, mechanism_of
+from fedeval.privacy.registry import model_of
 from fedeval.protocol import secagg
 from fedeval.protocol.aggregate import unmasked
 from fedeval.protocol.encode import local_reports, masked_reports
@@ -196,18 +199,37 @@ def _cells_labels_clients(
     return cell_index(table["score"], height), table["label"].astype(bool), client, len(ids)
 
 
+DOCUMENT_TRIALS = 50
+"""Trials per side of an ε audit made wholly by the deployed path (distdp: the pairwise masks,
+the server's unmasking and the release document; localdp: every client's reports; two-phase:
+`probe.height` on each probe too). The other trials share their draws with these (the same
+probes, heights and noise) and skip only what their statistic never reads
+(tests/audit/test_fast_statistics.py)."""
+
+
 def distdp_release_counts(
-    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+    scenario: Scenario,
+    table: dict[str, np.ndarray],
+    trials: int,
+    rng: np.random.Generator,
+    documents: int | None = None,
 ) -> np.ndarray:
     """`trials` released count vectors of one cohort holding every client of `table`, each made
     by the deployed path: per-client reports with shares sized to the cohort, pairwise masks
-    keyed from the OS CSPRNG, the server's sum mod 2^32 and unmasking, the release document."""
+    keyed from the OS CSPRNG, the server's sum mod 2^32 and unmasking, the release document;
+    after the first `documents` (default DOCUMENT_TRIALS), the same reports summed unmasked
+    (the masks cancel and draw nothing from `rng`: the same counts)."""
 
     cfg = scenario.config()
     cells, labels, client, n = _cells_labels_clients(table, cfg.height)
     k = secagg.neighbours_per_side(n)
+    documents = DOCUMENT_TRIALS if documents is None else documents
     out = []
-    for _ in range(trials):
+    for t in range(trials):
+        if t >= documents:
+            batch = ClientBatch(cells, labels, client, n)
+            out.append(model_of(cfg.model).chunk_sum(batch, cfg, n, rng)[0])
+            continue
         vectors = masked_reports(cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng)
         counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
         doc = release_dict(
@@ -230,35 +252,49 @@ def exact_counts(scenario: Scenario, table: dict[str, np.ndarray]) -> np.ndarray
 
 
 def localdp_statistic(
-    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+    scenario: Scenario,
+    table: dict[str, np.ndarray],
+    trials: int,
+    rng: np.random.Generator,
+    documents: int | None = None,
 ) -> np.ndarray:
     """Client 0's reports as the server receives them (the encoder's Parquet rows), reduced to
     the likelihood-ratio statistic of D over D′: per report, the bit of D's value minus the bit
-    of D′'s value at the report's level, summed over the client's reports."""
+    of D′'s value at the report's level, summed over the client's reports. The first
+    `documents` trials (default DOCUMENT_TRIALS) encode every client, the others client 0
+    alone (its rows are the same in law; the statistic reads no other)."""
 
     cfg = scenario.config()
     d, dp = scenario.datasets()
     a = (int(d["label"][0]), float(d["score"][0]))  # D's value for client 0
     b = (int(dp["label"][0]), float(dp["score"][0]))  # D′'s
     cells, labels, client, n = _cells_labels_clients(table, cfg.height)
-    h = cfg.height
-
-    def bit_index(value: tuple[int, float], k: int) -> int:
-        label, score = value
-        cell = min(int(score * (1 << h)), (1 << h) - 1)
-        return (label << k) + (cell >> (h - k))
-
+    zero = client == 0  # client 0's rows come first
+    documents = DOCUMENT_TRIALS if documents is None else documents
     out = np.zeros(trials)
     for t in range(trials):
-        rows = local_reports(cells, labels, client, 0, n, cfg, rng)
-        mine = rows.filter(np.asarray(rows["client"]) == 0)
-        stat = 0
-        for level, bits in zip(mine["level"].to_pylist(), mine["bits"].to_pylist(), strict=True):
-            k = cfg.levels[level]
-            unpacked = np.unpackbits(np.frombuffer(bits, np.uint8), count=2 << k)
-            stat += int(unpacked[bit_index(a, k)]) - int(unpacked[bit_index(b, k)])
-        out[t] = stat
+        if t < documents:
+            rows = local_reports(cells, labels, client, 0, n, cfg, rng)
+        else:
+            rows = local_reports(cells[zero], labels[zero], client[zero], 0, 1, cfg, rng)
+        out[t] = _client_zero_statistic(rows, cfg, a, b)
     return out
+
+
+def _client_zero_statistic(
+    rows: pa.Table, cfg: PrivacyConfig, a: tuple[int, float], b: tuple[int, float]
+) -> int:
+    """Σ over client 0's report rows of the bit of value `a` minus the bit of `b` at the
+    report's level (OUE: the likelihood ratio of a over b, up to a factor)."""
+    mine = rows.filter(np.asarray(rows["client"]) == 0)
+    stat = 0
+    for level, packed in zip(mine["level"].to_pylist(), mine["bits"].to_pylist(), strict=True):
+        k = cfg.levels[level]
+        unpacked = np.unpackbits(np.frombuffer(packed, np.uint8), count=2 << k)
+        stat += int(unpacked[_bit_index(a, k, cfg.height)]) - int(
+            unpacked[_bit_index(b, k, cfg.height)]
+        )
+    return stat
 
 
 PROBE_RESOLUTION = 10
@@ -279,69 +315,99 @@ def _two_phase_exact(
     return np.bincount(cells, minlength=2 << level), federated_exact_counts(leaves, cfg)
 
 
+def _heights(found: list[Probe], base: PrivacyConfig, total: int, documents: int) -> np.ndarray:
+    """The height each probe chooses: `probe.height` on the first `documents`, the same rule
+    over all the others at once (`fedeval.audit.heights`)."""
+    first = [probe.height(p, base, total, 0, PROBE_RESOLUTION) for p in found[:documents]]
+    rest = fast_heights(found[documents:], base, total, 0, PROBE_RESOLUTION)
+    return np.concatenate([np.asarray(first, np.int64), rest]).astype(np.int64)
+
+
 def distdp_two_phase_statistic(
-    scenario: Scenario, trials: int, rng: np.random.Generator
+    scenario: Scenario, trials: int, rng: np.random.Generator, documents: int = DOCUMENT_TRIALS
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The log-likelihood ratio of D over D′ of `trials` two-phase releases of each, made by the
     deployed path: round 1, every client's probe share (`fedeval.privacy.probe`), the height
-    chosen from the sum; round 2, the masked per-client reports at that height, unmasked, and
-    the release document. The height is a function of the probe's released counts, so the
-    ratio is the probe's plus the tree's at that height:
-    ln(1/α_p)·Λ(probe) + ln(1/α_t(h))·Λ(tree at h). Returns (its parts on D (trials, 2): the
-    probe's Λ and the tree's weighted Λ; the same on D′; the heights)."""
+    chosen from the sum; round 2, the per-client reports at that height and their sum. The
+    height is a function of the probe's released counts, so the ratio is the probe's plus the
+    tree's at that height: ln(1/α_p)·Λ(probe) + ln(1/α_t(h))·Λ(tree at h). The first
+    `documents` trials per side mask the reports, unmask their sum and read both parts from
+    the release document; the others sum the same reports unmasked (the masks cancel in the sum
+    and draw nothing from `rng`, so both give the same counts). Returns (its parts on D
+    (trials, 2): the probe's Λ and the tree's weighted Λ; the same on D′; the heights)."""
     from dataclasses import replace
 
     base = scenario.config()
     d, dp = scenario.datasets()
-    out: list[list[tuple[float, float]]] = [[], []]
-    heights = []
-    exact_at: dict[
-        int, tuple[np.ndarray, ...]
-    ] = {}  # h → both datasets' exact totals and tree: the same each trial
-    for side, table in enumerate((d, dp)):
+    p_level = probe.probe_level(base.model, PROBE_RESOLUTION)
+    out: list[np.ndarray] = []
+    all_heights = []
+    exact_at: dict[int, tuple[np.ndarray, ...]] = {}  # h → both datasets' exact counts
+    weight: dict[int, float] = {}  # h → ln(1/α_t(h))
+    for table in (d, dp):
         fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
         k = secagg.neighbours_per_side(n)
-        p_level = probe.probe_level(base.model, PROBE_RESOLUTION)
-        for _ in range(trials):
-            found = probe.client_sum_distdp(
-                labels, fine >> (PROBE_RESOLUTION - p_level), p_level, n, base, rng
-            )
-            h = probe.height(found, base, 0, 0, PROBE_RESOLUTION)
+        coarse = fine >> (PROBE_RESOLUTION - p_level)
+        found = [
+            probe.client_sum_distdp(labels, coarse, p_level, n, base, rng) for _ in range(trials)
+        ]
+        heights = _heights(found, base, 0, documents)
+        x_probe = np.stack([f.counts for f in found])
+        parts = np.zeros((trials, 2))
+        for t, h in enumerate(heights.tolist()):
             cfg = replace(base, height=h)
             cells = fine >> (PROBE_RESOLUTION - h)
-            vectors = masked_reports(
-                cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng
-            )
-            counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
-            doc = release_dict(
-                Release.of_cohort(
-                    cfg, counts, None, n, found, clients_public=mechanism_of(cfg).clients_public
-                ),
-                (0.0, 1.0),
-            )
-            x_probe = np.asarray(doc["privacy"]["probe"]["released"]["counts"])[None]
-            x_tree = np.asarray(doc["counts"])[None]
             if h not in exact_at:
                 exact_at[h] = (*_two_phase_exact(d, cfg), *_two_phase_exact(dp, cfg))
-            t_d, c_d, t_p, c_p = exact_at[h]
-            alpha = Mechanism(cfg).alpha
-            assert alpha is not None
-            tree = -math.log(alpha) * laplace_statistic(x_tree, c_d, c_p)[0]
-            out[side].append((float(laplace_statistic(x_probe, t_d, t_p)[0]), float(tree)))
-            heights.append(h)
-    return np.asarray(out[0]), np.asarray(out[1]), np.asarray(heights)
+                alpha = Mechanism(cfg).alpha
+                assert alpha is not None
+                weight[h] = -math.log(alpha)
+            if t < documents:
+                vectors = masked_reports(
+                    cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng
+                )
+                counts = unmasked(vectors.sum(axis=0, dtype=np.uint32))
+                doc = release_dict(
+                    Release.of_cohort(
+                        cfg,
+                        counts,
+                        None,
+                        n,
+                        found[t],
+                        clients_public=mechanism_of(cfg).clients_public,
+                    ),
+                    (0.0, 1.0),
+                )
+                x_probe[t] = doc["privacy"]["probe"]["released"]["counts"]
+                x_tree = np.asarray(doc["counts"])
+            else:
+                batch = ClientBatch(cells, labels, client, n)
+                x_tree = model_of(cfg.model).chunk_sum(batch, cfg, n, rng)[0]
+            _, c_d, _, c_p = exact_at[h]
+            parts[t, 1] = weight[h] * laplace_statistic(x_tree[None], c_d, c_p)[0]
+        t_d, _, t_p, _ = exact_at[int(heights[0])]  # the probe's exact counts: any h
+        parts[:, 0] = laplace_statistic(x_probe, t_d, t_p)
+        out.append(parts)
+        all_heights.append(heights)
+    return out[0], out[1], np.concatenate(all_heights)
 
 
 def localdp_two_phase_statistic(
-    scenario: Scenario, table: dict[str, np.ndarray], trials: int, rng: np.random.Generator
+    scenario: Scenario,
+    table: dict[str, np.ndarray],
+    trials: int,
+    rng: np.random.Generator,
+    documents: int = DOCUMENT_TRIALS,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Client 0's reports of `trials` two-phase runs on `table`, as the server receives them,
     reduced to the statistic of `localdp_statistic`: round 1, every report slot's role and the
     probe reports' two bits (`fedeval.privacy.probe`; a probe report of client 0 adds its bit
     of D's label minus that of D′'s); the height from their sums; round 2, the encoder's tree
-    reports at that height for the other slots (`fedeval.protocol.encode.local_reports`). Returns
-    (the statistic's two parts (trials, 2): client 0's probe reports', its tree reports'; the
-    heights)."""
+    reports at that height for the other slots (`fedeval.protocol.encode.local_reports`): of
+    every client in the first `documents` trials, of client 0 alone in the others (each report
+    is drawn on its own, so client 0's rows are the same in law; the statistic reads no
+    other). Returns (the statistic's two parts (trials, 2): client 0's probe reports', its
+    tree reports'; the heights)."""
     from dataclasses import replace
 
     base = scenario.config()
@@ -353,33 +419,32 @@ def localdp_two_phase_statistic(
     p_level = probe.probe_level(base.model, PROBE_RESOLUTION)
     coarse = fine >> (PROBE_RESOLUTION - p_level)
     at_a, at_b = _bit_index(a, p_level, p_level), _bit_index(b, p_level, p_level)  # probe bits
-    out, heights = np.zeros((trials, 2)), np.zeros(trials, np.int64)
+    p_cells, p_labels, p_client, real = localdp.padded(coarse, labels, client, n, base)
+    out = np.zeros((trials, 2))
+    found, roles = [], []
     for t in range(trials):
-        p_cells, p_labels, p_client, real = localdp.padded(coarse, labels, client, n, base)
         role = probe.roles(len(p_labels), base, rng)
         bits = probe.client_bits_localdp(
             p_labels[role], p_cells[role], p_level, real[role], base, rng
         )
         mine = bits[p_client[role] == 0]
-        in_probe = int(mine[:, at_a].sum()) - int(mine[:, at_b].sum())
-        stat = 0
-        found = Probe(bits.sum(axis=0), int(role.sum()))
-        h = probe.height(found, base, total, 0, PROBE_RESOLUTION)
+        out[t, 0] = int(mine[:, at_a].sum()) - int(mine[:, at_b].sum())
+        found.append(Probe(bits.sum(axis=0), int(role.sum())))
+        roles.append(role)
+    heights = _heights(found, base, total, documents)
+    for t, h in enumerate(heights.tolist()):
         cfg = replace(base, height=h)
-        used = role[: len(labels)]
+        role = roles[t]
+        keep = ~role[: len(labels)]
         taken = np.bincount(p_client[role], minlength=n)
-        keep = ~used
+        if t >= documents:  # client 0 alone (its rows come first: `_cells_labels_clients`)
+            keep &= client == 0
+            taken = taken[:1]
         rows = local_reports(
-            fine[keep] >> (PROBE_RESOLUTION - h), labels[keep], client[keep], 0, n, cfg, rng, taken
-        )
-        mine_rows = rows.filter(np.asarray(rows["client"]) == 0)
-        for level, packed in zip(
-            mine_rows["level"].to_pylist(), mine_rows["bits"].to_pylist(), strict=True
-        ):
-            k = cfg.levels[level]
-            unpacked = np.unpackbits(np.frombuffer(packed, np.uint8), count=2 << k)
-            stat += int(unpacked[_bit_index(a, k, h)]) - int(unpacked[_bit_index(b, k, h)])
-        out[t], heights[t] = (in_probe, stat), h
+            fine[keep] >> (PROBE_RESOLUTION - h), labels[keep], client[keep], 0, len(taken),
+            cfg, rng, taken,
+        )  # fmt: skip
+        out[t, 1] = _client_zero_statistic(rows, cfg, a, b)
     return out, heights
 
 

@@ -260,9 +260,11 @@ def test_two_phase_scenarios_at_the_boundary_do_change_the_height():
         )
         rng = np.random.default_rng(11)
         if model == "distdp":
-            heights = audit.distdp_two_phase_statistic(sc, 100, rng)[2]
+            heights = audit.distdp_two_phase_statistic(sc, 100, rng, documents=0)[2]
         else:
-            heights = audit.localdp_two_phase_statistic(sc, sc.datasets()[0], 100, rng)[1]
+            heights = audit.localdp_two_phase_statistic(
+                sc, sc.datasets()[0], 100, rng, documents=0
+            )[1]
         assert len(set(heights.tolist())) >= 2, (sc.name, np.unique(heights))
 
 
