@@ -24,7 +24,7 @@ from fedeval.api.compare import Comparison, compare, compare_data
 from fedeval.api.compare_intervals import mover
 from fedeval.api.compare_plan import Z90, difference_half_width
 from fedeval.api.evaluate import threshold_axis
-from fedeval.api.inputs import data_from_arrays
+from fedeval.api.inputs import ReadOptions
 from fedeval.core.results import Estimate
 from fedeval.core.spec import ReleaseSpec
 from fedeval.estimate.uncertainty import Z95
@@ -44,7 +44,8 @@ def _read(data, thresholds=(0.5,), **release):
     spec = ReleaseSpec.of(**release)
     axis = threshold_axis((0.0, 1.0), thresholds, spec.height)
     y, base, cand = data
-    return [data_from_arrays(y, s, None, None, axis, spec, False) for s in (base, cand)]
+    read = ReadOptions(exact=False)
+    return [read.arrays(y, s, None, spec, scale=axis) for s in (base, cand)]
 
 
 def _coverage(model: str, epsilon: float, rows: int, releases: int, seed: int):

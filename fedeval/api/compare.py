@@ -291,8 +291,8 @@ def compare_data(
     ece: bool = True,
     **release: Unpack[ReleaseKeywords],
 ) -> Comparison:
-    """`compare` of the two models' scores as read already (`fedeval.api.inputs
-    .data_from_arrays` under the pair's release, one table per model): the same two releases
+    """`compare` of the two models' scores as read already (`fedeval.api.inputs.ReadOptions
+    .arrays` under the pair's release, one table per model): the same two releases
     and differences for the same seed, without reading the scores again, so many releases of
     one population (a coverage study, a benchmark) bin its rows once. `ece=False` leaves each
     release's ECE out (`fedeval.api.evaluate.evaluate_run`; no difference reads it)."""
