@@ -35,13 +35,15 @@ import numpy as np
 
 from fedeval.api.compare import _shares, check_split
 from fedeval.api.compare_intervals import differences
-from fedeval.api.evaluate import evaluate_data, threshold_axis
+from fedeval.api.evaluate import evaluate_run, threshold_axis
 from fedeval.api.plan import _check, reference_population
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel
 from fedeval.core.errors import UsageError
+from fedeval.core.spec import ReleaseSpec
 from fedeval.estimate import metric_registry
 from fedeval.estimate.uncertainty import Z95
 from fedeval.privacy.registry import model_of
+from fedeval.protocol.simulate import simulate
 from fedeval.tables.scored import ScoredData, read_scored
 
 Z80 = 0.8416212335729143
@@ -136,14 +138,20 @@ def difference_half_width(
             cand = _recalibrated(pop, slope)
             if thresholds is not None:
                 cand = _on_axis(cand, thresholds)
+            # The ECE is left out: no difference reads it (`fedeval.api.compare.compare_data`).
             pair = [
-                evaluate_data(
-                    data,
-                    model=model,
-                    epsilon=eps,
+                evaluate_run(
+                    simulate(
+                        data,
+                        spec=ReleaseSpec.of(
+                            model=model,
+                            epsilon=eps,
+                            seed=int(rng.integers(1 << 62)),
+                            ci_draws=ci_draws,
+                        ),
+                    ),
                     thresholds=thresholds,
-                    seed=int(rng.integers(1 << 62)),
-                    ci_draws=ci_draws,
+                    ece=False,
                 )
                 for data, eps in ((base, eps_b), (cand, eps_c))
             ]
