@@ -5,7 +5,7 @@ without noise is deterministic): how often each interval holds the exact value, 
 interval width and the median absolute error. For a calibrated normal interval the width is
 about 5.8 times the median error (2·1.96σ against 0.674σ).
 
-    .venv/bin/python benchmarks/coverage.py
+    .venv/bin/python benchmarks/interval_coverage.py
 """
 
 from __future__ import annotations
