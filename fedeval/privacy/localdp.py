@@ -534,20 +534,22 @@ def measurement_noise(
 ) -> list[np.ndarray]:
     """Fresh noise of each decoded count, per level (n_draws, 2, 2^k).
 
-    Every part of a decoded count's covariance is linear in the true leaf counts c
-    (`cell_variance`; the sampling's across levels too), so it is estimated without bias at the
-    unclamped consistent leaves ĉ. Sampling: each example reports one level, chosen uniformly,
-    so a level-k count is estimated from about 1/g of the examples; the choice is redrawn
-    jointly over the levels (an example that reports one level reports no other: the levels'
-    errors of a cell covary by −c, and range queries that combine levels are less variable
-    than independent draws would make them). It needs counts ≥ 0: the monotone fit's leaves
-    (`monotone_cumulative`), whose range sums stay those of ĉ. Leaves clamped at 0 would not:
-    their excess, the positive half of each empty leaf's noise, sums over a coarse cell to
-    thousands of phantom examples whose −c covariance between levels, absent from the release
-    (its empty cells' noise is independent OUE), made the draws' spread of range sums 10–30%
-    short (sums of 32–208 empty leaves, 100k rows, ε = 5, h = 8). OUE: normal at ĉ (a rescaled
-    sum of many independent bits is close to normal), plus the sampling variance of ĉ less
-    that of the fit, so each cell's variance is the unbiased V(ĉ) (clamped at 0).
+    Every part of a decoded count's covariance is linear in the true leaf counts c (OUE's, Wang
+    et al. 2017 eq. 9, `cell_variance`; the multinomial sampling's, across levels too), so it is
+    estimated without bias at the unclamped consistent leaves ĉ. Sampling: each example reports
+    one level, chosen uniformly, so a level-k count is estimated from about 1/g of the examples;
+    the choice is redrawn jointly over the levels (an example that reports one level reports no
+    other: the levels' errors of a cell covary by −c, and range queries that combine levels are
+    less variable than independent draws would make them). It needs counts ≥ 0: the monotone
+    fit's leaves (`monotone_cumulative`: least squares on the prefix sums, so its range sums
+    stay close to ĉ's; it is ĉ itself where no leaf is near empty, and the jointly drawn noise
+    is then as before). Clamped at 0 they would not: their excess, the positive half of each
+    empty leaf's noise, sums over a coarse cell to thousands of phantom examples whose −c
+    covariance between levels, absent from the release (its empty cells' noise is independent
+    OUE), made the draws' variance of range sums 10–30% short even with each cell's variance at
+    ĉ (sums of 32–208 empty leaves, 100k rows, ε = 5, h = 8). OUE: normal at ĉ (a rescaled sum
+    of many independent bits is close to normal), plus the sampling variance of ĉ less that of
+    the fit, so each cell's variance is the unbiased V(ĉ) (clamped at 0).
     """
     p, q = oue_probabilities(report_epsilon(hist.config))
     n_total = float(hist.total_reports)
