@@ -298,7 +298,7 @@ def test_localdp_probe_reports_measure_their_level():
         measured, _ = localdp.decode(rel)
         z.append((measured[i] - truth) / sd)
         draws = localdp.measurement_noise(decode(rel), 40, rng)[i]
-        drawn.append(draws.var(axis=0) / sd**2)
+        drawn.append(draws.var(axis=0, ddof=1) / sd**2)
     z = np.array(z)
     k = z.size
     assert abs(z.mean()) < 5 / math.sqrt(k)
