@@ -15,7 +15,6 @@ both give the same heights on every probe of several scenarios.
 from __future__ import annotations
 
 import warnings
-from functools import cache
 
 import numpy as np
 from scipy.special import ndtri
@@ -36,12 +35,6 @@ def histograms(
     return np.stack([c for c, _ in pairs]), np.stack([v for _, v in pairs])
 
 
-@cache
-def _count_sd(config: PrivacyConfig, heights: tuple[int, ...], total_reports: int) -> np.ndarray:
-    """`fedeval.privacy.probe.count_sd` (a function of public settings only: once per run)."""
-    return probe_round.count_sd(config, np.asarray(heights), total_reports)
-
-
 CHUNK = 64
 """Probes read together: their re-noised copies (64 × 33 × 2·2^k) stay in the CPU's cache
 (0.4 ms a probe at 64, 0.9 ms at 2,000 together, 2–3 ms one at a time)."""
@@ -52,22 +45,29 @@ def heights(
 ) -> np.ndarray:
     """`fedeval.privacy.probe.height(p, config, total_reports, min_height, max_height)` for every
     probe p of `probes`: (T,) int64."""
+    lo = max(AUTO_MIN_HEIGHT[config.model], min_height)
+    hi = min(max(AUTO_MAX_HEIGHT[config.model], lo), max_height)
+    lo = min(lo, hi)
+    candidates = np.arange(lo, hi + 1)
+    # A function of public settings only: once for all the probes (not cached across calls,
+    # so a mechanism patched by a broken-on-purpose audit cannot leave its value behind).
+    sd = probe_round.count_sd(config, candidates, total_reports)
     chunks = [
-        _heights(probes[i : i + CHUNK], config, total_reports, min_height, max_height)
+        _heights(probes[i : i + CHUNK], config, total_reports, candidates, sd)
         for i in range(0, len(probes), CHUNK)
     ]
     return np.concatenate([np.zeros(0, np.int64), *chunks])
 
 
 def _heights(
-    probes: list[Probe], config: PrivacyConfig, total_reports: int, min_height: int, max_height: int
+    probes: list[Probe],
+    config: PrivacyConfig,
+    total_reports: int,
+    candidates: np.ndarray,
+    sd: np.ndarray,
 ) -> np.ndarray:
     hist, variance = histograms(probes, config, total_reports)
-    lo = max(AUTO_MIN_HEIGHT[config.model], min_height)
-    hi = min(max(AUTO_MAX_HEIGHT[config.model], lo), max_height)
-    lo = min(lo, hi)
-    candidates = np.arange(lo, hi + 1)
-    sd = _count_sd(config, tuple(candidates.tolist()), total_reports)
+    lo, hi = int(candidates[0]), int(candidates[-1])
     chosen, with_auc = _choose(hist, variance, candidates, sd, config)
     # choice_from_histogram: the AUC's smooth-data height from the class totals as a floor.
     out = chosen.copy()
