@@ -14,10 +14,12 @@ from fedeval.core.hierarchy import (
 )
 
 
-def _design_matrix(h: int) -> np.ndarray:
-    """Rows: every node of levels 1..h; columns: leaves; entry 1 if the leaf is under the node."""
+def design_matrix(levels: list[int]) -> np.ndarray:
+    """Rows: every node of `levels` (the last is the leaves'); columns: leaves; entry 1 if the
+    leaf is under the node."""
+    h = levels[-1]
     rows = []
-    for k in range(1, h + 1):
+    for k in levels:
         width = 1 << (h - k)
         for j in range(1 << k):
             r = np.zeros(1 << h)
@@ -31,7 +33,7 @@ def test_consistency_is_generalised_least_squares(variances):
     # The two-pass algorithm must equal the explicit GLS estimate (AᵀWA)⁻¹AᵀWy on the leaves.
     h = 4
     rng = np.random.default_rng(0)
-    a = _design_matrix(h)
+    a = design_matrix(list(range(1, h + 1)))
     y = rng.normal(size=a.shape[0]) * 10
     w = np.concatenate([np.full(1 << k, 1 / variances[k - 1]) for k in range(1, h + 1)])
     gls = np.linalg.solve(a.T @ (w[:, None] * a), a.T @ (w * y))
@@ -46,7 +48,7 @@ def test_consistency_with_a_variance_per_cell_is_generalised_least_squares():
     # measurements (the rows of an identity: the consistency operator) must share the weights.
     h = 4
     rng = np.random.default_rng(3)
-    a = _design_matrix(h)
+    a = design_matrix(list(range(1, h + 1)))
     variances = [rng.uniform(0.1, 20.0, size=1 << k) for k in range(1, h + 1)]
     y = rng.normal(size=a.shape[0]) * 10
     w = 1 / np.concatenate(variances)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from test_hierarchy import design_matrix
 
 from fedeval import audit
 from fedeval.core.config import (
@@ -157,20 +158,6 @@ def test_the_intervals_redraw_each_level_at_its_own_alpha():
     _level_noise_within_claim(flat, cfg)
 
 
-def _design_matrix(levels: list[int]) -> np.ndarray:
-    """Rows: every node of the levels (class by class as the release lays them out is not
-    needed: one class); columns: leaves; 1 where the leaf is under the node."""
-    h = levels[-1]
-    rows = []
-    for k in levels:
-        width = 1 << (h - k)
-        for j in range(1 << k):
-            r = np.zeros(1 << h)
-            r[j * width : (j + 1) * width] = 1
-            rows.append(r)
-    return np.array(rows)
-
-
 @pytest.mark.parametrize(("height", "f", "s"), [(5, 2, 0.8), (6, 4, 0.8), (4, 1, 0.3)])
 def test_consistency_with_a_split_is_the_dense_gls_solve(height, f, s):
     # The decoder's consistent leaves from a split release equal (AᵀWA)⁻¹AᵀWy with W the
@@ -180,7 +167,7 @@ def test_consistency_with_a_split_is_the_dense_gls_solve(height, f, s):
     rng = np.random.default_rng(13)
     release = distdp.draw(_leaves(rng, height), 1, cfg, rng)
     hist = decoding.decode(release)
-    a = _design_matrix(list(cfg.levels))
+    a = design_matrix(list(cfg.levels))
     for c in (0, 1):
         y = np.concatenate([m[c] for m in release.level_counts()]).astype(float)
         w = np.concatenate(

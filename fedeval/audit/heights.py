@@ -14,10 +14,7 @@ both give the same heights on every probe of several scenarios.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from scipy.special import ndtri
 
 from fedeval.core import height_choice as hc
 from fedeval.core.config import HEIGHT_METRICS, PrivacyConfig, check_height_for
@@ -137,8 +134,8 @@ def _discretisation(hist: np.ndarray, variance: np.ndarray, candidates: np.ndarr
     copies = hist[:, None] + sd[:, None] * noise[None]
     values = hc.level_values(np.concatenate([hist[:, None], copies], axis=1), sd[:, None])
     # values: (2, T, 1 + R, k + 1)
-    steps, steps_most = _significant(np.diff(values, axis=-1), k)  # (2, T, k)
-    direct, direct_most = _significant(values[..., -1:] - values, k)  # (2, T, k + 1)
+    steps, steps_most = hc.significant(np.diff(values, axis=-1), k)  # (2, T, k)
+    direct, direct_most = hc.significant(values[..., -1:] - values, k)  # (2, T, k + 1)
     top = max(int(np.max(candidates)), k) + 1
     occupied = np.array([hc.occupied_cells(hist[t], sd[t]) for t in range(t_count)])
     filled = occupied[:, None] * 2.0 ** (np.arange(k, top) - k)
@@ -167,22 +164,3 @@ def _discretisation(hist: np.ndarray, variance: np.ndarray, candidates: np.ndarr
     unreadable = np.isnan(values[:, :, 0]).all(axis=-1)  # (2, T)
     out[unreadable.T] = np.nan
     return out
-
-
-def _significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """`fedeval.core.height_choice._significant` with a trial axis: readings (2, T, 1 + R, m)."""
-    probe, copies = readings[:, :, 0], readings[:, :, 1:]
-    defined = ~np.isnan(copies)
-    undefined = np.isnan(probe) | (defined.sum(axis=2) < max(copies.shape[2] // 2, 2))
-    z = float(ndtri(1.0 - hc.FALSE_STEP / (2.0 * max(k, 1))))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        centre = np.nanmean(copies, axis=2)
-        spread = np.nanstd(copies, axis=2, ddof=1)
-    corrected = 2.0 * probe - centre
-    read = np.maximum(np.abs(corrected) - z * spread, 0.0)
-    most = np.abs(corrected) + z * spread
-    return (
-        np.where(undefined, 0.0, np.nan_to_num(read)),
-        np.where(undefined | np.isnan(most), np.inf, most),
-    )

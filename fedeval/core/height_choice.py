@@ -89,7 +89,7 @@ FALSE_STEP = 0.05
 """The chance that a probe showing no discretisation still reads one in a metric: each of the
 metric's k steps (and each direct reading) is taken as discretisation only beyond z sds of its
 noise, z = Φ⁻¹(1 − FALSE_STEP/(2k)) (Bonferroni over the k readings, since the largest one read
-is carried up; 2.64 at k = 6, 2.50 at k = 4; `_significant`). Taken less one sd, a step of
+is carried up; 2.64 at k = 6, 2.50 at k = 4; `significant`). Taken less one sd, a step of
 noise alone passed one time in three: on probes of scores uniform in both classes (no bias at
 any height) the height left the coarsest candidate in 78 of 200 probes under that rule, in 2
 of 200 under this one (tests/test_height_choice.py)."""
@@ -243,8 +243,8 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
         hist = np.zeros_like(hist)
     copies = hist + sd * rng.standard_normal((STEP_DRAWS, *hist.shape))
     values = level_values(np.concatenate([hist[None], copies]), sd)  # (2, 1 + R, k + 1)
-    steps, steps_most = _significant(np.diff(values, axis=-1), k)  # (2, k) each
-    direct, direct_most = _significant(values[..., -1:] - values, k)  # V(k) − V(ℓ): (2, k + 1)
+    steps, steps_most = significant(np.diff(values, axis=-1), k)  # (2, k) each
+    direct, direct_most = significant(values[..., -1:] - values, k)  # V(k) − V(ℓ): (2, k + 1)
     # Each step beyond the probe: ½ of the one before while the data fill fewer than
     # SMOOTH_CELLS cells at that level, ¼ from there (the smooth regime).
     top = max(int(np.max(heights)), k) + 1
@@ -287,9 +287,10 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
     return out
 
 
-def _significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """|reading| of the probe (readings[:, 0]) beyond z sds of its noise, bias-corrected by
-    the bootstrap (readings[:, 1:]: the same on re-noised copies of the probe): 2·x − mean(x*)
+def significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """|reading| of the probe (readings[..., 0, :]) beyond z sds of its noise, bias-corrected by
+    the bootstrap (readings[..., 1:, :]: the same on re-noised copies of the probe; any leading
+    axes, e.g. the audit's trials): 2·x − mean(x*)
     (Efron & Tibshirani, An Introduction to the Bootstrap, 1993, ch. 10), then soft-thresholded
     at z·sd(x*), z for FALSE_STEP over the k readings. 0 where the probe cannot tell the
     reading from its noise, and where the reading is undefined on the probe or on half its
@@ -298,14 +299,14 @@ def _significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     the copies where it is undefined are left out of the mean and sd. Second, the most the
     reading can be, |2·x − mean(x*)| + z·sd(x*) (inf where undefined): a bound that what is
     carried from other readings must not pass."""
-    probe, copies = readings[:, 0], readings[:, 1:]
+    probe, copies = readings[..., 0, :], readings[..., 1:, :]
     defined = ~np.isnan(copies)
-    undefined = np.isnan(probe) | (defined.sum(axis=1) < max(copies.shape[1] // 2, 2))
+    undefined = np.isnan(probe) | (defined.sum(axis=-2) < max(copies.shape[-2] // 2, 2))
     z = float(ndtri(1.0 - FALSE_STEP / (2.0 * max(k, 1))))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the undefined ones: nan, dropped
-        centre = np.nanmean(copies, axis=1)
-        spread = np.nanstd(copies, axis=1, ddof=1)
+        centre = np.nanmean(copies, axis=-2)
+        spread = np.nanstd(copies, axis=-2, ddof=1)
     corrected = 2.0 * probe - centre
     read = np.maximum(np.abs(corrected) - z * spread, 0.0)
     most = np.abs(corrected) + z * spread
