@@ -62,6 +62,88 @@ def test_merged_runs_are_the_sort_of_all_keys(kind, threads, monkeypatch):
         assert np.count_nonzero(buf) <= (len(cuts) + 1) * 2 * page
 
 
+class _CountingMap(mmap.mmap):
+    """An anonymous map that records each page range given back (offset, length in bytes)."""
+
+    def __init__(self, *args, **kwargs):
+        self.given: list[tuple[int, int]] = []
+
+    def madvise(self, option, start=0, length=None):
+        self.given.append((start, length))
+        return super().madvise(option, start, length)
+
+
+@pytest.mark.parametrize("piece_keys", [0, 1 << 40])  # every range by np.take; by pieces
+@pytest.mark.parametrize("lag", [1, None])  # given back after every range; the default lag
+@pytest.mark.parametrize("threads", [1, 3])
+def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, monkeypatch):
+    """The merge's result is the sort of the keys whichever way each range is gathered, and
+    its give-backs free only pages whose keys were gathered (the keys are never 0, so a page
+    freed too early reads as zeros and shows in the result), every run's whole pages in the
+    end, with one `madvise` per run at most each time it gives back."""
+    if not sys.platform.startswith("linux") or parallel_sort.RELEASE is None:
+        pytest.skip("pages are given back on Linux")
+    monkeypatch.setattr(parallel_sort, "RANGE_KEYS", 2048)
+    monkeypatch.setattr(parallel_sort, "PIECE_KEYS", piece_keys)
+    monkeypatch.setattr(parallel_sort, "GATHER_KEYS", 1000)  # takes cut inside a range
+    if lag is not None:
+        monkeypatch.setattr(parallel_sort, "RELEASE_MIN_BYTES", lag)
+        monkeypatch.setattr(parallel_sort, "RELEASE_MAX_BYTES", lag)
+    rng = np.random.default_rng(7 + threads)
+    n = 200_000
+    keys = rng.integers(1, 2**32, n, dtype=np.uint32)
+    cuts = np.unique(np.r_[0, rng.integers(0, n, 40), n, 5000, 5001])
+    source = _CountingMap(-1, keys.nbytes, flags=mmap.MAP_PRIVATE)
+    buf = np.frombuffer(source, keys.dtype)
+    buf[:] = keys
+    runs = [buf[a:b] for a, b in itertools.pairwise(cuts)]
+    for r in runs:
+        r.sort()
+    got = merge_sorted_runs(runs, threads, source, list(cuts[:-1]))
+    np.testing.assert_array_equal(got, np.sort(keys))
+    page = mmap.PAGESIZE
+    freed = np.zeros(n, bool)
+    for start, length in source.given:
+        assert start % page == 0 and length % page == 0 and length > 0
+        assert not freed[start // 4 : (start + length) // 4].any()  # each page once
+        freed[start // 4 : (start + length) // 4] = True
+    # every whole page inside a run, and no other, given back
+    whole = np.zeros(n, bool)
+    for a, b in itertools.pairwise(cuts):
+        lo, hi = -(-int(a) * 4 // page) * page // 4, int(b) * 4 // page * page // 4
+        whole[lo : max(lo, hi)] = True
+    np.testing.assert_array_equal(freed, whole)
+    assert np.count_nonzero(buf[whole]) == 0
+    ranges = max(4 * threads, -(-n // 2048))
+    times = (
+        ranges
+        if lag == 1
+        else -(-keys.nbytes // parallel_sort.release_keys(keys.nbytes, 4) // 4) + 1
+    )
+    assert len(source.given) <= (len(cuts) - 1) * times
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "skewed"])
+def test_splitters_cut_ranges_of_about_equal_size(kind):
+    """Runs drawn from one distribution, or each from its own part of the values (a file
+    sorted by score): no range holds much more than its share. (Sampled at the same points of
+    each run, the last range held the top quarter of all the keys or more.) Bound: 64 sampled
+    keys a range, so a range's count is off by about 1/8 of its share, 2× being 8 of those."""
+    rng = np.random.default_rng(3)
+    keys = _keys(kind, 954 * 2000, rng)
+    if kind == "skewed":
+        keys.sort()  # each run its own slice of the values
+    runs = [np.sort(keys[i : i + 2000]) for i in range(0, len(keys), 2000)]
+    ranges = 477
+    split = parallel_sort._splitters(runs, ranges)
+    sizes = sum(np.diff(np.r_[0, np.searchsorted(r, split), len(r)]) for r in runs)
+    share = len(keys) / ranges
+    if kind == "ties":  # 37 values: a range can hold no less than a value's keys
+        assert sizes.max() <= np.bincount(keys).max() + 2 * share
+    else:
+        assert sizes.max() <= 2 * share
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_merge_of_empty_and_single_runs(threads):
     empty = np.zeros(0, np.uint32)
