@@ -249,3 +249,36 @@ def test_directory_of_float32_then_float64_files_with_threads(tmp_path):
     assert one is not None and many is not None and many.dtype == np.float64
     np.testing.assert_array_equal(many.keys, one.keys)
     assert exact_auc(many) == exact_auc(one) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties"])
+def test_block_chosen_from_threads_and_memory_gives_the_same_values(kind, monkeypatch):
+    """On many threads `exact_diagnostics` takes larger blocks (`exact_block`), within
+    EXACT_MEMORY for threads + 1 blocks at the stated bytes a key and a distinct score; the
+    values are scikit-learn's (AP to 1e-12: its float sum is added a block at a time) and the
+    thinned curves those of the one-thread default."""
+    from fedeval.estimate import diagnostics
+
+    monkeypatch.setattr(diagnostics, "EXACT_BLOCK", 1 << 10)  # the rule at a test's size
+    monkeypatch.setattr(diagnostics, "EXACT_BLOCK_MAX", 1 << 14)
+    monkeypatch.setattr(diagnostics, "EXACT_MEMORY", 1 << 23)
+    s, y = _scores(kind, 200_000, 5)
+    ss = SortedScores.from_arrays(s, y)
+    assert diagnostics.exact_block(ss, 2) == 1 << 10
+    f = diagnostics.distinct_fraction(ss)
+    true_f = len(np.unique(s)) / len(s)
+    assert abs(f - true_f) < 0.1
+    per_key = diagnostics.KEY_BYTES + diagnostics.DISTINCT_BYTES * f
+    for threads in (3, 8, 16):
+        block = diagnostics.exact_block(ss, threads)
+        assert 1 << 10 <= block <= 1 << 14
+        assert block == 1 << 10 or (threads + 1) * block * per_key <= 1 << 23
+    wide = diagnostics.exact_block(ss, 16)
+    assert wide > 1 << 10  # the rule does take larger blocks here
+    one = exact_diagnostics(ss, threads=1)[0]
+    many = exact_diagnostics(ss, threads=16)[0]
+    assert many.roc_auc == one.roc_auc == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert many.average_precision == pytest.approx(one.average_precision, rel=1e-12, abs=0)
+    assert many.average_precision == pytest.approx(average_precision_score(y, s), abs=1e-12)
+    for name in ("thresholds", "tpr", "fpr", "precision"):
+        np.testing.assert_array_equal(getattr(many, name), getattr(one, name))
