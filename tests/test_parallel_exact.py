@@ -282,3 +282,31 @@ def test_block_chosen_from_threads_and_memory_gives_the_same_values(kind, monkey
     assert many.average_precision == pytest.approx(average_precision_score(y, s), abs=1e-12)
     for name in ("thresholds", "tpr", "fpr", "precision"):
         np.testing.assert_array_equal(getattr(many, name), getattr(one, name))
+
+
+@pytest.mark.parametrize("kind", ["distinct", "ties", "clipped"])
+def test_positive_counts_and_ece_the_same_in_a_pool(kind, monkeypatch):
+    """The positives before each block and the ECE's bin sums are made in a pool of
+    `threads`, many parts each here: the counts are those of the keys, and the ECE is the same
+    float on one thread and on four (each bin's parts added in order), and the direct sum's
+    to 1e-12."""
+    from fedeval.estimate import exact
+    from fedeval.estimate.exact import exact_ece_of
+
+    monkeypatch.setattr(exact, "DISTINCT_BLOCK", 256)
+    monkeypatch.setattr(exact, "COUNT_KEYS", 1024)
+    monkeypatch.setattr(exact, "ECE_BLOCK", 1000)
+    s, y = _scores(kind, 50_000, 6)
+    eces, counts = [], []
+    at = np.r_[0, np.random.default_rng(0).integers(0, len(s), 50), len(s)]
+    for threads in (1, 4):
+        ss = SortedScores.from_arrays(s, y)
+        ss.threads = threads
+        eces.append(exact_ece_of(ss, 15))
+        counts.append([ss.positives_below(int(i)) for i in at])
+        keys = ss.keys
+    assert eces[0] == eces[1]
+    assert counts[0] == counts[1] == [int(np.count_nonzero(keys[:i] & 1)) for i in at]
+    bins = np.minimum((s.astype(np.float64) * 15).astype(int), 14)
+    direct = np.abs(np.bincount(bins, y, 15) - np.bincount(bins, s.astype(np.float64), 15))
+    assert eces[0] == pytest.approx(direct.sum() / len(s), rel=1e-12)
