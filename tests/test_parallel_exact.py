@@ -62,27 +62,21 @@ def test_merged_runs_are_the_sort_of_all_keys(kind, threads, monkeypatch):
         assert np.count_nonzero(buf) <= (len(cuts) + 1) * 2 * page
 
 
-class _CountingMap(mmap.mmap):
-    """An anonymous map that records each page range given back (offset, length in bytes)."""
-
-    def __init__(self, *args, **kwargs):
-        self.given: list[tuple[int, int]] = []
-
-    def madvise(self, option, start=0, length=None):
-        self.given.append((start, length))
-        return super().madvise(option, start, length)
-
-
 @pytest.mark.parametrize("piece_keys", [0, 1 << 40])  # every range by np.take; by pieces
 @pytest.mark.parametrize("lag", [1, None])  # given back after every range; the default lag
 @pytest.mark.parametrize("threads", [1, 3])
-def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, monkeypatch):
+@pytest.mark.parametrize("libc", [True, False])  # the C library's madvise; mmap.madvise
+def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, libc, monkeypatch):
     """The merge's result is the sort of the keys whichever way each range is gathered, and
     its give-backs free only pages whose keys were gathered (the keys are never 0, so a page
     freed too early reads as zeros and shows in the result), every run's whole pages in the
     end, with one `madvise` per run at most each time it gives back."""
     if not sys.platform.startswith("linux") or parallel_sort.RELEASE is None:
         pytest.skip("pages are given back on Linux")
+    if not libc:
+        monkeypatch.setattr(parallel_sort, "_MADVISE", None)
+    elif parallel_sort._MADVISE is None:
+        pytest.skip("no C library madvise here")
     monkeypatch.setattr(parallel_sort, "RANGE_KEYS", 2048)
     monkeypatch.setattr(parallel_sort, "PIECE_KEYS", piece_keys)
     monkeypatch.setattr(parallel_sort, "GATHER_KEYS", 1000)  # takes cut inside a range
@@ -93,7 +87,15 @@ def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, monkeypa
     n = 200_000
     keys = rng.integers(1, 2**32, n, dtype=np.uint32)
     cuts = np.unique(np.r_[0, rng.integers(0, n, 40), n, 5000, 5001])
-    source = _CountingMap(-1, keys.nbytes, flags=mmap.MAP_PRIVATE)
+    given: list[tuple[int, int]] = []  # each page range given back (offset, length in bytes)
+    real = parallel_sort.give_back_pages
+
+    def record(source, address, start, length):
+        given.append((start, length))
+        real(source, address, start, length)
+
+    monkeypatch.setattr(parallel_sort, "give_back_pages", record)
+    source = anonymous_map(keys.nbytes)
     buf = np.frombuffer(source, keys.dtype)
     buf[:] = keys
     runs = [buf[a:b] for a, b in itertools.pairwise(cuts)]
@@ -103,7 +105,7 @@ def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, monkeypa
     np.testing.assert_array_equal(got, np.sort(keys))
     page = mmap.PAGESIZE
     freed = np.zeros(n, bool)
-    for start, length in source.given:
+    for start, length in given:
         assert start % page == 0 and length % page == 0 and length > 0
         assert not freed[start // 4 : (start + length) // 4].any()  # each page once
         freed[start // 4 : (start + length) // 4] = True
@@ -120,7 +122,7 @@ def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, monkeypa
         if lag == 1
         else -(-keys.nbytes // parallel_sort.release_keys(keys.nbytes, 4) // 4) + 1
     )
-    assert len(source.given) <= (len(cuts) - 1) * times
+    assert len(given) <= (len(cuts) - 1) * times
 
 
 @pytest.mark.parametrize("kind", ["distinct", "ties", "skewed"])

@@ -28,8 +28,9 @@ from __future__ import annotations
 import math
 import mmap
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import cast
 
 import numpy as np
 
@@ -62,6 +63,34 @@ array's is at most this (32–128 MB), plus the ranges in flight."""
 RELEASE = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mmap, "MAP_PRIVATE") else None
 """The advice that frees a private anonymous map's pages (None where there is no such map or
 no `mmap.madvise`: the runs are then sorted as one array)."""
+
+
+def _libc_madvise() -> Callable[[int, int, int], int] | None:
+    """The C library's `madvise`, called through ctypes (which lets go of the GIL during the
+    call: `mmap.madvise` holds it, and each give-back waits for every thread of the process to
+    flush its address translations); None where it cannot be found (then `mmap.madvise`)."""
+    try:
+        import ctypes
+
+        f = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    f.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    f.restype = ctypes.c_int
+    return cast(Callable[[int, int, int], int], f)
+
+
+_MADVISE = _libc_madvise() if RELEASE is not None else None
+
+
+def give_back_pages(source: mmap.mmap, address: int, start: int, length: int) -> None:
+    """Free `length` bytes of the private anonymous map `source` (at `address`) from byte
+    `start` (both whole pages): by the C library's `madvise` where found, else
+    `mmap.madvise`; they read as zeros afterwards."""
+    assert RELEASE is not None
+    if _MADVISE is None or _MADVISE(address + start, length, RELEASE) != 0:
+        source.madvise(RELEASE, start, length)
+
 
 _STAGGER = (math.sqrt(5) - 1) / 2
 """Run i's sample starts at the fractional part of (i + ½)·this of its spacing: the runs'
@@ -147,9 +176,11 @@ def merge_sorted_runs(
     if n == 0:
         return out
     release = source is not None and offsets is not None and RELEASE is not None
+    address = 0
     if source is not None and offsets is not None:
         flat = np.frombuffer(source, dtype)
         base = np.asarray(offsets, np.int64)
+        address = flat.ctypes.data
     else:
         flat = np.concatenate(runs)
         base = np.zeros(len(runs), np.int64)
@@ -191,14 +222,14 @@ def merge_sorted_runs(
         held += int(sizes[j])
         if not release or (held < lag and j < ranges - 1):
             return
-        assert source is not None and RELEASE is not None
+        assert source is not None
         held = 0
         upto = base + cuts[:, j + 1]
         for i in np.flatnonzero(upto - freed >= page).tolist():
             a = -(-int(freed[i]) // page) * page  # whole pages only
             b = int(upto[i]) // page * page
             if b > a:
-                source.madvise(RELEASE, a * dtype.itemsize, (b - a) * dtype.itemsize)
+                give_back_pages(source, address, a * dtype.itemsize, (b - a) * dtype.itemsize)
             freed[i] = max(int(freed[i]), b)
 
     if threads <= 1 or ranges == 1:
