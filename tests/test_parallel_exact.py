@@ -74,8 +74,8 @@ def test_merge_gives_back_only_gathered_pages(piece_keys, lag, threads, libc, mo
     if not sys.platform.startswith("linux") or parallel_sort.RELEASE is None:
         pytest.skip("pages are given back on Linux")
     if not libc:
-        monkeypatch.setattr(parallel_sort, "_MADVISE", None)
-    elif parallel_sort._MADVISE is None:
+        monkeypatch.setattr(parallel_sort, "USE_LIBC", False)
+    elif parallel_sort._libc_madvise() is None:
         pytest.skip("no C library madvise here")
     monkeypatch.setattr(parallel_sort, "RANGE_KEYS", 2048)
     monkeypatch.setattr(parallel_sort, "PIECE_KEYS", piece_keys)

@@ -25,6 +25,7 @@ flush its address translations).
 
 from __future__ import annotations
 
+import functools
 import math
 import mmap
 from collections import deque
@@ -65,6 +66,7 @@ RELEASE = getattr(mmap, "MADV_DONTNEED", None) if hasattr(mmap, "MAP_PRIVATE") e
 no `mmap.madvise`: the runs are then sorted as one array)."""
 
 
+@functools.cache
 def _libc_madvise() -> Callable[[int, int, int], int] | None:
     """The C library's `madvise`, called through ctypes (which lets go of the GIL during the
     call: `mmap.madvise` holds it, and each give-back waits for every thread of the process to
@@ -80,7 +82,8 @@ def _libc_madvise() -> Callable[[int, int, int], int] | None:
     return cast(Callable[[int, int, int], int], f)
 
 
-_MADVISE = _libc_madvise() if RELEASE is not None else None
+USE_LIBC = True
+"""Whether `give_back_pages` calls the C library's `madvise` (found on first use)."""
 
 
 def give_back_pages(source: mmap.mmap, address: int, start: int, length: int) -> None:
@@ -88,7 +91,8 @@ def give_back_pages(source: mmap.mmap, address: int, start: int, length: int) ->
     `start` (both whole pages): by the C library's `madvise` where found, else
     `mmap.madvise`; they read as zeros afterwards."""
     assert RELEASE is not None
-    if _MADVISE is None or _MADVISE(address + start, length, RELEASE) != 0:
+    advise = _libc_madvise() if USE_LIBC else None
+    if advise is None or advise(address + start, length, RELEASE) != 0:
         source.madvise(RELEASE, start, length)
 
 
