@@ -183,3 +183,45 @@ def test_running_count_is_cumsum(dtype):
         expected = np.cumsum(a, dtype=dtype)
         got = running_count(a)
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "pairs", "ties", "one-value", "one-class", "wide"])
+def test_key_block_rows_are_the_counts_at_each_distinct_score(kind):
+    """A block of packed keys read as rows (distinct scores from the top, TP/FP at each, the
+    counts at each, the rank): the same floats as counting each score's examples directly
+    (np.unique), for blocks cut anywhere a score's run ends and any counts above."""
+    from fedeval.estimate.exact_rows import _key_block
+
+    rng = np.random.default_rng(len(kind))
+    n = 5000
+    y = rng.random(n) < 0.4
+    s = rng.random(n).astype(np.float32)
+    if kind == "pairs":  # every score once in each class, or once
+        s = np.repeat(rng.random(n // 2).astype(np.float32), 2)[:n]
+    elif kind == "ties":
+        s = np.round(s, 2)
+    elif kind == "one-value":
+        s[:] = 0.5
+    elif kind == "one-class":
+        s, y[:] = np.round(s, 1), True
+    elif kind == "wide":
+        s = np.round(s.astype(np.float64), 3)
+    ss = SortedScores.from_arrays(s, y)
+    for block in (1, 7, 300, n):
+        tp0 = fp0 = 0
+        for lo, hi in ss.key_ranges(block, descending=True):
+            t, where, tp, fp, dp, dn, count = _key_block(ss, lo, hi, float(tp0), float(fp0))
+            keys = ss.keys[lo:hi]
+            score = (keys >> 1).view(ss.dtype)
+            values, at = np.unique(score, return_inverse=True)
+            pos = np.bincount(at, keys & 1, len(values))[::-1]
+            neg = np.bincount(at, 1 - (keys & 1), len(values))[::-1]
+            np.testing.assert_array_equal(t if where is None else t[where], values[::-1])
+            np.testing.assert_array_equal(dp, pos)
+            np.testing.assert_array_equal(dn, neg)
+            np.testing.assert_array_equal(tp, tp0 + np.cumsum(pos))
+            np.testing.assert_array_equal(fp, fp0 + np.cumsum(neg))
+            np.testing.assert_array_equal(count, tp0 + fp0 + np.cumsum(pos + neg))
+            for a in (tp, fp, dp, dn, count):
+                assert a.dtype == np.float64
+            tp0, fp0 = tp0 + int(pos.sum()), fp0 + int(neg.sum())

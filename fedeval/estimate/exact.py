@@ -16,8 +16,8 @@ then read off each block of keys by one comparison of neighbours, with no merge.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Any
@@ -272,14 +272,18 @@ class SortedScores:
 
     @cached_property
     def _positives_before(self) -> np.ndarray:
-        """Positives among the packed keys before each multiple of DISTINCT_BLOCK."""
+        """Positives among the packed keys before each multiple of DISTINCT_BLOCK: each
+        block's count read off COUNT_KEYS keys at a time as rows of DISTINCT_BLOCK, in a pool
+        of `threads` where there are several such parts (integer counts: the same in any
+        order)."""
         keys = self.keys
         assert keys is not None
-        sums = [0] + [
-            int(np.count_nonzero(keys[i : i + DISTINCT_BLOCK] & 1))
-            for i in range(0, len(keys), DISTINCT_BLOCK)
-        ]
-        return np.cumsum(sums)
+        parts = range(0, len(keys), COUNT_KEYS)
+        sums = np.zeros(-(-len(keys) // DISTINCT_BLOCK) + 1, np.int64)
+        count = partial(_block_positives, keys, sums[1:])
+        in_pool(count, parts, self.threads)
+        np.cumsum(sums, out=sums)
+        return sums
 
     def positives_below(self, i: int) -> int:
         """Positives among the first i packed keys."""
@@ -313,6 +317,28 @@ class SortedScores:
                 new_p = int(np.searchsorted(pos[lo_p:hi_p], cut, side="right")) + lo_p
                 yield lo_n, neg[lo_n:new_n], pos[lo_p:new_p]
                 lo_n, lo_p = new_n, new_p
+
+
+COUNT_KEYS = DISTINCT_BLOCK << 4
+"""Keys whose positives one task counts (`SortedScores._positives_before`)."""
+
+
+def _block_positives(keys: np.ndarray, out: np.ndarray, lo: int) -> None:
+    """out[b] = the positives among keys[b·DISTINCT_BLOCK : (b + 1)·DISTINCT_BLOCK] for the
+    blocks of keys[lo : lo + COUNT_KEYS] (lo a multiple of DISTINCT_BLOCK)."""
+    hi = min(lo + COUNT_KEYS, len(keys))
+    for a in range(lo, hi, DISTINCT_BLOCK):
+        out[a // DISTINCT_BLOCK] = np.count_nonzero(keys[a : min(a + DISTINCT_BLOCK, hi)] & 1)
+
+
+def in_pool(task: Callable[[int], Any], items: Iterable[int], threads: int) -> list[Any]:
+    """[task(i) for i in items], in a pool of `threads` where there are more items than one
+    (numpy releases the GIL inside each task), in order."""
+    items = list(items)
+    if threads <= 1 or len(items) <= 1:
+        return [task(i) for i in items]
+    with ThreadPoolExecutor(min(threads, len(items)), "fedeval-exact") as pool:
+        return list(pool.map(task, items))
 
 
 def _live(
@@ -452,6 +478,12 @@ def _bin_starts(a: np.ndarray, n_bins: int) -> list[int]:
     return [*starts, len(a)]
 
 
+def _score_sum(keys: np.ndarray, dtype: np.dtype, pieces: list[tuple[int, int]], i: int) -> float:
+    """The sum in float64 of the scores of the packed keys of `pieces[i]`."""
+    a, b = pieces[i]
+    return float(np.sum(unpack(keys[a:b], dtype), dtype=np.float64))
+
+
 def exact_ece_of(
     s: SortedScores,
     n_bins: int = 15,
@@ -471,11 +503,20 @@ def exact_ece_of(
             i = _keys_below(s, k / n_bins, partial(_in_bin_below, n_bins, k))
             edges.append(max(i, edges[-1]))
         edges.append(len(keys))
+        # Each bin's scores summed ECE_BLOCK keys at a time from its start (in a pool of
+        # `s.threads`), the parts added in order: the same floats on any number of threads.
+        pieces = [
+            (a, min(a + ECE_BLOCK, hi))
+            for lo, hi in itertools.pairwise(edges)
+            for a in range(lo, hi, ECE_BLOCK)
+        ]
+        part_sums = iter(
+            in_pool(partial(_score_sum, keys, s.dtype, pieces), range(len(pieces)), s.threads)
+        )
         for lo, hi in itertools.pairwise(edges):
             score_sum = 0.0
-            for a in range(lo, hi, ECE_BLOCK):
-                part = unpack(keys[a : min(a + ECE_BLOCK, hi)], s.dtype)
-                score_sum += float(np.sum(part, dtype=np.float64))
+            for _ in range(lo, hi, ECE_BLOCK):
+                score_sum += next(part_sums)
             ece += abs(s.positives_below(hi) - s.positives_below(lo) - score_sum)
         return float(ece / total)
     if transform is None:

@@ -54,7 +54,66 @@ def rows_from_top(s: SortedScores, block: int) -> Iterator[tuple[Block, float, f
 
 
 def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Block:
-    """`rows_from_top`' block of the packed keys [lo, hi), with (tp0, fp0) the counts above it."""
+    """`rows_from_top`' block of the packed keys [lo, hi), with (tp0, fp0) the counts above it.
+
+    Read off the runs of equal keys, not key by key: a score's keys are 2v (its negatives)
+    then 2v + 1 (its positives), so each distinct score is one or two runs of equal keys, and
+    its counts are those runs' lengths. Two passes over the keys (where a key differs from the
+    one before, and where those are), then work in the distinct scores alone; where every key
+    differs, their labels are the counts. The counts are integers below 2^53, summed in
+    float64 exactly, so the same arrays as a running count over every key."""
+    assert s.keys is not None
+    keys = s.keys[lo:hi]
+    m = len(keys)
+    # A key differs from the one before at about this share of every RUN_SAMPLE-th key.
+    sample = np.not_equal(keys[1::RUN_SAMPLE], keys[: m - 1 : RUN_SAMPLE])
+    if np.count_nonzero(sample) * DENSE_RUNS > len(sample):
+        return _dense_block(s, lo, hi, tp0, fp0)
+    new = np.empty(m, bool)  # a run of equal keys starts here
+    new[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=new[1:])
+    if new.all():  # every key once: its label is its score's positives, or one of them
+        value, pos = keys, np.bitwise_and(keys, 1)
+        length = None
+    else:
+        starts = np.flatnonzero(new)
+        value = keys[starts]
+        length = np.empty(len(starts), np.int64)
+        np.subtract(starts[1:], starts[:-1], out=length[:-1])
+        length[-1] = m - starts[-1]
+        pos = np.bitwise_and(value, 1) * length
+    del new
+    score = np.right_shift(value, 1)
+    # A run of positives right after its score's negatives: its count joins theirs.
+    pair = np.flatnonzero(score[1:] == score[:-1])
+    dp = pos[::-1].astype(np.float64)
+    dn = (1.0 - dp) if length is None else (length[::-1] - dp)
+    if len(pair):
+        top = len(score) - 1 - pair  # the negatives' run, from the top: the positives' is above it
+        dp[top] = dp[top - 1]
+        keep = np.ones(len(score), bool)
+        keep[top - 1] = False
+        dp, dn, score = dp[keep], dn[keep], score[::-1][keep]
+    else:
+        score = score[::-1]
+    tp = np.cumsum(dp)
+    tp += tp0
+    fp = np.cumsum(dn)
+    fp += fp0
+    return score.view(s.dtype), None, tp, fp, dp, dn, tp + fp
+
+
+DENSE_RUNS, RUN_SAMPLE = 16, 16
+"""`_key_block` reads a block key by key (`_dense_block`) where more than one key in DENSE_RUNS
+starts a run of equal keys (read off every RUN_SAMPLE-th key): the runs' steps cost about 45 ns
+a run, the key-by-key passes 4-5 ns a key (2^17 float32 keys, one thread: 3.8 ns a key either
+way where 8% start a run, 4.6 against 5.0 at 16%, 4.7 against 14.4 at 29%; 10M scores rounded
+to 4 decimals, about 0.1%: exact_diagnostics 0.16 s key by key, 0.08 s by runs)."""
+
+
+def _dense_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Block:
+    """`_key_block` key by key, where most keys differ from the one before: the positives'
+    running count over every key, read at the end of each score's run."""
     assert s.keys is not None
     keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
     score = np.right_shift(keys, 1)

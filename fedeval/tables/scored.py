@@ -148,6 +148,7 @@ class _Accumulator:
         if threads >= MERGE_THREADS and self.packed and rows and RELEASE is not None:
             self.presort = True
             self.keys.mapped = True
+            self.keys.threads = threads
 
     def reduce(self, b: Batch) -> _Part:
         n_leaves = 1 << self.resolution
@@ -302,6 +303,7 @@ class _Growing:
         self.capacity = capacity
         self.mapped = False
         self.source: mmap.mmap | None = None
+        self.threads = 1  # a map's pages are first touched by this many threads
 
     def extend(self, a: np.ndarray) -> None:
         if self.data is None:
@@ -311,6 +313,7 @@ class _Growing:
             if self.mapped:
                 self.source = anonymous_map(size * a.dtype.itemsize)
                 self.data = np.frombuffer(self.source, a.dtype)
+                _touch(self.data, self.threads)
             else:
                 self.data = np.empty(size, a.dtype)
         elif np.result_type(self.data, a) != self.data.dtype:  # a wider dtype in a later file
@@ -338,6 +341,23 @@ class _Growing:
             return out[: self.size]
         out.resize(self.size, refcheck=False)
         return out
+
+
+def _touch(buf: np.ndarray, threads: int) -> None:
+    """Write one element of each page of a fresh map, a part per thread: the system zero-fills a
+    page when it is first written, and the batches' keys are copied in on the calling thread
+    (4 GB on the 16-core machine: first touch 1.5 s on one thread, 0.13 s on 16; copying into
+    pages already there 0.6 s instead of 1.5 s)."""
+    if threads <= 1:
+        return
+    step = max(mmap.PAGESIZE // buf.itemsize, 1)
+    cuts = [len(buf) * k // threads // step * step for k in range(threads)] + [len(buf)]
+
+    def touch(k: int) -> None:
+        buf[cuts[k] : cuts[k + 1] : step] = 0
+
+    with ThreadPoolExecutor(threads, "fedeval-touch") as pool:
+        list(pool.map(touch, range(threads)))
 
 
 DEFAULT_RESOLUTION = 16
