@@ -62,7 +62,7 @@ def _with_split(share: float):
 
     def config(self, *, n, min_height=0, probe=True):
         cfg = _config(self, n=n, min_height=min_height, probe=probe)
-        if share and min_height and cfg.model is PrivacyModel.DISTDP:
+        if share and min_height and cfg.model is not PrivacyModel.FEDERATED:
             return replace(cfg, split_level=min_height, split_share=share)
         return cfg
 
@@ -83,20 +83,21 @@ def _errors(data, h, draws, kw, share):
 
 
 def run(task):
-    family, n, draws, cache, split_fixed, share = task
+    family, n, draws, cache, split_fixed, share, model = task
     t0 = time.perf_counter()
     data = hard.build(family, n, 0)
-    kw = {"model": "distdp", "epsilon": 1.0, "thresholds": list(hard.THRESHOLDS[family])}
+    eps = height.MODELS[model]
+    kw = {"model": model, "epsilon": eps, "thresholds": list(hard.THRESHOLDS[family])}
     floor = data.axis.auto_floor(data.resolution)
-    top = min(AUTO_MAX_HEIGHT[PrivacyModel.DISTDP], hard.RESOLUTION)
+    top = min(AUTO_MAX_HEIGHT[PrivacyModel(model)], hard.RESOLUTION)
     heights = [h for h in range(2, top + 1) if h >= floor] or [floor]
     even = _errors(data, "auto", draws, kw, 0.0)
     split = _errors(data, "auto", draws, kw, share)
-    key = (family, n, "distdp", draws, cache)
+    key = (family, n, model, draws, cache)
     fixed = {
         h: height.fixed(h, lambda h=h: _errors(data, h, draws, kw, 0.0)[1], key) for h in heights
     }
-    split_key = (family, n, f"distdp-split{share:g}", draws, cache)
+    split_key = (family, n, f"{model}-split{share:g}", draws, cache)
     fixed_split = {  # at h ≤ f a split is the even tree (one side empty)
         h: fixed[h]
         if h <= floor
@@ -117,13 +118,17 @@ def main() -> int:
     ap.add_argument("--cache", help="height.py's folder of the fixed heights' errors")
     ap.add_argument("--split-fixed", action="store_true", help="also every fixed height split")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--model", choices=tuple(height.MODELS), default="distdp")
     args = ap.parse_args()
     sizes = dict.fromkeys(hard.FAMILIES, 100_000) | hard.SMALL_ROWS
     tasks = [
-        (f, sizes[f], args.draws, args.cache, args.split_fixed, args.share) for f in args.families
+        (f, sizes[f], args.draws, args.cache, args.split_fixed, args.share, args.model)
+        for f in args.families
     ]
+    what = "of ε" if args.model == "distdp" else "of the reports"
     print(
-        f"distdp ε = 1, {args.draws} draws; split: share {args.share:g} to the levels ≤ f (f: the"
+        f"{args.model} ε = {height.MODELS[args.model]:g}, {args.draws} draws; split {what}: "
+        f"share {args.share:g} to the levels ≤ f (f: the"
     )
     print("thresholds' alignment level); xfit = auto's median |error| / the best fixed height's,")
     print("cross-fitted (height.py). ref even: fixed heights with the even tree; ref split: split")
