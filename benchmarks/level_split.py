@@ -54,6 +54,14 @@ recall 1.14 → 1.78 and precision 0.72 → 1.22. At fixed heights ≥ 8 the spl
 10–40% below the uniform tree's on most families. Not the localdp default: no gain in the count,
 and smooth scores at 200k rows (auto, 40 draws, worst of 5 thresholds) lose a little: precision
 3.38e-3 → 3.75e-3, recall 2.39e-3 → 2.92e-3, AP 1.83e-3 → 2.91e-3 (auto h 5 → 6).
+
+Coverage (benchmarks/hard.py --quick --models localdp --dp-releases 200, every family,
+ReleaseSpec.config set to split as here): the rows under 0.93 are onevalue recall 0.919 and
+logistic-rare AP 0.905 uniform; smooth AUC 0.925, squeezed AP 0.910 (uniform 0.970) and
+logistic-rare AP 0.905 (h = f: the split inert) with the split, which lifts onevalue recall to
+0.934. Smooth at 100k: precision 5.40e-3 → 4.82e-3, recall 3.75e-3 → 3.68e-3, accuracy 3.15e-3 →
+3.07e-3; interval widths equal or narrower (tree recall 1.66e-2 → 1.52e-2, squeezed recall
+2.21e-2 → 1.95e-2).
 """
 
 from __future__ import annotations
