@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import chi2
 from test_hierarchy import design_matrix
 
+from fedeval.audit import heights
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, config_dict, config_from_dict
 from fedeval.core.hierarchy import coarsen
 from fedeval.privacy import localdp, probe, report_split
@@ -246,3 +247,29 @@ def test_the_height_choice_sees_the_splits_noise_per_metric():
         cfg, n, lambda n_k, k: localdp.level_variance(int(n), n_k, k, 5.0)
     )
     assert rows[2, 4] == pytest.approx(even[4] * pra) and rows[0, 4] == pytest.approx(even[4] * auc)
+
+
+def test_the_audits_batched_height_choice_reads_the_splits_rows():
+    # The audit's many-probes choice (`fedeval.audit.heights`) must choose what
+    # `probe.height` chooses with the split's per-metric noise, probe by probe.
+    cfg = PrivacyConfig(
+        PrivacyModel.LOCALDP,
+        4,
+        Shape.HIERARCHY,
+        epsilon=5.0,
+        first_level=2,
+        probe_share=0.05,
+        split_level=4,
+        split_share=0.8,
+    )
+    rng = np.random.default_rng(12)
+    n = 200_000
+    labels = (rng.random(n) < 0.2).astype(np.int64)
+    scores = np.where(labels == 1, rng.beta(5, 2, n), rng.beta(2, 5, n))
+    cells = np.minimum((scores * 1024).astype(np.int64), 1023)
+    leaf_counts = np.stack([np.bincount(cells[labels == c], minlength=1024) for c in (0, 1)])
+    found = [probe.draw_localdp(leaf_counts, 0, 4, cfg, rng)[0] for _ in range(24)]
+    one = [probe.height(p, cfg, n, 4, 10) for p in found]
+    many = heights.heights(found, cfg, n, 4, 10)
+    assert many.tolist() == one
+    assert max(one) > 4  # where the split applies
