@@ -32,6 +32,39 @@ top leaves, which the split makes noisier), clipped 1.47–1.57, tree recall 1.4
 smooth (1.23 → 1.79), grid (1.55 → 1.84) and squeezed (1.85 → 2.29): AP reads fine leaves.
 Coverage of the 95% intervals with the split (300 releases, auto): smooth 0.937–0.973 on
 every metric; squeezed 0.943–0.967, AP 0.997.
+
+`--model localdp` (ε = 5) splits the reports instead (`fedeval.privacy.report_split`: a share
+s of the tree reports to the levels ≤ f), and the height choice sees the split
+(`fedeval.privacy.probe.count_sd`'s per-metric rows). Measured (--draws 40, the same 12 quick
+families, f = 4 on all; at h ≤ f the split is the uniform tree: rare, tiny, ultrarare,
+ultrarare-2m unchanged):
+
+    s = 0.8:  auto uniform vs fixed uniform: 52 of 60 within 1.25x (AUC 10/12, AP 8/12, P/R/A 34/36)
+              auto split vs fixed uniform:   52 of 60 within 1.25x (AUC 10/12, AP 7/12, P/R/A 35/36)
+              auto split vs fixed split:     51 of 60 within 1.25x (AUC 9/12, AP 8/12, P/R/A 34/36)
+    s = 0.64: auto split vs fixed uniform:   51 of 60 within 1.25x (AUC 9/12, AP 8/12, P/R/A 34/36)
+    s = 0.8, the height chosen as for the uniform tree (count_sd's factors set to 1):
+              auto split vs fixed uniform:   53 of 60 within 1.25x (AUC 9/12, AP 8/12, P/R/A 36/36)
+
+(A median of 40 errors is known to about ±20%, so 51–53 of 60 are one result.) With s = 0.8 and
+the split-aware choice, auto goes one level finer on tree, squeezed, bimodal and onevalue.
+Better: tree precision 1.47 → 0.40 (error 7.9e-2 → 1.1e-2), squeezed recall 1.33 → 1.03, bimodal
+P/R/A errors −20 to −34%, clipped AP 1.64 → 1.33; worse: squeezed AP 0.91 → 1.88, onevalue
+recall 1.14 → 1.78 and precision 0.72 → 1.22. At fixed heights ≥ 8 the split's P/R/A errors are
+10–40% below the uniform tree's on most families. Not the localdp default: no gain in the count,
+and smooth scores at 200k rows (auto, 40 draws, worst of 5 thresholds) lose a little: precision
+3.38e-3 → 3.75e-3, recall 2.39e-3 → 2.92e-3, AP 1.83e-3 → 2.91e-3 (auto h 5 → 6).
+
+Coverage (benchmarks/hard.py --quick --models localdp --dp-releases 200, every family,
+ReleaseSpec.config set to split as here): the rows under 0.93 are onevalue recall 0.919 and
+logistic-rare AP 0.905 uniform; smooth AUC 0.925, squeezed AP 0.910 (uniform 0.970) and
+logistic-rare AP 0.905 (h = f: the split inert) with the split, which lifts onevalue recall to
+0.934. Smooth at 100k: precision 5.40e-3 → 4.82e-3, recall 3.75e-3 → 3.68e-3, accuracy 3.15e-3 →
+3.07e-3; interval widths equal or narrower (tree recall 1.66e-2 → 1.52e-2, squeezed recall
+2.21e-2 → 1.95e-2).
+Squeezed AP at a fixed h = 9 (the height the split-aware auto picks there; 200 releases):
+coverage 0.960 with the split, 0.925 uniform, so its 0.910 under auto is the AP's coverage at
+the finer heights auto then picks, not the split's draws.
 """
 
 from __future__ import annotations
@@ -62,7 +95,7 @@ def _with_split(share: float):
 
     def config(self, *, n, min_height=0, probe=True):
         cfg = _config(self, n=n, min_height=min_height, probe=probe)
-        if share and min_height and cfg.model is PrivacyModel.DISTDP:
+        if share and min_height and cfg.model is not PrivacyModel.FEDERATED:
             return replace(cfg, split_level=min_height, split_share=share)
         return cfg
 
@@ -83,20 +116,21 @@ def _errors(data, h, draws, kw, share):
 
 
 def run(task):
-    family, n, draws, cache, split_fixed, share = task
+    family, n, draws, cache, split_fixed, share, model = task
     t0 = time.perf_counter()
     data = hard.build(family, n, 0)
-    kw = {"model": "distdp", "epsilon": 1.0, "thresholds": list(hard.THRESHOLDS[family])}
+    eps = height.MODELS[model]
+    kw = {"model": model, "epsilon": eps, "thresholds": list(hard.THRESHOLDS[family])}
     floor = data.axis.auto_floor(data.resolution)
-    top = min(AUTO_MAX_HEIGHT[PrivacyModel.DISTDP], hard.RESOLUTION)
+    top = min(AUTO_MAX_HEIGHT[PrivacyModel(model)], hard.RESOLUTION)
     heights = [h for h in range(2, top + 1) if h >= floor] or [floor]
     even = _errors(data, "auto", draws, kw, 0.0)
     split = _errors(data, "auto", draws, kw, share)
-    key = (family, n, "distdp", draws, cache)
+    key = (family, n, model, draws, cache)
     fixed = {
         h: height.fixed(h, lambda h=h: _errors(data, h, draws, kw, 0.0)[1], key) for h in heights
     }
-    split_key = (family, n, f"distdp-split{share:g}", draws, cache)
+    split_key = (family, n, f"{model}-split{share:g}", draws, cache)
     fixed_split = {  # at h ≤ f a split is the even tree (one side empty)
         h: fixed[h]
         if h <= floor
@@ -117,13 +151,17 @@ def main() -> int:
     ap.add_argument("--cache", help="height.py's folder of the fixed heights' errors")
     ap.add_argument("--split-fixed", action="store_true", help="also every fixed height split")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--model", choices=tuple(height.MODELS), default="distdp")
     args = ap.parse_args()
     sizes = dict.fromkeys(hard.FAMILIES, 100_000) | hard.SMALL_ROWS
     tasks = [
-        (f, sizes[f], args.draws, args.cache, args.split_fixed, args.share) for f in args.families
+        (f, sizes[f], args.draws, args.cache, args.split_fixed, args.share, args.model)
+        for f in args.families
     ]
+    what = "of ε" if args.model == "distdp" else "of the reports"
     print(
-        f"distdp ε = 1, {args.draws} draws; split: share {args.share:g} to the levels ≤ f (f: the"
+        f"{args.model} ε = {height.MODELS[args.model]:g}, {args.draws} draws; split {what}: "
+        f"share {args.share:g} to the levels ≤ f (f: the"
     )
     print("thresholds' alignment level); xfit = auto's median |error| / the best fixed height's,")
     print("cross-fitted (height.py). ref even: fixed heights with the even tree; ref split: split")

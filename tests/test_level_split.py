@@ -64,10 +64,8 @@ def test_a_split_is_a_stored_setting_of_distdp_only():
     cfg = _config(relation=Relation.REPLACE)
     assert config_from_dict(config_dict(cfg)) == cfg
     assert "split_share" not in config_dict(replace(cfg, split_level=0, split_share=0.0))
-    with pytest.raises(UsageError, match="distdp only"):
-        PrivacyConfig(
-            PrivacyModel.LOCALDP, 5, Shape.HIERARCHY, epsilon=5.0, split_level=2, split_share=0.8
-        )
+    with pytest.raises(UsageError, match=r"localdp \(of the reports\) only"):
+        PrivacyConfig(PrivacyModel.FEDERATED, 5, Shape.HIERARCHY, split_level=2, split_share=0.8)
     for f, s in ((2, 0.0), (0, 0.5), (2, 1.0), (-1, 0.5), (2, -0.1)):
         with pytest.raises(UsageError):
             _config(f=f, s=s)

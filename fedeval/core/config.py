@@ -313,12 +313,13 @@ class PrivacyConfig:
     cohort_floor : with t > 0, the smallest cohort the shares are sized for (the encoder's
         minimum cohort, > t): a cohort's noise is at most cohort_floor/(cohort_floor − t) times
         the discrete Laplace, the bound the intervals use (the analyst does not know m).
-    split_level, split_share : distdp only, the tree's ε split over its levels
-        (`fedeval.privacy.level_split`): a share s of ε_tree spread evenly over the released
-        levels k ≤ f (f = split_level), 1 − s evenly over the finer ones; (0, 0.0): every level
-        the same share (the papers' tree). A rule rather than a list of shares so that it
-        stays valid at the height a probe chooses later; `level_shares` are its shares at
-        this height.
+    split_level, split_share : the tree's split over its levels: under distdp of ε
+        (`fedeval.privacy.level_split`), under localdp of the reports (each tree report's
+        level drawn with these probabilities, `fedeval.privacy.localdp`): a share s spread
+        evenly over the released levels k ≤ f (f = split_level), 1 − s evenly over the finer
+        ones; (0, 0.0): every level the same share (the papers' tree). A rule rather than a
+        list of shares so that it stays valid at the height a probe chooses later;
+        `level_shares` are its shares at this height.
     """
 
     model: PrivacyModel
@@ -402,8 +403,11 @@ class PrivacyConfig:
                 "`split_level` and `split_share` go together: the share s of ε given to the "
                 "levels up to f (both 0 for an even split)."
             )
-        if f and self.model is not PrivacyModel.DISTDP:
-            raise UsageError("a split of ε over the levels applies to distdp only.")
+        if f and self.model is PrivacyModel.FEDERATED:
+            raise UsageError(
+                "a split over the levels applies to distdp (of ε) and localdp (of the reports) "
+                "only."
+            )
         object.__setattr__(self, "split_level", int(f))
         object.__setattr__(self, "split_share", float(s))
 

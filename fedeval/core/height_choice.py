@@ -349,17 +349,20 @@ def choose_height(
     read (nan) has a ratio of 1 at every height (`HeightChoice.ratio`), so it does not move the
     choice; where that leaves none of `metrics` readable, the choice is the default's, over all
     three (a ratio of 1 everywhere would otherwise tie every height, and ties go to the finest,
-    the noisiest). Ties go to the finer height."""
+    the noisiest). Ties go to the finer height.
+    `count_sd` may also be (3, H), one row per metric (AUC, AP, P/R/A): a localdp split of the
+    reports over the levels gives them different noise (`fedeval.privacy.report_split`)."""
     hist = np.asarray(hist, dtype=np.float64)
     heights = np.asarray(heights, dtype=np.int64)
     count_sd = np.asarray(count_sd, dtype=np.float64)
+    sd_auc, sd_ap, sd_pra = np.broadcast_to(count_sd, (3, len(heights)))  # localdp split: rows
     neg, pos = (max(float(t), 1.0) for t in hist.sum(axis=-1))
     k_auc, k_ap = NOISE_SCALE[model]
     noise = np.stack(
         [
-            k_auc * count_sd * np.sqrt(1.0 / pos**2 + 1.0 / neg**2),
-            k_ap * count_sd / pos,
-            count_sd / min(pos, neg),
+            k_auc * sd_auc * np.sqrt(1.0 / pos**2 + 1.0 / neg**2),
+            k_ap * sd_ap / pos,
+            sd_pra / min(pos, neg),
         ]
     )
     bias = np.zeros_like(noise)

@@ -2,7 +2,8 @@
 
 The domain of a level-k report is label × cell (2 · 2^k bits), so one OUE report covers both
 class histograms at the cost of one. Under the hierarchy shape each example reports one level,
-chosen uniformly at random, with the full ε; the aggregator rescales that level's counts by
+chosen at random (uniformly, or with a public split's probabilities,
+`fedeval.privacy.report_split`), with the full ε; the aggregator rescales that level's counts by
 n / n_k (Cormode & Markov, appendix A; Wang et al. 2017). Changing an example's input changes
 the distribution of two bits by a factor p(1 − q) / (q(1 − p)) = e^ε, so each report is ε-LDP.
 Under unit client each example reports at ε/L and every client sends exactly L reports: a client
@@ -27,6 +28,7 @@ from fedeval.core.config import ModelTraits, PrivacyConfig, PrivacyModel, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import coarsen, consistent_leaves, monotone_cumulative
 from fedeval.core.release import Probe, Release, ScoreHistogram, level_offsets
+from fedeval.privacy import report_split
 from fedeval.privacy.base import CLASSES, ClientBatch, SavedCounts, counts_public, first_cell
 from fedeval.privacy.events import DpEvent, PureEvent
 from fedeval.privacy.noise import LevelReports, oue_probabilities, oue_sparse, oue_sum
@@ -93,9 +95,7 @@ def parameters(mech: Mechanism) -> dict[str, Any]:
         "epsilon_per_report": mech.report_epsilon,
         "domain": "label × cell of one level",
         "levels_per_example": 1,
-        "level_assignment": "uniform at random over the released levels"
-        if len(cfg.levels) > 1
-        else "the leaf level",
+        **report_split.assignment_parameters(cfg),
         "reports_per_client": f"exactly {cfg.max_examples} (empty reports pad a "
         "client with fewer examples)"
         if cfg.unit is Unit.CLIENT
@@ -135,7 +135,7 @@ def claim(mech: Mechanism) -> str:
         if cfg.probed
         else ""
     )
-    bits = (
+    bits = report_split.claim_words(cfg) + (
         "; the bits are drawn in 53-bit floating point (a uniform against p for "
         "the report's own bit, numpy's binomial sampler for how many others turn "
         "on) and taken as exact: p and q hold only to within floating-point "
@@ -195,8 +195,12 @@ def probe_words(config: PrivacyConfig) -> str:
 
 def report_bytes(config: PrivacyConfig) -> float:
     """Payload one client sends per report: one level's OUE bits (2·2^k, packed into whole
-    bytes) and the level's index, averaged over the levels (one such report per example)."""
-    return float(np.mean([1 + ((2 << k) + 7) // 8 for k in config.levels]))
+    bytes) and the level's index, averaged over the levels as they are drawn (one such report
+    per example)."""
+    sizes = [1 + ((2 << k) + 7) // 8 for k in config.levels]
+    if not config.level_split:
+        return float(np.mean(sizes))
+    return float(np.dot(sizes, report_split.level_probabilities(config)))
 
 
 def batch_width(config: PrivacyConfig) -> int:
@@ -284,18 +288,19 @@ def draw(
     pad: int | None = None,
     probe: Probe | None = None,
 ) -> Release:
-    """Split reports over the levels (multinomial per cell; empty reports too), then Binomial
-    sums of OUE bits. After a probe round, `leaf_counts` and `pad` are the reports it left."""
+    """Split reports over the levels (multinomial per cell at the levels' probabilities,
+    `report_split`; empty reports too), then Binomial sums of OUE bits. After a probe round,
+    `leaf_counts` and `pad` are the reports it left."""
     levels = config.levels
     g = len(levels)
-    uniform = np.full(g, 1.0 / g)
+    probs = report_split.level_probabilities(config)  # 1/g each without a split
     if g == 1:
         split = leaf_counts[..., None]
     else:
-        split = rng.multinomial(leaf_counts, uniform)  # (2, L, g)
+        split = rng.multinomial(leaf_counts, probs)  # (2, L, g)
     if pad is None:
         pad = empty_reports(int(leaf_counts.sum()), n_clients, config)
-    pad_split = rng.multinomial(pad, uniform) if g > 1 else np.array([pad])
+    pad_split = rng.multinomial(pad, probs) if g > 1 else np.array([pad])
     parts, reporters = [], []
     for i, k in enumerate(levels):
         true_k = coarsen(split[..., i], k)  # (2, 2^k)
@@ -359,12 +364,13 @@ def sparse_reports(
     rng: np.random.Generator,
     real: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[LevelReports]]:
-    """What every report says: the index of its uniformly chosen level, and per level i the
-    OUE reports (`oue_sparse`) of the reports that chose it, in their order. A report that is
-    not `real` (padding) randomises the all-zero vector."""
+    """What every report says: the index of its level (drawn before and independently of its
+    data, `report_split.draw_levels`), and per level i the OUE reports (`oue_sparse`) of the
+    reports that chose it, in their order. A report that is not `real` (padding) randomises
+    the all-zero vector."""
     levels = config.levels
     h = config.height
-    group = rng.integers(len(levels), size=len(cells))
+    group = report_split.draw_levels(len(cells), config, rng)
     # Every report's column at its own level, then the reports grouped by level in their order
     # (a stable sort of the small level index): one gather instead of a mask per level.
     kk = np.asarray(levels, np.int64)[group]
@@ -535,7 +541,8 @@ def measurement_noise(
     Every part of a decoded count's covariance is linear in the true leaf counts c (OUE's, Wang
     et al. 2017 eq. 9, `cell_variance`; the multinomial sampling's, across levels too), so it is
     estimated without bias at the unclamped consistent leaves ĉ. Sampling: each example reports
-    one level, chosen uniformly, so a level-k count is estimated from about 1/g of the examples;
+    one level, chosen at random with the levels' probabilities π_k (1/g each without a split,
+    `report_split`), so a level-k count is estimated from about π_k of the examples;
     the choice is redrawn jointly over the levels (an example that reports one level reports no
     other: the levels' errors of a cell covary by −c, and range queries that combine levels are
     less variable than independent draws would make them). It needs counts ≥ 0: the monotone
@@ -553,12 +560,14 @@ def measurement_noise(
     n_total = float(hist.total_reports)
     levels = list(hist.config.levels)
     g = len(levels)
-    share = (1.0 - hist.config.probe_share) / g  # a report's chance of each level
+    tree = 1.0 - hist.config.probe_share  # a report's chance of each level: of the tree's
+    split = hist.config.level_split  # share 1/g each, or the split's (`report_split`)
+    share = tree * report_split.level_probabilities(hist.config) if split else np.full(g, tree / g)
     raw = np.minimum(hist.leaves, n_total)  # unbiased estimates of the true counts, (2, L)
     leaves = np.clip(np.diff(monotone_cumulative(raw), axis=-1), 0.0, n_total)  # ≥ 0
     pooled = pooled_level(tuple(levels), hist.probe_level, hist.probe_reports)
     reporters = list(hist.reporters)
-    share_of = np.full(g, share)  # a report's chance of measuring each level
+    share_of = share.copy()  # a report's chance of measuring each level
     if pooled is not None:  # the probe's reports measure this level too (`pooled_level`)
         reporters[pooled] += hist.probe_reports
         share_of[pooled] += hist.config.probe_share

@@ -35,6 +35,7 @@ from fedeval.core.params import (
     probe_height,
 )
 from fedeval.core.release import Probe
+from fedeval.privacy import localdp, report_split
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
     dense,
@@ -167,14 +168,21 @@ def totals(probe: Probe, config: PrivacyConfig, total_reports: int = 0) -> tuple
 def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> np.ndarray:
     """The sd of one released count of the tree at each candidate height (`config` being the
     two-phase configuration): discrete Laplace at α = exp(−ε_tree/Δ(h)) (distdp), or OUE over
-    the reports that go to each of the g(h) levels, √(g·n·σ²_OUE/(1 − s)) (localdp)."""
+    the reports that go to each of the g(h) levels, √(g·n·σ²_OUE/(1 − s)) (localdp). Where a
+    localdp split of the reports over the levels applies at some candidate height
+    (`fedeval.privacy.report_split`), one row per metric (AUC, AP, P/R/A), (3, H): the
+    uniform tree's sd times the split's factor for that metric (1 where no split applies)."""
     out = []
     for h in np.asarray(heights).tolist():
         cfg = replace(config, height=int(h))
         mech = mechanism_of(cfg)
         if config.model is PrivacyModel.LOCALDP:
             n = max(total_reports, 1) * (1.0 - config.probe_share)
-            out.append(np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config))))
+            sd = np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config)))
+            if cfg.level_split:  # the reports split over the levels: per metric (AUC, AP, P/R/A)
+                out.append(sd * np.asarray(_split_factors(cfg, n)))
+                continue
+            out.append(sd)
         else:
             v = mech.cohort_noise_variance
             if v is None:
@@ -186,7 +194,20 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
                 assert eps is not None and sens is not None
                 v = discrete_laplace_variance(laplace_alpha(eps, sens)) * cfg.share_factor
             out.append(np.sqrt(v))
+    if any(np.ndim(x) for x in out):  # a localdp split at some candidate: (3, H)
+        return np.stack([np.broadcast_to(x, (3,)) for x in out], axis=-1).astype(np.float64)
     return np.asarray(out, np.float64)
+
+
+def _split_factors(config: PrivacyConfig, n: float) -> tuple[float, float, float]:
+    """A localdp split's noise over the uniform tree's at `config`'s height, for the AUC, AP and
+    P/R/A (`fedeval.privacy.report_split.noise_factors`, at `localdp.level_variance`)."""
+    eps = _report_epsilon(config)
+    reports = max(int(n), 1)
+    auc, pra = report_split.noise_factors(
+        config, reports, lambda n_k, k: localdp.level_variance(reports, n_k, k, eps)
+    )
+    return auc, auc, pra
 
 
 def choice(
