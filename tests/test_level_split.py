@@ -23,6 +23,7 @@ from fedeval.core.config import (
 )
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import consistent_leaves
+from fedeval.core.release import level_offsets
 from fedeval.documents.release_file import load_release, save_release
 from fedeval.privacy import decode as decoding
 from fedeval.privacy import distdp, level_split, probe
@@ -217,12 +218,54 @@ def test_a_saved_split_release_reads_back_and_its_ledger_event_composes_to_epsil
         assert compose([event], 0.0) == pytest.approx(1.0, rel=1e-14)
 
 
-def test_a_split_does_not_move_the_height_a_probe_chooses():
-    # The height choice's noise model of a split is still the even tree's (module docstring of
-    # fedeval.privacy.level_split): the same predicted count sd at every candidate height.
+def test_read_variances_are_the_least_squares_variances():
+    # a'(AᵀWA)⁻¹a of each metric's reading, against a dense solve with a split's variances.
+    levels, variances, floor = (1, 2, 3, 4, 5), (0.5, 0.5, 0.5, 4.0, 4.0), 3
+    a = design_matrix(list(levels))
+    w = np.concatenate([np.full(1 << k, 1 / v) for k, v in zip(levels, variances, strict=True)])
+    cov = np.linalg.inv(a.T @ (w[:, None] * a))
+    j = np.arange(32)
+    ramp, leaf = (j + 0.5) / 32, (j == 0).astype(float)
+    prefixes = [(j >= 4 * e).astype(float) for e in range(1, 8)]  # edges of level 3
+    want = [ramp @ cov @ ramp, leaf @ cov @ leaf, np.mean([p @ cov @ p for p in prefixes])]
+    got = level_split.read_variances(variances, levels, floor)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_a_split_moves_the_noise_the_height_choice_predicts():
+    # Above f + 1 the split lowers the noise of P/R/A's counts and of the AUC's sum over the
+    # leaves, and raises each leaf's (which the AP reads); at h ≤ f + 1 with s·(f + 1) = f
+    # nothing changes. The old model took the even tree's count sd for every metric.
     split = _config(height=4, f=4, s=0.8, probe_share=0.05)
     even = replace(split, split_level=0, split_share=0.0)
     heights = np.arange(4, 15)
-    np.testing.assert_array_equal(
-        probe.count_sd(split, heights, 0), probe.count_sd(even, heights, 0)
-    )
+    got, base = probe.count_sd(split, heights, 0), probe.count_sd(even, heights, 0)
+    assert got.shape == (3, len(heights))
+    np.testing.assert_allclose(got[:, :2], np.stack([base[:2]] * 3), rtol=1e-12)
+    auc, ap, pra = got[:, 2:] / base[2:]
+    assert np.all(auc < 1) and np.all(pra < 1) and np.all(ap > 1)
+    assert np.all(np.diff(pra) < 0) and np.all(np.diff(ap) > 0)
+
+
+def test_read_sd_factors_match_the_decoded_noise():
+    # The factors against the decoded noise of the deployed draw (per level at α_k, weighted
+    # consistency): the sd of one leaf and of the count of [t, 1] at level-f edges, split over
+    # even, over 3,000 draws of h = 7, f = 3 (both classes' leaves pooled: 2·128 leaf readings
+    # and 2·7 edge readings a draw; relative sd of a variance ratio ≈ 2/√(draws·readings),
+    # under 1.5% for the edges: 6% is 4 of those sds).
+    rng = np.random.default_rng(11)
+    cfg = _config(height=7, f=3, s=0.8)
+    even = replace(cfg, split_level=0, split_share=0.0)
+    sds = []
+    for c in (cfg, even):
+        alphas = distdp.level_alphas(c)
+        off = level_offsets(c)
+        noise = np.stack([level_split.noise_vector(c, alphas, rng) for _ in range(3000)])
+        v = [discrete_laplace_variance(x) for x in alphas]
+        parts = [noise[:, off[i] : off[i + 1]].reshape(3000, 2, -1) for i in range(len(v))]
+        leaves = consistent_leaves(parts, v, c.levels)
+        tops = np.cumsum(leaves[..., ::-1], axis=-1)[..., ::-1][..., 16::16]  # [t, 1], t = e/8
+        sds.append([leaves.std(), tops.std()])
+    tree_eps = distdp.tree_epsilon(cfg)
+    want = level_split.read_sd_factors(cfg, tree_eps, 3)[1:]
+    np.testing.assert_allclose(np.divide(*sds), want, rtol=0.06)

@@ -181,3 +181,14 @@ def test_two_phase_audit_catches_finer_levels_noised_for_more_than_their_share(m
     monkeypatch.setattr(distdp, "level_alphas", alphas)
     bound = audit.audit_epsilon(TWO_PHASE_SPLITS[0], trials, np.random.default_rng(3))
     assert bound.epsilon_lb > 1.0, bound
+
+
+def test_two_phase_fast_trials_of_a_split_equal_the_documents():
+    # The audit's batched height choice (`fedeval.audit.heights`) reads the split's per-metric
+    # noise as `probe.height` does: the same heights, released counts and statistic.
+    scenario = audit.Scenario("distdp", "add-remove", height="auto", per_client=532, split=(4, 0.8))
+    docs = audit.distdp_two_phase_statistic(scenario, 40, np.random.default_rng(3), documents=40)
+    fast = audit.distdp_two_phase_statistic(scenario, 40, np.random.default_rng(3), documents=0)
+    assert len(np.unique(docs[2])) >= 2
+    for a, b in zip(docs, fast, strict=True):
+        np.testing.assert_array_equal(a, b)
