@@ -181,7 +181,8 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
             )
             for h in heights.tolist()
         ]
-        return np.asarray(factors).T * even
+        sds: np.ndarray = np.asarray(factors).T * even
+        return sds
     out = []
     for h in heights.tolist():
         cfg = replace(config, height=int(h))
