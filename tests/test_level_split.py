@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -269,3 +270,51 @@ def test_read_sd_factors_match_the_decoded_noise():
     tree_eps = distdp.tree_epsilon(cfg)
     want = level_split.read_sd_factors(cfg, tree_eps, 3)[1:]
     np.testing.assert_allclose(np.divide(*sds), want, rtol=0.06)
+
+
+def test_level_split_setting_resolves_to_the_split_before_data_are_read():
+    # auto: f = the thresholds' alignment level (public), s = SPLIT_SHARE, distdp only; F:S as
+    # given; off (the default): the even tree.
+    from fedeval.core.params import SPLIT_SHARE
+    from fedeval.core.spec import ReleaseSpec
+
+    def split(**kw):
+        cfg = ReleaseSpec.of(**kw).config(n=100_000, min_height=3)
+        return cfg.split_level, cfg.split_share
+
+    assert split() == (0, 0.0)
+    assert split(level_split="auto") == (3, SPLIT_SHARE)
+    assert split(level_split="5:0.6", height=9) == (5, 0.6)
+    assert split(level_split="auto", model="localdp") == (0, 0.0)
+    for bad in ("3", "0:0.5", "4:1", "4:nan", "even"):
+        with pytest.raises(UsageError, match="off, auto or F:S"):
+            ReleaseSpec.of(level_split=bad)
+    with pytest.raises(UsageError, match="distdp"):
+        ReleaseSpec.of(model="localdp", level_split="4:0.8")
+
+
+def test_level_split_option_reaches_every_document(cli, workdir):
+    # --level-split on the command line: the report states f and s and the levels' own ε; a
+    # setting the saved release fixes is refused with --from; a bad one exits 2, writes nothing.
+    import json
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    y = rng.random(4000) < 0.4
+    pd.DataFrame({"score": rng.beta(2 + 2 * y, 3), "label": y}).to_parquet("t.parquet")
+    args = ["evaluate", "t.parquet", "--thresholds", "0.25,0.5,0.75", "--height", "6"]
+    ok = cli(*args, "--level-split", "auto", "--save-release", "r.fedeval", "-f", "json")
+    assert ok.exit_code == 0, ok.stderr
+    privacy = json.loads(ok.stdout)["privacy"]
+    assert (privacy["split_level"], privacy["split_share"]) == (2, 0.8)
+    assert [r["share"] for r in privacy["mechanism"]["levels"]] == pytest.approx(
+        [0.4, 0.4, 0.05, 0.05, 0.05, 0.05]
+    )
+    assert "a share 0.8 spread evenly over the levels up to 2" in privacy["guarantee"]
+    saved = json.loads(Path("r.fedeval").read_text())
+    assert (saved["privacy"]["split_level"], saved["privacy"]["split_share"]) == (2, 0.8)
+    again = cli("evaluate", "--from", "r.fedeval", "--level-split", "4:0.5")
+    assert again.exit_code == 2 and "--level-split" in again.stderr
+    bad = cli(*args, "--level-split", "2:1.5", "-o", "out.json")
+    assert bad.exit_code == 2 and not Path("out.json").exists()

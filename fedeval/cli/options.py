@@ -113,6 +113,17 @@ ShapeOpt = Annotated[
         panel=RELEASE,
     ),
 ]
+LevelSplitOpt = Annotated[
+    str,
+    option(
+        "distdp: the tree's ε over its levels. off: evenly; auto: 80% evenly over the levels "
+        "up to the thresholds' (where --thresholds are cell edges), 20% over the finer ones; "
+        "F:S: a share S to the levels up to F. Public, stated in every report.",
+        "--level-split",
+        metavar="off|auto|F:S",
+        panel=PRIVACY,
+    ),
+]
 SeedOpt = Annotated[
     int | None,
     option("Reproducible simulation: its noise is NOT private.", panel=PRIVACY, shown=False),

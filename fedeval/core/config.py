@@ -286,6 +286,11 @@ def check_choices(
     return model, epsilon, check_unit(unit, max_examples), check_relation(model, relation)
 
 
+DEFAULT_LEVEL_SPLIT = "off"
+"""`level_split` (`fedeval.core.spec.ReleaseSpec`, `--level-split`) unless a run sets it: the
+even tree, the papers' split of ε over the levels."""
+
+
 @dataclass(frozen=True)
 class PrivacyConfig:
     """Everything that determines the noise in a release.

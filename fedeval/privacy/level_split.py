@@ -54,7 +54,12 @@ reads (the AUC a ramp over the leaves, the AP one leaf, P/R/A a count of [t, 1] 
 thresholds' edges) under the split's variances over the same under the even tree's. So auto
 picks the height for the split actually used: P/R/A's noise falls, the AP's rises.
 
-Not yet: a split under localdp (reports per level, drawn before data are read).
+**The setting** (`--level-split off|auto|F:S`, `ReleaseSpec.level_split`,
+`fedeval.core.params.level_split_of`): auto takes f = the thresholds' alignment level and
+s = SPLIT_SHARE = 0.8 under distdp (the even tree where no threshold sets a level).
+
+Not yet: a split under localdp (reports per level, drawn before data are read), and an option
+of `encode` and the Flower run (their trees follow the spec's default).
 """
 
 from __future__ import annotations
