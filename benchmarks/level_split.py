@@ -1,6 +1,5 @@
 """Does splitting the tree's ε over its levels bring `--height auto` within 1.25× of the best
-fixed height? (distdp, `fedeval.privacy.level_split`; a prototype: the library has the split,
-this script sets it, no CLI option does yet.)
+fixed height? (distdp, `fedeval.privacy.level_split`, set as `--level-split F:S`.)
 
 The split: a share s of the tree's ε evenly over the levels up to f, the thresholds' alignment
 level (the least height auto may pick: the level at which every declared threshold is a cell
@@ -8,7 +7,7 @@ edge), 1 − s over the finer ones. s = 0.8 = 1/1.25 by the target itself: a cou
 level-f edge is read from at most one node per level ≤ f, each at s·ε/f instead of the
 height-f tree's ε/f, so its noise sd is at most 1/s = 1.25× that tree's whatever the height
 (the finer levels' measurements, combined by least squares, only lower it); no family's
-numbers chose it.
+numbers chose it (`--level-split auto` is f = the alignment level, s = 0.8).
 
 For each of `benchmarks/height.py`'s quick families (distdp ε = 1, n = 100k, tiny 2k), R noise
 draws (seeds 1000 + r, as height.py) of: auto with the even tree, auto with the split, and
@@ -19,19 +18,22 @@ the cross-fitted ratio of auto's median |error| to the best fixed height's (heig
 
     .venv/bin/python benchmarks/level_split.py --draws 40 --cache DIR [--split-fixed]
 
-Measured (--draws 40 --split-fixed, the 12 quick families at 100k, tiny 2k; f = 4 on all; the
-height auto chose is the same with and without the split, `fedeval.privacy.probe.count_sd`):
+Measured (--draws 40 --split-fixed, the 12 quick families at 100k, tiny 2k; f = 4 on all), the
+height choice modelling the split's per-metric noise (`fedeval.privacy.probe.count_sd`):
 
     auto even vs fixed even: 22 of 60 within 1.25x (AUC 7/12, AP 4/12, P/R/A 11/36)
-    auto split vs fixed even: 38 of 60 within 1.25x (AUC 9/12, AP 3/12, P/R/A 26/36)
-    auto split vs fixed split: 38 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 26/36)
+    auto split vs fixed even: 37 of 60 within 1.25x (AUC 8/12, AP 3/12, P/R/A 26/36)
+    auto split vs fixed split: 39 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 27/36)
 
-Where auto chooses h = f (rare, tiny, ultrarare, ultrarare-2m) the split changes nothing. Worst
-P/R/A ratios left with the split: smooth precision 1.91 (the sparse-threshold rule reads the
-top leaves, which the split makes noisier), clipped 1.47–1.57, tree recall 1.45; AP worse on
-smooth (1.23 → 1.79), grid (1.55 → 1.84) and squeezed (1.85 → 2.29): AP reads fine leaves.
-Coverage of the 95% intervals with the split (300 releases, auto): smooth 0.937–0.973 on
-every metric; squeezed 0.943–0.967, AP 0.997.
+(With the even tree's noise model the split's auto chose the even tree's heights: 38, 38.) The
+split-aware model moves two families: squeezed 8.5 → 9, grid 6 → 5, where the grid's AUC
+ratio goes 0.77 → 4.53 (the probe underreads the grid's AUC bias at h = 5; the split itself
+also doubles the grid's AUC error at h ≥ 7, where the AUC reads the fine levels of tied
+scores). Where auto chooses h = f (rare, tiny, ultrarare, ultrarare-2m) the split changes
+nothing. Worst P/R/A ratios left with the split: smooth precision 1.91, clipped 1.47–1.57,
+tree recall 1.47; AP worse on smooth (1.23 → 1.79) and squeezed (1.85 → 2.10): AP reads the
+fine leaves, whose sd the split multiplies by about (h − f)/(h·(1 − s)) (2.5 at h = 8).
+Coverage with the split: `benchmarks/hard.py --quick --models distdp --level-split auto`.
 """
 
 from __future__ import annotations
@@ -40,46 +42,29 @@ import argparse
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 
 import hard
 import height
 import numpy as np
 
 from fedeval.api.evaluate import evaluate_data
-from fedeval.core import spec as spec_module
 from fedeval.core.config import PrivacyModel
 from fedeval.core.params import AUTO_MAX_HEIGHT
 
 SHARE = 0.8
 """s = 1/1.25 (module docstring)."""
 
-_config = spec_module.ReleaseSpec.config
 
-
-def _with_split(share: float):
-    """`ReleaseSpec.config` with the split at f = the thresholds' alignment level (min_height)."""
-
-    def config(self, *, n, min_height=0, probe=True):
-        cfg = _config(self, n=n, min_height=min_height, probe=probe)
-        if share and min_height and cfg.model is PrivacyModel.DISTDP:
-            return replace(cfg, split_level=min_height, split_share=share)
-        return cfg
-
-    return config
-
-
-def _errors(data, h, draws, kw, share):
-    spec_module.ReleaseSpec.config = _with_split(share)  # type: ignore[method-assign]
-    try:
-        errs, used = [], []
-        for r in range(draws):
-            ev = evaluate_data(data, height=h, seed=1000 + r, ci_draws=0, **kw)
-            errs.append(height.errors(ev))
-            used.append(ev.config.height)
-        return np.asarray(used, float), np.asarray(errs)
-    finally:
-        spec_module.ReleaseSpec.config = _config  # type: ignore[method-assign]
+def _errors(data, h, draws, kw, share, floor):
+    """(heights used, |errors| (R, 5)) of R releases at `h`, the tree's ε split at f = `floor`
+    with share `share` (`--level-split F:S`; 0: off)."""
+    split = f"{floor}:{share:g}" if share and floor else "off"
+    errs, used = [], []
+    for r in range(draws):
+        ev = evaluate_data(data, height=h, seed=1000 + r, ci_draws=0, level_split=split, **kw)
+        errs.append(height.errors(ev))
+        used.append(ev.config.height)
+    return np.asarray(used, float), np.asarray(errs)
 
 
 def run(task):
@@ -90,17 +75,18 @@ def run(task):
     floor = data.axis.auto_floor(data.resolution)
     top = min(AUTO_MAX_HEIGHT[PrivacyModel.DISTDP], hard.RESOLUTION)
     heights = [h for h in range(2, top + 1) if h >= floor] or [floor]
-    even = _errors(data, "auto", draws, kw, 0.0)
-    split = _errors(data, "auto", draws, kw, share)
+    even = _errors(data, "auto", draws, kw, 0.0, floor)
+    split = _errors(data, "auto", draws, kw, share, floor)
     key = (family, n, "distdp", draws, cache)
     fixed = {
-        h: height.fixed(h, lambda h=h: _errors(data, h, draws, kw, 0.0)[1], key) for h in heights
+        h: height.fixed(h, lambda h=h: _errors(data, h, draws, kw, 0.0, floor)[1], key)
+        for h in heights
     }
     split_key = (family, n, f"distdp-split{share:g}", draws, cache)
     fixed_split = {  # at h ≤ f a split is the even tree (one side empty)
         h: fixed[h]
         if h <= floor
-        else height.fixed(h, lambda h=h: _errors(data, h, draws, kw, share)[1], split_key)
+        else height.fixed(h, lambda h=h: _errors(data, h, draws, kw, share, floor)[1], split_key)
         for h in (heights if split_fixed else [])
     }
     print(f"  {family}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
