@@ -275,17 +275,19 @@ def test_read_sd_factors_match_the_decoded_noise():
 def test_level_split_setting_resolves_to_the_split_before_data_are_read():
     # auto: f = the thresholds' alignment level (public), s = SPLIT_SHARE, distdp only; F:S as
     # given; off (the default): the even tree.
-    from fedeval.core.params import SPLIT_SHARE
+    from fedeval.core.params import AP_LEAF_BOUND, SPLIT_SHARE
     from fedeval.core.spec import ReleaseSpec
 
     def split(**kw):
         cfg = ReleaseSpec.of(**kw).config(n=100_000, min_height=3)
-        return cfg.split_level, cfg.split_share
+        return cfg.split_level, cfg.split_share, cfg.split_leaf_bound
 
-    assert split() == (0, 0.0)
-    assert split(level_split="auto") == (3, SPLIT_SHARE)
-    assert split(level_split="5:0.6", height=9) == (5, 0.6)
-    assert split(level_split="auto", model="localdp") == (0, 0.0)
+    assert split() == (0, 0.0, 0.0)
+    assert split(level_split="auto") == (3, SPLIT_SHARE, AP_LEAF_BOUND)  # the AP is reported
+    assert split(level_split="auto", height="auto:ap,auc") == (3, SPLIT_SHARE, AP_LEAF_BOUND)
+    assert split(level_split="auto", height="auto:auc,recall") == (3, SPLIT_SHARE, 0.0)
+    assert split(level_split="5:0.6", height=9) == (5, 0.6, 0.0)
+    assert split(level_split="auto", model="localdp") == (0, 0.0, 0.0)
     for bad in ("3", "0:0.5", "4:1", "4:nan", "even"):
         with pytest.raises(UsageError, match="off, auto or F:S"):
             ReleaseSpec.of(level_split=bad)
@@ -308,13 +310,32 @@ def test_level_split_option_reaches_every_document(cli, workdir):
     assert ok.exit_code == 0, ok.stderr
     privacy = json.loads(ok.stdout)["privacy"]
     assert (privacy["split_level"], privacy["split_share"]) == (2, 0.8)
+    # h = 6, f = 2, the AP reported: s = min(0.8, 1 − 4/(1.25·6)) = 7/15
+    assert privacy["split_leaf_bound"] == 1.25
     assert [r["share"] for r in privacy["mechanism"]["levels"]] == pytest.approx(
-        [0.4, 0.4, 0.05, 0.05, 0.05, 0.05]
+        [7 / 30, 7 / 30, 2 / 15, 2 / 15, 2 / 15, 2 / 15]
     )
-    assert "a share 0.8 spread evenly over the levels up to 2" in privacy["guarantee"]
+    assert "a share 0.466667 spread evenly over the levels up to 2" in privacy["guarantee"]
     saved = json.loads(Path("r.fedeval").read_text())
     assert (saved["privacy"]["split_level"], saved["privacy"]["split_share"]) == (2, 0.8)
     again = cli("evaluate", "--from", "r.fedeval", "--level-split", "4:0.5")
     assert again.exit_code == 2 and "--level-split" in again.stderr
     bad = cli(*args, "--level-split", "2:1.5", "-o", "out.json")
     assert bad.exit_code == 2 and not Path("out.json").exists()
+
+
+def test_a_leaf_bound_keeps_the_aps_noise_within_it_at_every_height():
+    # s(h) = min(s, 1 − (h − f)/(c·h)): the leaves' read sd (what the AP reads) at most c ×
+    # the even tree's, exactly where the leaf's own level dominates and below it elsewhere;
+    # without the bound s = 0.8 gives 2.5× at h = 8. The bound is stated and read back.
+    for h in range(5, 15):
+        cfg = _config(height=h, f=4, s=0.8, split_leaf_bound=1.25)
+        assert cfg.split_share_here == pytest.approx(min(0.8, 1 - (h - 4) / (1.25 * h)))
+        assert sum(cfg.level_shares) == pytest.approx(1.0)
+        _, ap, pra = level_split.read_sd_factors(cfg, 1.0, 4)
+        assert ap <= 1.25 * 1.001 and pra <= 1.0 + 1e-9  # 2α/(1 − α)² ≈ 2/ε² + …
+    assert level_split.read_sd_factors(_config(height=8, f=4, s=0.8), 1.0, 4)[1] > 2.4
+    cfg = _config(height=8, f=4, s=0.8, split_leaf_bound=1.25)
+    assert config_from_dict(config_dict(cfg)) == cfg
+    with pytest.raises(UsageError, match="split_leaf_bound"):
+        _config(height=8, f=4, s=0.8, split_leaf_bound=0.5)

@@ -280,7 +280,7 @@ def resolve_config(
         shape = Shape(shape)
     except ValueError as e:
         raise UsageError(f"unknown shape {shape!r}; choose hierarchy, flat or auto.") from e
-    split = level_split_of(level_split, model, min_height)
+    split = level_split_of(level_split, model, min_height, height_for)
     return PrivacyConfig(
         model=model,
         height=height,
@@ -294,6 +294,7 @@ def resolve_config(
         height_for=height_for if probe_share else (),
         split_level=split[0],
         split_share=split[1],
+        split_leaf_bound=split[2],
     )
 
 
@@ -303,6 +304,13 @@ thresholds' alignment level. A count of [t, 1] at a declared threshold t (a leve
 read from at most one node per level ≤ f, each at s·ε/f instead of a height-f tree's ε/f, so
 its noise sd is at most 1/s = 1.25× that tree's at any height (the finer levels' measurements,
 combined by least squares, only lower it): the issue's 1.25× bound itself, not a fit to data."""
+
+
+AP_LEAF_BOUND = 1.25
+"""c of `--level-split auto` where the AP is reported: the finest levels keep enough of the
+tree's ε that a leaf's noise sd grows by at most about c over the even tree's at the same
+height (`PrivacyConfig.split_share_here`): the issue's 1.25× for the AP, which reads the
+leaves, as SPLIT_SHARE is for P/R/A."""
 
 
 def check_level_split(value: object) -> str:
@@ -324,25 +332,29 @@ def check_level_split(value: object) -> str:
     return f"{f}:{share:g}"
 
 
-def level_split_of(setting: str, model: PrivacyModel, min_height: int) -> tuple[int, float]:
-    """(split_level f, split_share s) of a checked `level_split` setting: (0, 0.0) for off;
-    auto: f = `min_height`, the thresholds' alignment level (public: the declared thresholds
-    fix it before any data are read), s = SPLIT_SHARE, under distdp only (the even tree
-    elsewhere, and where no threshold sets a level); F:S as given, distdp only."""
+def level_split_of(
+    setting: str, model: PrivacyModel, min_height: int, height_for: tuple[str, ...] = ()
+) -> tuple[int, float, float]:
+    """(split_level f, split_share s, split_leaf_bound c) of a checked `level_split` setting:
+    (0, 0.0, 0.0) for off; auto: f = `min_height`, the thresholds' alignment level (public:
+    the declared thresholds fix it before any data are read), s = SPLIT_SHARE, and where the
+    AP is reported (`height_for` () or naming ap) c = AP_LEAF_BOUND, under distdp only (the
+    even tree elsewhere, and where no threshold sets a level); F:S as given, distdp only."""
     setting = check_level_split(setting)
     if setting == "off" or (
         setting == "auto" and (model is not PrivacyModel.DISTDP or min_height < 1)
     ):
-        return 0, 0.0
+        return 0, 0.0, 0.0
     if setting == "auto":
-        return min_height, SPLIT_SHARE
+        ap = not height_for or "ap" in height_for
+        return min_height, SPLIT_SHARE, AP_LEAF_BOUND if ap else 0.0
     if model is not PrivacyModel.DISTDP:
         raise UsageError(
             f"`level_split` {setting} splits a distdp tree's ε over its levels; the model is "
             f"{model.value} (drop it or choose distdp)."
         )
     f, share = setting.split(":")
-    return int(f), float(share)
+    return int(f), float(share), 0.0
 
 
 LEVEL_1_FROM_EPSILON = 5.0

@@ -58,18 +58,26 @@ picks the height for the split actually used: P/R/A's noise falls, the AP's rise
 `fedeval.core.params.level_split_of`): auto takes f = the thresholds' alignment level and
 s = SPLIT_SHARE = 0.8 under distdp (the even tree where no threshold sets a level).
 
-**Measured, and why it is not the default** (distdp ε = 1, `--level-split auto`, f = 4):
-`benchmarks/level_split.py` (12 quick families, 40 draws): auto within 1.25× of the best fixed
-even height in 37 of 60 family × metric cells against 22 for the even tree (P/R/A 26/36 against
-11/36), but the AP in 3 of 12 against 4 (smooth 1.23 → 1.79, squeezed 1.85 → 2.10) and the
-grid's AUC 0.77 → 4.53 (auto moves 6 → 5); smooth scores at 1M rows, 40 draws: AUC 8.0e-6 →
-1.0e-5, AP 3.6e-5 → 8.0e-5, worst P/R/A 4.0e-5 → 3.1e-5. Coverage (`benchmarks/hard.py --quick
---models distdp --dp-releases 200 --level-split auto`): no row below 0.93 that the even tree
-holds (one value's precision 0.929 at 200 releases is 0.941 at 1,000, as the even tree's).
-What it lacks: a share that keeps the AP's leaves when the AP is reported (the leaf sd grows by
-about (h − f)/(h·(1 − s)); a public rule s(h) = min(s, 1 − (h − f)/(1.25·h)) holds it to 1.25×
-but leaves P/R/A at 0.88× the even tree's at h = 8 instead of 0.70×), and the audit table's
-scenarios and `encode`'s option for it.
+**The AP's leaves** (`PrivacyConfig.split_leaf_bound` c): a leaf's noise sd grows by about
+(h − f)/(h·(1 − s)) over the even tree's (2.5× at h = 8, f = 4, s = 0.8), and the AP reads the
+leaves. Where the AP is reported, `auto` bounds it: the share at height h is
+s(h) = min(s, 1 − (h − f)/(c·h)) with c = 1.25 (`PrivacyConfig.split_share_here`; h is public,
+chosen by the probe, so s(h) is too), which leaves P/R/A at 0.88× the even tree's sd at h = 8
+instead of 0.70×.
+
+**Measured, and why it is not the default** (distdp ε = 1, f = 4; `benchmarks/level_split.py`,
+12 quick families at 100k, 40 draws: auto within 1.25× of the best fixed even height, of 60
+family × metric cells): even tree 22 (AUC 7, AP 4, P/R/A 11 of 36); s = 0.8 at every height
+(`--level-split 4:0.8`) 37 (AUC 8, AP 3, P/R/A 26), but the AP worse (smooth 1.23 → 1.79,
+squeezed 1.85 → 2.10) and the grid's AUC 0.77 → 4.53 (auto moves 6 → 5); `auto` with the AP's
+bound 29 (AUC 8, AP 4, P/R/A 17): no metric's count below the even tree's (smooth AP 1.37,
+squeezed 1.31, grid AUC 1.27). Smooth scores at 1M rows, 40 draws, s = 0.8: AUC 8.0e-6 → 1.0e-5,
+AP 3.6e-5 → 8.0e-5, worst P/R/A 4.0e-5 → 3.1e-5. Coverage with s = 0.8 at every height
+(`benchmarks/hard.py --quick --models distdp --dp-releases 200`, 16 families): no row below 0.93
+that the even tree holds (one value's precision 0.929 at 200 releases, 0.941 at 1,000 as the
+even tree's). Not yet the default: the bounded rule's coverage is measured on 8 families only,
+the audit table's scenarios do not yet include a split, and `encode` and the Flower run have no
+option for it.
 
 Not yet: a split under localdp (reports per level, drawn before data are read), and an option
 of `encode` and the Flower run (their trees follow the spec's default).

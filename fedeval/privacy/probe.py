@@ -173,7 +173,11 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
     (`fedeval.privacy.level_split.read_sd_factors`, P/R/A at edges of the least candidate)."""
     heights = np.asarray(heights)
     if config.model is PrivacyModel.DISTDP and config.split_share:
-        even = count_sd(replace(config, split_level=0, split_share=0.0), heights, total_reports)
+        even = count_sd(
+            replace(config, split_level=0, split_share=0.0, split_leaf_bound=0.0),
+            heights,
+            total_reports,
+        )
         floor = int(heights.min())
         factors = [
             level_split.read_sd_factors(
