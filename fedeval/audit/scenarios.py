@@ -62,7 +62,7 @@ class Scenario:
     per_client: int = 4
     short_client: bool = False
     colluders: int = 0  # distdp: clients per cohort the shares tolerate (`--colluders`)
-    split: tuple[int, float] = (0, 0.0)  # distdp: (f, s) of `fedeval.privacy.level_split`
+    split: tuple[float, ...] = (0, 0.0)  # distdp: (f, s[, c]) of `fedeval.privacy.level_split`
 
     @property
     def _cap(self) -> int:
@@ -89,8 +89,13 @@ class Scenario:
         """The configuration; under `auto` the two-phase one before its probe has run (its
         height is a placeholder the probe replaces)."""
         cfg = self._config()
-        f, share = self.split
-        return replace(cfg, split_level=f, split_share=share) if share else cfg
+        f, share, *c = self.split
+        bound = c[0] if c else 0.0
+        return (
+            replace(cfg, split_level=int(f), split_share=share, split_leaf_bound=bound)
+            if share
+            else cfg
+        )
 
     def _config(self) -> PrivacyConfig:
         if self.two_phase:

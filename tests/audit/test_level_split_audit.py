@@ -151,6 +151,7 @@ def test_cohort_audit_catches_a_level_noised_for_more_than_its_share(monkeypatch
 TWO_PHASE_SPLITS = [
     audit.Scenario("distdp", "add-remove", height="auto", split=(2, 0.8)),
     audit.Scenario("distdp", "replace", "client", 2, height="auto", split=(3, 0.5)),
+    audit.Scenario("distdp", "add-remove", height="auto", split=(2, 0.8, 1.25)),  # s(4) = 0.6
 ]
 """`--height auto` with the tree's ε split: the probe chooses h = 4 here (the floor), so levels
 1..f and f + 1..4 are both released."""
