@@ -273,8 +273,8 @@ def test_read_sd_factors_match_the_decoded_noise():
 
 
 def test_level_split_setting_resolves_to_the_split_before_data_are_read():
-    # auto: f = the thresholds' alignment level (public), s = SPLIT_SHARE, distdp only; F:S as
-    # given; off (the default): the even tree.
+    # auto (the default): f = the thresholds' alignment level (public), s = SPLIT_SHARE,
+    # distdp only; F:S as given; off: the even tree.
     from fedeval.core.params import AP_LEAF_BOUND, SPLIT_SHARE
     from fedeval.core.spec import ReleaseSpec
 
@@ -282,7 +282,8 @@ def test_level_split_setting_resolves_to_the_split_before_data_are_read():
         cfg = ReleaseSpec.of(**kw).config(n=100_000, min_height=3)
         return cfg.split_level, cfg.split_share, cfg.split_leaf_bound
 
-    assert split() == (0, 0.0, 0.0)
+    assert split() == (3, SPLIT_SHARE, AP_LEAF_BOUND)  # the default under distdp: auto
+    assert split(level_split="off") == (0, 0.0, 0.0)
     assert split(level_split="auto") == (3, SPLIT_SHARE, AP_LEAF_BOUND)  # the AP is reported
     assert split(level_split="auto", height="auto:ap,auc") == (3, SPLIT_SHARE, AP_LEAF_BOUND)
     assert split(level_split="auto", height="auto:auc,recall") == (3, SPLIT_SHARE, 0.0)

@@ -116,9 +116,8 @@ ShapeOpt = Annotated[
 LevelSplitOpt = Annotated[
     str,
     option(
-        "distdp: the tree's ε over its levels. off: evenly; auto: 80% evenly over the levels "
-        "up to the thresholds' (where --thresholds are cell edges), 20% over the finer ones; "
-        "F:S: a share S to the levels up to F. Public, stated in every report.",
+        "distdp: the tree's ε over its levels: auto (more to those up to the thresholds'), "
+        "F:S (a share S to the levels up to F) or off (evenly).",
         "--level-split",
         metavar="off|auto|F:S",
         panel=PRIVACY,

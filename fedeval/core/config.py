@@ -286,9 +286,12 @@ def check_choices(
     return model, epsilon, check_unit(unit, max_examples), check_relation(model, relation)
 
 
-DEFAULT_LEVEL_SPLIT = "off"
-"""`level_split` (`fedeval.core.spec.ReleaseSpec`, `--level-split`) unless a run sets it: the
-even tree, the papers' split of ε over the levels."""
+DEFAULT_LEVEL_SPLIT = "auto"
+"""`level_split` (`fedeval.core.spec.ReleaseSpec`, `--level-split`) unless a run sets it: auto,
+which under distdp gives the levels up to the thresholds' alignment level more of the tree's ε,
+bounded where the AP is reported (`fedeval.core.params.level_split_of`); the even tree under
+the other models and where no threshold sets a level (`fedeval.privacy.level_split` has the
+measurements that made it the default)."""
 
 
 @dataclass(frozen=True)

@@ -65,19 +65,19 @@ s(h) = min(s, 1 − (h − f)/(c·h)) with c = 1.25 (`PrivacyConfig.split_share_
 chosen by the probe, so s(h) is too), which leaves P/R/A at 0.88× the even tree's sd at h = 8
 instead of 0.70×.
 
-**Measured, and why it is not the default** (distdp ε = 1, f = 4; `benchmarks/level_split.py`,
-12 quick families at 100k, 40 draws: auto within 1.25× of the best fixed even height, of 60
-family × metric cells): even tree 22 (AUC 7, AP 4, P/R/A 11 of 36); s = 0.8 at every height
+**Measured: why auto is the default** (distdp ε = 1, f = 4; `benchmarks/level_split.py`, 12
+quick families at 100k, 40 draws: auto within 1.25× of the best fixed even height, of 60 family
+× metric cells): even tree 22 (AUC 7, AP 4, P/R/A 11 of 36); s = 0.8 at every height
 (`--level-split 4:0.8`) 37 (AUC 8, AP 3, P/R/A 26), but the AP worse (smooth 1.23 → 1.79,
 squeezed 1.85 → 2.10) and the grid's AUC 0.77 → 4.53 (auto moves 6 → 5); `auto` with the AP's
 bound 29 (AUC 8, AP 4, P/R/A 17): no metric's count below the even tree's (smooth AP 1.37,
-squeezed 1.31, grid AUC 1.27). Smooth scores at 1M rows, 40 draws, s = 0.8: AUC 8.0e-6 → 1.0e-5,
-AP 3.6e-5 → 8.0e-5, worst P/R/A 4.0e-5 → 3.1e-5. Coverage with s = 0.8 at every height
-(`benchmarks/hard.py --quick --models distdp --dp-releases 200`, 16 families): no row below 0.93
-that the even tree holds (one value's precision 0.929 at 200 releases, 0.941 at 1,000 as the
-even tree's). Not yet the default: the bounded rule's coverage is measured on 8 families only,
-the audit table's scenarios do not yet include a split, and `encode` and the Flower run have no
-option for it.
+squeezed 1.31, grid AUC 1.27). Smooth scores at 1M rows (40 draws, median |error|), even →
+auto: AUC 8.0e-6 → 1.0e-5 (≤ 2e-5), AP 3.6e-5 → 5.5e-5, worst P/R/A 4.0e-5 → 4.0e-5 (s = 0.8:
+1.0e-5, 8.0e-5, 3.1e-5). Coverage (`benchmarks/hard.py --quick --models distdp --dp-releases
+200 --level-split auto`, all 16 families, units example and client): every row ≥ 0.93 but
+two the even tree has too (logistic-rare AP 0.925, clipped unit client AP 0.920: the same
+releases, h = f). The audit table's scenarios (`fedeval.audit.all_scenarios`) release no split
+yet; `tests/audit/test_level_split_audit.py` audits auto's bounded split two-phase.
 
 Not yet: a split under localdp (reports per level, drawn before data are read), and an option
 of `encode` and the Flower run (their trees follow the spec's default).
