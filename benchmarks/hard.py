@@ -321,12 +321,14 @@ class Setting:
     max_examples: int
     ci_draws: int
     height: int | str = "auto"
+    level_split: str = "off"
 
     @property
     def label(self) -> str:
         u = f" unit {self.unit}" + (f" L={self.max_examples}" if self.unit == "client" else "")
         eps = EPSILON[self.model]
         h = "" if self.height == "auto" else f" h={self.height}"
+        h += "" if self.level_split == "off" else f" split {self.level_split}"
         return f"{self.model}" + ("" if eps is None else f" ε={eps:g}") + u + h
 
 
@@ -359,6 +361,8 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
     kw = {"model": st.model, "epsilon": EPSILON[st.model], "thresholds": thr}
     kw["height"] = st.height
     kw["ci_draws"] = st.ci_draws
+    if st.level_split != "off":
+        kw["level_split"] = st.level_split
     if st.unit == "client":
         kw.update(unit="client", max_examples=st.max_examples)
     redraw = st.model == "federated" or st.family in REDRAWN
@@ -477,6 +481,9 @@ def main() -> None:
     ap.add_argument(
         "--units", nargs="+", choices=("example", "client"), default=["example", "client"]
     )
+    ap.add_argument(
+        "--level-split", default="off", help="distdp: the tree's ε over its levels (off|auto|F:S)"
+    )
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (settings in parallel)")
     args = ap.parse_args()
 
@@ -508,7 +515,15 @@ def main() -> None:
                 height = args.height if args.height == "auto" else int(args.height)
                 settings.append(
                     Setting(
-                        fam, model, unit, sizes[fam], r, args.max_examples, args.ci_draws, height
+                        fam,
+                        model,
+                        unit,
+                        sizes[fam],
+                        r,
+                        args.max_examples,
+                        args.ci_draws,
+                        height,
+                        args.level_split,
                     )
                 )
 

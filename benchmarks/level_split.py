@@ -1,6 +1,5 @@
 """Does splitting the tree's ε over its levels bring `--height auto` within 1.25× of the best
-fixed height? (distdp, `fedeval.privacy.level_split`; a prototype: the library has the split,
-this script sets it, no CLI option does yet.)
+fixed height? (distdp, `fedeval.privacy.level_split`, set as `--level-split F:S`.)
 
 The split: a share s of the tree's ε evenly over the levels up to f, the thresholds' alignment
 level (the least height auto may pick: the level at which every declared threshold is a cell
@@ -8,7 +7,7 @@ edge), 1 − s over the finer ones. s = 0.8 = 1/1.25 by the target itself: a cou
 level-f edge is read from at most one node per level ≤ f, each at s·ε/f instead of the
 height-f tree's ε/f, so its noise sd is at most 1/s = 1.25× that tree's whatever the height
 (the finer levels' measurements, combined by least squares, only lower it); no family's
-numbers chose it.
+numbers chose it (`--level-split auto` is f = the alignment level, s = 0.8).
 
 For each of `benchmarks/height.py`'s quick families (distdp ε = 1, n = 100k, tiny 2k), R noise
 draws (seeds 1000 + r, as height.py) of: auto with the even tree, auto with the split, and
@@ -19,52 +18,36 @@ the cross-fitted ratio of auto's median |error| to the best fixed height's (heig
 
     .venv/bin/python benchmarks/level_split.py --draws 40 --cache DIR [--split-fixed]
 
-Measured (--draws 40 --split-fixed, the 12 quick families at 100k, tiny 2k; f = 4 on all; the
-height auto chose is the same with and without the split, `fedeval.privacy.probe.count_sd`):
+Measured (--draws 40 --split-fixed, the 12 quick families at 100k, tiny 2k; f = 4 on all), the
+height choice modelling the split's per-metric noise (`fedeval.privacy.probe.count_sd`):
 
     auto even vs fixed even: 22 of 60 within 1.25x (AUC 7/12, AP 4/12, P/R/A 11/36)
-    auto split vs fixed even: 38 of 60 within 1.25x (AUC 9/12, AP 3/12, P/R/A 26/36)
-    auto split vs fixed split: 38 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 26/36)
+    auto split vs fixed even: 37 of 60 within 1.25x (AUC 8/12, AP 3/12, P/R/A 26/36)
+    auto split vs fixed split: 39 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 27/36)
 
-Where auto chooses h = f (rare, tiny, ultrarare, ultrarare-2m) the split changes nothing. Worst
-P/R/A ratios left with the split: smooth precision 1.91 (the sparse-threshold rule reads the
-top leaves, which the split makes noisier), clipped 1.47–1.57, tree recall 1.45; AP worse on
-smooth (1.23 → 1.79), grid (1.55 → 1.84) and squeezed (1.85 → 2.29): AP reads fine leaves.
-Coverage of the 95% intervals with the split (300 releases, auto): smooth 0.937–0.973 on
-every metric; squeezed 0.943–0.967, AP 0.997.
+(With the even tree's noise model the split's auto chose the even tree's heights: 38, 38.) The
+split-aware model moves two families: squeezed 8.5 → 9, grid 6 → 5, where the grid's AUC
+ratio goes 0.77 → 4.53 (the probe underreads the grid's AUC bias at h = 5; the split itself
+also doubles the grid's AUC error at h ≥ 7, where the AUC reads the fine levels of tied
+scores). Where auto chooses h = f (rare, tiny, ultrarare, ultrarare-2m) the split changes
+nothing. Worst P/R/A ratios left with the split: smooth precision 1.91, clipped 1.47–1.57,
+tree recall 1.47; AP worse on smooth (1.23 → 1.79) and squeezed (1.85 → 2.10): AP reads the
+fine leaves, whose sd the split multiplies by about (h − f)/(h·(1 − s)) (2.5 at h = 8).
+Coverage with the split: `benchmarks/hard.py --quick --models distdp --level-split auto`.
 
-`--model localdp` (ε = 5) splits the reports instead (`fedeval.privacy.report_split`: a share
-s of the tree reports to the levels ≤ f), and the height choice sees the split
-(`fedeval.privacy.probe.count_sd`'s per-metric rows). Measured (--draws 40, the same 12 quick
-families, f = 4 on all; at h ≤ f the split is the uniform tree: rare, tiny, ultrarare,
-ultrarare-2m unchanged):
+`--level-split auto` releases the split as the library's setting instead (f = the alignment
+level, s = 0.8 bounded where the AP is reported: min(0.8, 1 − (h − f)/(1.25·h))); measured
+(--draws 40, the same families and sizes, fixed even heights from the cache):
 
-    s = 0.8:  auto uniform vs fixed uniform: 52 of 60 within 1.25x (AUC 10/12, AP 8/12, P/R/A 34/36)
-              auto split vs fixed uniform:   52 of 60 within 1.25x (AUC 10/12, AP 7/12, P/R/A 35/36)
-              auto split vs fixed split:     51 of 60 within 1.25x (AUC 9/12, AP 8/12, P/R/A 34/36)
-    s = 0.64: auto split vs fixed uniform:   51 of 60 within 1.25x (AUC 9/12, AP 8/12, P/R/A 34/36)
-    s = 0.8, the height chosen as for the uniform tree (count_sd's factors set to 1):
-              auto split vs fixed uniform:   53 of 60 within 1.25x (AUC 9/12, AP 8/12, P/R/A 36/36)
+    auto even vs fixed even: 22 of 60 within 1.25x (AUC 7/12, AP 4/12, P/R/A 11/36)
+    auto split vs fixed even: 29 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 17/36)
 
-(A median of 40 errors is known to about ±20%, so 51–53 of 60 are one result.) With s = 0.8 and
-the split-aware choice, auto goes one level finer on tree, squeezed, bimodal and onevalue.
-Better: tree precision 1.47 → 0.40 (error 7.9e-2 → 1.1e-2), squeezed recall 1.33 → 1.03, bimodal
-P/R/A errors −20 to −34%, clipped AP 1.64 → 1.33; worse: squeezed AP 0.91 → 1.88, onevalue
-recall 1.14 → 1.78 and precision 0.72 → 1.22. At fixed heights ≥ 8 the split's P/R/A errors are
-10–40% below the uniform tree's on most families. Not the localdp default: no gain in the count,
-and smooth scores at 200k rows (auto, 40 draws, worst of 5 thresholds) lose a little: precision
-3.38e-3 → 3.75e-3, recall 2.39e-3 → 2.92e-3, AP 1.83e-3 → 2.91e-3 (auto h 5 → 6).
-
-Coverage (benchmarks/hard.py --quick --models localdp --dp-releases 200, every family,
-ReleaseSpec.config set to split as here): the rows under 0.93 are onevalue recall 0.919 and
-logistic-rare AP 0.905 uniform; smooth AUC 0.925, squeezed AP 0.910 (uniform 0.970) and
-logistic-rare AP 0.905 (h = f: the split inert) with the split, which lifts onevalue recall to
-0.934. Smooth at 100k: precision 5.40e-3 → 4.82e-3, recall 3.75e-3 → 3.68e-3, accuracy 3.15e-3 →
-3.07e-3; interval widths equal or narrower (tree recall 1.66e-2 → 1.52e-2, squeezed recall
-2.21e-2 → 1.95e-2).
-Squeezed AP at a fixed h = 9 (the height the split-aware auto picks there; 200 releases):
-coverage 0.960 with the split, 0.925 uniform, so its 0.910 under auto is the AP's coverage at
-the finer heights auto then picks, not the split's draws.
+localdp's reports split over the levels (`fedeval.privacy.report_split`, a library setting of
+`PrivacyConfig`, not yet a `--level-split` value) was measured the same way (ε = 5, --draws 40,
+f = 4, s = 0.8, by a version of this script that set the split on the configuration): auto
+uniform vs fixed uniform 52 of 60 within 1.25x (AUC 10/12, AP 8/12, P/R/A 34/36), auto split vs
+fixed uniform 52 of 60 (AUC 10/12, AP 7/12, P/R/A 35/36): no gain in the count, so localdp keeps
+the uniform assignment by default.
 """
 
 from __future__ import annotations
@@ -73,68 +56,55 @@ import argparse
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 
 import hard
 import height
 import numpy as np
 
 from fedeval.api.evaluate import evaluate_data
-from fedeval.core import spec as spec_module
 from fedeval.core.config import PrivacyModel
 from fedeval.core.params import AUTO_MAX_HEIGHT
 
 SHARE = 0.8
 """s = 1/1.25 (module docstring)."""
-
-_config = spec_module.ReleaseSpec.config
-
-
-def _with_split(share: float):
-    """`ReleaseSpec.config` with the split at f = the thresholds' alignment level (min_height)."""
-
-    def config(self, *, n, min_height=0, probe=True):
-        cfg = _config(self, n=n, min_height=min_height, probe=probe)
-        if share and min_height and cfg.model is not PrivacyModel.FEDERATED:
-            return replace(cfg, split_level=min_height, split_share=share)
-        return cfg
-
-    return config
+SETTING = ""
+"""`--level-split` for the split's releases instead of F:S (e.g. auto, with its AP bound)."""
 
 
-def _errors(data, h, draws, kw, share):
-    spec_module.ReleaseSpec.config = _with_split(share)  # type: ignore[method-assign]
-    try:
-        errs, used = [], []
-        for r in range(draws):
-            ev = evaluate_data(data, height=h, seed=1000 + r, ci_draws=0, **kw)
-            errs.append(height.errors(ev))
-            used.append(ev.config.height)
-        return np.asarray(used, float), np.asarray(errs)
-    finally:
-        spec_module.ReleaseSpec.config = _config  # type: ignore[method-assign]
+def _errors(data, h, draws, kw, share, floor):
+    """(heights used, |errors| (R, 5)) of R releases at `h`, the tree's ε split at f = `floor`
+    with share `share` (`--level-split F:S`; 0: off)."""
+    split = f"{floor}:{share:g}" if share and floor else "off"
+    if share and SETTING:
+        split = SETTING
+    errs, used = [], []
+    for r in range(draws):
+        ev = evaluate_data(data, height=h, seed=1000 + r, ci_draws=0, level_split=split, **kw)
+        errs.append(height.errors(ev))
+        used.append(ev.config.height)
+    return np.asarray(used, float), np.asarray(errs)
 
 
 def run(task):
-    family, n, draws, cache, split_fixed, share, model = task
+    family, n, draws, cache, split_fixed, share = task
     t0 = time.perf_counter()
     data = hard.build(family, n, 0)
-    eps = height.MODELS[model]
-    kw = {"model": model, "epsilon": eps, "thresholds": list(hard.THRESHOLDS[family])}
+    kw = {"model": "distdp", "epsilon": 1.0, "thresholds": list(hard.THRESHOLDS[family])}
     floor = data.axis.auto_floor(data.resolution)
-    top = min(AUTO_MAX_HEIGHT[PrivacyModel(model)], hard.RESOLUTION)
+    top = min(AUTO_MAX_HEIGHT[PrivacyModel.DISTDP], hard.RESOLUTION)
     heights = [h for h in range(2, top + 1) if h >= floor] or [floor]
-    even = _errors(data, "auto", draws, kw, 0.0)
-    split = _errors(data, "auto", draws, kw, share)
-    key = (family, n, model, draws, cache)
+    even = _errors(data, "auto", draws, kw, 0.0, floor)
+    split = _errors(data, "auto", draws, kw, share, floor)
+    key = (family, n, "distdp", draws, cache)
     fixed = {
-        h: height.fixed(h, lambda h=h: _errors(data, h, draws, kw, 0.0)[1], key) for h in heights
+        h: height.fixed(h, lambda h=h: _errors(data, h, draws, kw, 0.0, floor)[1], key)
+        for h in heights
     }
-    split_key = (family, n, f"{model}-split{share:g}", draws, cache)
+    split_key = (family, n, f"distdp-split{share:g}", draws, cache)
     fixed_split = {  # at h ≤ f a split is the even tree (one side empty)
         h: fixed[h]
         if h <= floor
-        else height.fixed(h, lambda h=h: _errors(data, h, draws, kw, share)[1], split_key)
+        else height.fixed(h, lambda h=h: _errors(data, h, draws, kw, share, floor)[1], split_key)
         for h in (heights if split_fixed else [])
     }
     print(f"  {family}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
@@ -151,17 +121,16 @@ def main() -> int:
     ap.add_argument("--cache", help="height.py's folder of the fixed heights' errors")
     ap.add_argument("--split-fixed", action="store_true", help="also every fixed height split")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--model", choices=tuple(height.MODELS), default="distdp")
+    ap.add_argument("--level-split", default="", help="the split's setting instead of F:S")
     args = ap.parse_args()
+    global SETTING
+    SETTING = args.level_split
     sizes = dict.fromkeys(hard.FAMILIES, 100_000) | hard.SMALL_ROWS
     tasks = [
-        (f, sizes[f], args.draws, args.cache, args.split_fixed, args.share, args.model)
-        for f in args.families
+        (f, sizes[f], args.draws, args.cache, args.split_fixed, args.share) for f in args.families
     ]
-    what = "of ε" if args.model == "distdp" else "of the reports"
     print(
-        f"{args.model} ε = {height.MODELS[args.model]:g}, {args.draws} draws; split {what}: "
-        f"share {args.share:g} to the levels ≤ f (f: the"
+        f"distdp ε = 1, {args.draws} draws; split: share {args.share:g} to the levels ≤ f (f: the"
     )
     print("thresholds' alignment level); xfit = auto's median |error| / the best fixed height's,")
     print("cross-fitted (height.py). ref even: fixed heights with the even tree; ref split: split")

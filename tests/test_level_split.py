@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from fedeval.core.config import (
 )
 from fedeval.core.errors import UsageError
 from fedeval.core.hierarchy import consistent_leaves
+from fedeval.core.release import level_offsets
 from fedeval.documents.release_file import load_release, save_release
 from fedeval.privacy import decode as decoding
 from fedeval.privacy import distdp, level_split, probe
@@ -215,12 +217,124 @@ def test_a_saved_split_release_reads_back_and_its_ledger_event_composes_to_epsil
         assert compose([event], 0.0) == pytest.approx(1.0, rel=1e-14)
 
 
-def test_a_split_does_not_move_the_height_a_probe_chooses():
-    # The height choice's noise model of a split is still the even tree's (module docstring of
-    # fedeval.privacy.level_split): the same predicted count sd at every candidate height.
+def test_read_variances_are_the_least_squares_variances():
+    # a'(AᵀWA)⁻¹a of each metric's reading, against a dense solve with a split's variances.
+    levels, variances, floor = (1, 2, 3, 4, 5), (0.5, 0.5, 0.5, 4.0, 4.0), 3
+    a = design_matrix(list(levels))
+    w = np.concatenate([np.full(1 << k, 1 / v) for k, v in zip(levels, variances, strict=True)])
+    cov = np.linalg.inv(a.T @ (w[:, None] * a))
+    j = np.arange(32)
+    ramp, leaf = (j + 0.5) / 32, (j == 0).astype(float)
+    prefixes = [(j >= 4 * e).astype(float) for e in range(1, 8)]  # edges of level 3
+    want = [ramp @ cov @ ramp, leaf @ cov @ leaf, np.mean([p @ cov @ p for p in prefixes])]
+    got = level_split.read_variances(variances, levels, floor)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_a_split_moves_the_noise_the_height_choice_predicts():
+    # Above f + 1 the split lowers the noise of P/R/A's counts and of the AUC's sum over the
+    # leaves, and raises each leaf's (which the AP reads); at h ≤ f + 1 with s·(f + 1) = f
+    # nothing changes. The old model took the even tree's count sd for every metric.
     split = _config(height=4, f=4, s=0.8, probe_share=0.05)
     even = replace(split, split_level=0, split_share=0.0)
     heights = np.arange(4, 15)
-    np.testing.assert_array_equal(
-        probe.count_sd(split, heights, 0), probe.count_sd(even, heights, 0)
+    got, base = probe.count_sd(split, heights, 0), probe.count_sd(even, heights, 0)
+    assert got.shape == (3, len(heights))
+    np.testing.assert_allclose(got[:, :2], np.stack([base[:2]] * 3), rtol=1e-12)
+    auc, ap, pra = got[:, 2:] / base[2:]
+    assert np.all(auc < 1) and np.all(pra < 1) and np.all(ap > 1)
+    assert np.all(np.diff(pra) < 0) and np.all(np.diff(ap) > 0)
+
+
+def test_read_sd_factors_match_the_decoded_noise():
+    # The factors against the decoded noise of the deployed draw (per level at α_k, weighted
+    # consistency): the sd of one leaf and of the count of [t, 1] at level-f edges, split over
+    # even, over 3,000 draws of h = 7, f = 3 (both classes' leaves pooled: 2·128 leaf readings
+    # and 2·7 edge readings a draw; relative sd of a variance ratio ≈ 2/√(draws·readings),
+    # under 1.5% for the edges: 6% is 4 of those sds).
+    rng = np.random.default_rng(11)
+    cfg = _config(height=7, f=3, s=0.8)
+    even = replace(cfg, split_level=0, split_share=0.0)
+    sds = []
+    for c in (cfg, even):
+        alphas = distdp.level_alphas(c)
+        off = level_offsets(c)
+        noise = np.stack([level_split.noise_vector(c, alphas, rng) for _ in range(3000)])
+        v = [discrete_laplace_variance(x) for x in alphas]
+        parts = [noise[:, off[i] : off[i + 1]].reshape(3000, 2, -1) for i in range(len(v))]
+        leaves = consistent_leaves(parts, v, c.levels)
+        tops = np.cumsum(leaves[..., ::-1], axis=-1)[..., ::-1][..., 16::16]  # [t, 1], t = e/8
+        sds.append([leaves.std(), tops.std()])
+    tree_eps = distdp.tree_epsilon(cfg)
+    want = level_split.read_sd_factors(cfg, tree_eps, 3)[1:]
+    np.testing.assert_allclose(np.divide(*sds), want, rtol=0.06)
+
+
+def test_level_split_setting_resolves_to_the_split_before_data_are_read():
+    # auto (the default): f = the thresholds' alignment level (public), s = SPLIT_SHARE,
+    # distdp only; F:S as given; off: the even tree.
+    from fedeval.core.params import AP_LEAF_BOUND, SPLIT_SHARE
+    from fedeval.core.spec import ReleaseSpec
+
+    def split(**kw):
+        cfg = ReleaseSpec.of(**kw).config(n=100_000, min_height=3)
+        return cfg.split_level, cfg.split_share, cfg.split_leaf_bound
+
+    assert split() == (3, SPLIT_SHARE, AP_LEAF_BOUND)  # the default under distdp: auto
+    assert split(level_split="off") == (0, 0.0, 0.0)
+    assert split(level_split="auto") == (3, SPLIT_SHARE, AP_LEAF_BOUND)  # the AP is reported
+    assert split(level_split="auto", height="auto:ap,auc") == (3, SPLIT_SHARE, AP_LEAF_BOUND)
+    assert split(level_split="auto", height="auto:auc,recall") == (3, SPLIT_SHARE, 0.0)
+    assert split(level_split="5:0.6", height=9) == (5, 0.6, 0.0)
+    assert split(level_split="auto", model="localdp") == (0, 0.0, 0.0)
+    for bad in ("3", "0:0.5", "4:1", "4:nan", "even"):
+        with pytest.raises(UsageError, match="off, auto or F:S"):
+            ReleaseSpec.of(level_split=bad)
+    with pytest.raises(UsageError, match="distdp"):
+        ReleaseSpec.of(model="localdp", level_split="4:0.8")
+
+
+def test_level_split_option_reaches_every_document(cli, workdir):
+    # --level-split on the command line: the report states f and s and the levels' own ε; a
+    # setting the saved release fixes is refused with --from; a bad one exits 2, writes nothing.
+    import json
+
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    y = rng.random(4000) < 0.4
+    pd.DataFrame({"score": rng.beta(2 + 2 * y, 3), "label": y}).to_parquet("t.parquet")
+    args = ["evaluate", "t.parquet", "--thresholds", "0.25,0.5,0.75", "--height", "6"]
+    ok = cli(*args, "--level-split", "auto", "--save-release", "r.fedeval", "-f", "json")
+    assert ok.exit_code == 0, ok.stderr
+    privacy = json.loads(ok.stdout)["privacy"]
+    assert (privacy["split_level"], privacy["split_share"]) == (2, 0.8)
+    # h = 6, f = 2, the AP reported: s = min(0.8, 1 − 4/(1.25·6)) = 7/15
+    assert privacy["split_leaf_bound"] == 1.25
+    assert [r["share"] for r in privacy["mechanism"]["levels"]] == pytest.approx(
+        [7 / 30, 7 / 30, 2 / 15, 2 / 15, 2 / 15, 2 / 15]
     )
+    assert "a share 0.466667 spread evenly over the levels up to 2" in privacy["guarantee"]
+    saved = json.loads(Path("r.fedeval").read_text())
+    assert (saved["privacy"]["split_level"], saved["privacy"]["split_share"]) == (2, 0.8)
+    again = cli("evaluate", "--from", "r.fedeval", "--level-split", "4:0.5")
+    assert again.exit_code == 2 and "--level-split" in again.stderr
+    bad = cli(*args, "--level-split", "2:1.5", "-o", "out.json")
+    assert bad.exit_code == 2 and not Path("out.json").exists()
+
+
+def test_a_leaf_bound_keeps_the_aps_noise_within_it_at_every_height():
+    # s(h) = min(s, 1 − (h − f)/(c·h)): the leaves' read sd (what the AP reads) at most c ×
+    # the even tree's, exactly where the leaf's own level dominates and below it elsewhere;
+    # without the bound s = 0.8 gives 2.5× at h = 8. The bound is stated and read back.
+    for h in range(5, 15):
+        cfg = _config(height=h, f=4, s=0.8, split_leaf_bound=1.25)
+        assert cfg.split_share_here == pytest.approx(min(0.8, 1 - (h - 4) / (1.25 * h)))
+        assert sum(cfg.level_shares) == pytest.approx(1.0)
+        _, ap, pra = level_split.read_sd_factors(cfg, 1.0, 4)
+        assert ap <= 1.25 * 1.001 and pra <= 1.0 + 1e-9  # 2α/(1 − α)² ≈ 2/ε² + …
+    assert level_split.read_sd_factors(_config(height=8, f=4, s=0.8), 1.0, 4)[1] > 2.4
+    cfg = _config(height=8, f=4, s=0.8, split_leaf_bound=1.25)
+    assert config_from_dict(config_dict(cfg)) == cfg
+    with pytest.raises(UsageError, match="split_leaf_bound"):
+        _config(height=8, f=4, s=0.8, split_leaf_bound=0.5)

@@ -132,7 +132,7 @@ def test_shared_options_stand_where_their_group_stands():
     """`grouped` spreads a group's options in place, in order: what --help lists."""
     evaluate = _options("evaluate")
     table = ["score_col", "label_col", "client_col", "score_range", "pos_label"]
-    source = [*table, "per_client", "exact", "ci_draws"]
+    source = [*table, "per_client", "exact", "ci_draws", "level_split"]
     units = ["unit", "max_examples", "relation"]
     one_shot = ["ledger", "budget", "from_", "save_release", "sign_key", "verify_key"]
     one_shot += [*units, "threads"]

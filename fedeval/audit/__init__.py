@@ -22,7 +22,8 @@ broken mechanisms (the checks must fail there); ``benchmarks/audit.py`` prints t
 
 Modules: `statistics` (bounds and intervals), `fields` (documents as fields, leaks between
 runs), `scenarios` (neighbouring datasets, statistics per mechanism, the audits themselves),
-`heights` (the two-phase height choice over many probes at once).
+`heights` (the two-phase height choice over many probes at once), `level_weights` (the tree's
+part of a distdp likelihood ratio when its ε is split over the levels).
 """
 
 from __future__ import annotations

@@ -89,16 +89,16 @@ def _choose(
 ) -> tuple[np.ndarray, np.ndarray]:
     """`choose_height` per probe: (heights (T,), whether the metrics chosen for include the AUC)."""
     hist = np.asarray(hist, dtype=np.float64)
-    count_sd = np.asarray(count_sd, dtype=np.float64)
-    sd_auc, sd_ap, sd_pra = np.broadcast_to(count_sd, (3, len(candidates)))  # localdp split: rows
+    # (H,), or (3, H) per metric for a split tree (`fedeval.privacy.probe.count_sd`)
+    sd = np.broadcast_to(np.asarray(count_sd, np.float64), (3, len(candidates)))
     sums = np.maximum(hist.sum(axis=-1), 1.0)  # (T, 2): max(float(t), 1.0) per class
     neg, pos = sums[:, 0:1], sums[:, 1:2]
     k_auc, k_ap = hc.NOISE_SCALE[config.model.value]
     noise = np.stack(
         [
-            k_auc * sd_auc * np.sqrt(1.0 / pos**2 + 1.0 / neg**2),
-            k_ap * sd_ap / pos,
-            sd_pra / np.minimum(pos, neg),
+            k_auc * sd[0] * np.sqrt(1.0 / pos**2 + 1.0 / neg**2),
+            k_ap * sd[1] / pos,
+            sd[2] / np.minimum(pos, neg),
         ],
         axis=1,
     )  # (T, 3, H)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 import numpy as np
 import pyarrow as pa
 
 from fedeval.audit.heights import heights as fast_heights
+from fedeval.audit.level_weights import claimed_weights, group_statistic, split_statistics
 from fedeval.audit.statistics import EpsilonBound, epsilon_lower_bound, laplace_statistic
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape, check_relation, check_unit
 from fedeval.core.hierarchy import cell_index
@@ -61,6 +62,7 @@ class Scenario:
     per_client: int = 4
     short_client: bool = False
     colluders: int = 0  # distdp: clients per cohort the shares tolerate (`--colluders`)
+    split: tuple[float, ...] = (0, 0.0)  # distdp: (f, s[, c]) of `fedeval.privacy.level_split`
 
     @property
     def _cap(self) -> int:
@@ -75,6 +77,7 @@ class Scenario:
         short = ", one example left" if self.short_client else ""
         auto = f", auto (probe), n ≈ {self.clients * self.per_client:,}" if self.two_phase else ""
         t = f", {self.colluders} colluders tolerated" if self.colluders else ""
+        t += f", ε split {self.split[1]:g} to levels ≤ {self.split[0]}" if self.split[1] else ""
         return f"{self.model} · {self.relation} · {unit}{short}{auto}{t}"
 
     @property
@@ -85,7 +88,16 @@ class Scenario:
     def config(self) -> PrivacyConfig:
         """The configuration; under `auto` the two-phase one before its probe has run (its
         height is a placeholder the probe replaces)."""
+        cfg = self._config()
+        f, share, *c = self.split
+        bound = c[0] if c else 0.0
+        return (
+            replace(cfg, split_level=int(f), split_share=share, split_leaf_bound=bound)
+            if share
+            else cfg
+        )
 
+    def _config(self) -> PrivacyConfig:
         if self.two_phase:
             return resolve_config(
                 self.model,
@@ -330,20 +342,21 @@ def distdp_two_phase_statistic(
     deployed path: round 1, every client's probe share (`fedeval.privacy.probe`), the height
     chosen from the sum; round 2, the per-client reports at that height and their sum. The
     height is a function of the probe's released counts, so the ratio is the probe's plus the
-    tree's at that height: ln(1/α_p)·Λ(probe) + ln(1/α_t(h))·Λ(tree at h). The first
+    tree's at that height: ln(1/α_p)·Λ(probe) + Σ_k ln(1/α_k(h))·Λ_k(tree at h), the levels
+    in two groups of one α each (`fedeval.audit.level_weights`: the even tree's one α, or a
+    split's α of the levels ≤ f and of the finer ones). The first
     `documents` trials per side mask the reports, unmask their sum and read both parts from
     the release document; the others sum the same reports unmasked (the masks cancel in the sum
     and draw nothing from `rng`, so both give the same counts). Returns (its parts on D
-    (trials, 2): the probe's Λ and the tree's weighted Λ; the same on D′; the heights)."""
-    from dataclasses import replace
-
+    (trials, 3): the probe's Λ and the tree's weighted Λ of its levels ≤ f and of the finer
+    ones (f = 0 without a split: all in the last); the same on D′; the heights)."""
     base = scenario.config()
     d, dp = scenario.datasets()
     p_level = probe.probe_level(base.model, PROBE_RESOLUTION)
     out: list[np.ndarray] = []
     all_heights = []
     exact_at: dict[int, tuple[np.ndarray, ...]] = {}  # h → both datasets' exact counts
-    weight: dict[int, float] = {}  # h → ln(1/α_t(h))
+    weight: dict[int, tuple[np.ndarray, float, float]] = {}  # h → the claim's weights
     for table in (d, dp):
         fine, labels, client, n = _cells_labels_clients(table, PROBE_RESOLUTION)
         k = secagg.neighbours_per_side(n)
@@ -353,15 +366,13 @@ def distdp_two_phase_statistic(
         ]
         heights = _heights(found, base, 0, documents)
         x_probe = np.stack([f.counts for f in found])
-        parts = np.zeros((trials, 2))
+        parts = np.zeros((trials, 3))
         for t, h in enumerate(heights.tolist()):
             cfg = replace(base, height=h)
             cells = fine >> (PROBE_RESOLUTION - h)
             if h not in exact_at:
                 exact_at[h] = (*_two_phase_exact(d, cfg), *_two_phase_exact(dp, cfg))
-                alpha = Mechanism(cfg).alpha
-                assert alpha is not None
-                weight[h] = -math.log(alpha)
+                weight[h] = claimed_weights(cfg)
             if t < documents:
                 vectors = masked_reports(
                     cells, labels, client, 0, n, n, k, secagg.round_key(), cfg, rng
@@ -384,7 +395,7 @@ def distdp_two_phase_statistic(
                 batch = ClientBatch(cells, labels, client, n)
                 x_tree = model_of(cfg.model).chunk_sum(batch, cfg, n, rng)[0]
             _, c_d, _, c_p = exact_at[h]
-            parts[t, 1] = weight[h] * laplace_statistic(x_tree[None], c_d, c_p)[0]
+            parts[t, 1:] = group_statistic(x_tree, c_d, c_p, weight[h])
         t_d, _, t_p, _ = exact_at[int(heights[0])]  # the probe's exact counts: any h
         parts[:, 0] = laplace_statistic(x_probe, t_d, t_p)
         out.append(parts)
@@ -408,8 +419,6 @@ def localdp_two_phase_statistic(
     is drawn on its own, so client 0's rows are the same in law; the statistic reads no
     other). Returns (the statistic's two parts (trials, 2): client 0's probe reports', its
     tree reports'; the heights)."""
-    from dataclasses import replace
-
     base = scenario.config()
     d, dp = scenario.datasets()
     a = (int(d["label"][0]), float(d["score"][0]))
@@ -486,11 +495,16 @@ def _two_phase_bound(
 ) -> EpsilonBound:
     """The best ε lower bound over events of several statistics of a two-phase release: each
     part alone (the probe's, the tree's) and their sums at `PROBE_WEIGHTS` (distdp; localdp:
-    the plain sum, every report has the same ε), Bonferroni-corrected over the statistics."""
+    the plain sum, every report has the same ε), and with a split of the tree's ε each group
+    of levels alone and raised to the whole ε_tree (`level_weights.split_statistics`),
+    Bonferroni-corrected over the statistics."""
 
     d, dp = scenario.datasets()
+    split: list[tuple[np.ndarray, np.ndarray]] = []
     if scenario.model == "distdp":
-        on_d, on_dp, _ = distdp_two_phase_statistic(scenario, trials, rng)
+        by_group = distdp_two_phase_statistic(scenario, trials, rng)
+        split = split_statistics(by_group[0], by_group[1], scenario.config())
+        on_d, on_dp = (np.stack([p[:, 0], p[:, 1] + p[:, 2]], axis=1) for p in by_group[:2])
         claim = Mechanism(scenario.config())
         assert claim.probe_alpha is not None
         w = -math.log(claim.probe_alpha)
@@ -502,13 +516,14 @@ def _two_phase_bound(
         on_d, _ = localdp_two_phase_statistic(scenario, d, trials, rng)
         on_dp, _ = localdp_two_phase_statistic(scenario, dp, trials, rng)
         sums = [(on_d.sum(axis=1), on_dp.sum(axis=1))]
-    candidates = [(on_d[:, 0], on_dp[:, 0]), (on_d[:, 1], on_dp[:, 1]), *sums]
+    candidates = [(on_d[:, 0], on_dp[:, 0]), (on_d[:, 1], on_dp[:, 1]), *sums, *split]
+    names = ["probe part", "tree part", *(f"sum {i + 1}" for i in range(len(sums)))]
+    names += [f"split {i + 1}" for i in range(len(split))]
     each = 1.0 - (1.0 - confidence) / len(candidates)
     best = EpsilonBound(0.0, "none", 2 * trials)
-    for i, (a, b) in enumerate(candidates):
+    for (a, b), name in zip(candidates, names, strict=True):
         found = epsilon_lower_bound(a, b, confidence=each, thresholds=_quantile_taus(a, b))
         if found.epsilon_lb > best.epsilon_lb:
-            name = ("probe part", "tree part")[i] if i < 2 else f"sum {i - 1}"
             best = EpsilonBound(found.epsilon_lb, f"{name}: {found.event}", found.trials)
     return best
 

@@ -29,6 +29,7 @@ from fedeval.cli.options import (
     FromOpt,
     LabelColOpt,
     LedgerOpt,
+    LevelSplitOpt,
     MaxExamplesOpt,
     PerClientOpt,
     PosLabelOpt,
@@ -41,7 +42,7 @@ from fedeval.cli.options import (
     UnitOpt,
     VerifyKeyOpt,
 )
-from fedeval.core.config import Unit
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT, Unit
 
 if TYPE_CHECKING:
     from fedeval.flower.settings import RunSettings
@@ -88,12 +89,14 @@ class UnitOptions(OptionGroup):
 
 @dataclass(frozen=True)
 class SourceOptions(OptionGroup):
-    """The table a one-shot command reads, and how its release is simulated and estimated."""
+    """The table a one-shot command reads, and how its release is simulated and estimated
+    (the tree's split of ε over its levels too: a setting of the simulated release)."""
 
     table: TableOptions = TableOptions()
     per_client: PerClientOpt = False
     exact: ExactOpt = True
     ci_draws: CiDrawsOpt = 200
+    level_split: LevelSplitOpt = DEFAULT_LEVEL_SPLIT
 
 
 @dataclass(frozen=True)

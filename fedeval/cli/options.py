@@ -113,6 +113,16 @@ ShapeOpt = Annotated[
         panel=RELEASE,
     ),
 ]
+LevelSplitOpt = Annotated[
+    str,
+    option(
+        "distdp: the tree's ε over its levels: auto (more to those up to the thresholds'), "
+        "F:S (a share S to the levels up to F) or off (evenly).",
+        "--level-split",
+        metavar="off|auto|F:S",
+        panel=PRIVACY,
+    ),
+]
 SeedOpt = Annotated[
     int | None,
     option("Reproducible simulation: its noise is NOT private.", panel=PRIVACY, shown=False),

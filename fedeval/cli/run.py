@@ -31,7 +31,7 @@ from fedeval.cli.common import (
 )
 from fedeval.cli.groups import grouped
 from fedeval.cli.helptext import ESTIMATE, command_help
-from fedeval.core.config import MAX_HEIGHT, PrivacyModel, Relation, Unit
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT, MAX_HEIGHT, PrivacyModel, Relation, Unit
 from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import Outputs, is_stdout
 
@@ -73,6 +73,7 @@ class ReleaseOptions:
     shape: str
     seed: int | None
     ci_draws: int
+    level_split: str
     score_col: str
     label_col: str
     client_col: str | None
@@ -137,6 +138,7 @@ class ReleaseOptions:
             "--per-client": self.per_client,
             "--unit": self.unit is not Unit.EXAMPLE,
             "--max-examples": self.max_examples is not None,
+            "--level-split": self.level_split != DEFAULT_LEVEL_SPLIT,
         }
         given = [name for name, value in simulation_only.items() if value]
         if self.from_ is not None and given:

@@ -286,6 +286,14 @@ def check_choices(
     return model, epsilon, check_unit(unit, max_examples), check_relation(model, relation)
 
 
+DEFAULT_LEVEL_SPLIT = "auto"
+"""`level_split` (`fedeval.core.spec.ReleaseSpec`, `--level-split`) unless a run sets it: auto,
+which under distdp gives the levels up to the thresholds' alignment level more of the tree's ε,
+bounded where the AP is reported (`fedeval.core.params.level_split_of`); the even tree under
+the other models and where no threshold sets a level (`fedeval.privacy.level_split` has the
+measurements that made it the default)."""
+
+
 @dataclass(frozen=True)
 class PrivacyConfig:
     """Everything that determines the noise in a release.
@@ -336,6 +344,7 @@ class PrivacyConfig:
     height_for: tuple[str, ...] = ()
     split_level: int = 0
     split_share: float = 0.0
+    split_leaf_bound: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "height", check_height(self.height))
@@ -408,8 +417,26 @@ class PrivacyConfig:
                 "a split over the levels applies to distdp (of ε) and localdp (of the reports) "
                 "only."
             )
+        c = self.split_leaf_bound
+        if isinstance(c, bool) or not isinstance(c, int | float) or not (c == 0 or 1 <= c < 1e6):
+            raise UsageError(f"`split_leaf_bound` must be 0 or at least 1. Found {c!r}.")
+        if c and not s:
+            raise UsageError("`split_leaf_bound` bounds a split of ε over the levels: give one.")
         object.__setattr__(self, "split_level", int(f))
         object.__setattr__(self, "split_share", float(s))
+        object.__setattr__(self, "split_leaf_bound", float(c))
+
+    @property
+    def split_share_here(self) -> float:
+        """The coarse levels' share at this height: `split_share` s, or with a leaf bound
+        c > 0, min(s, 1 − (h − f)/(c·h)): the levels finer than f then keep at least (h − f)/
+        (c·h) of ε_tree, so each leaf's noise sd grows by at most about c over the even tree's
+        at h (the AP reads the leaves; `fedeval.privacy.level_split`). Public: f, s, c and h."""
+        s, c = self.split_share, self.split_leaf_bound
+        h, f = self.height, self.split_level
+        if not c or h <= f:
+            return s
+        return min(s, 1.0 - (h - f) / (c * h))
 
     @property
     def level_shares(self) -> tuple[float, ...]:
@@ -421,7 +448,7 @@ class PrivacyConfig:
         fine = len(levels) - coarse
         if not self.split_share or coarse == 0 or fine == 0:
             return (1.0 / len(levels),) * len(levels)
-        s = self.split_share
+        s = self.split_share_here
         return tuple(s / coarse if k <= self.split_level else (1.0 - s) / fine for k in levels)
 
     @property
@@ -488,6 +515,8 @@ def config_dict(config: PrivacyConfig) -> dict[str, Any]:
     if config.split_share:
         out["split_level"] = config.split_level
         out["split_share"] = config.split_share
+    if config.split_leaf_bound:
+        out["split_leaf_bound"] = config.split_leaf_bound
     return out
 
 
@@ -516,6 +545,7 @@ def config_from_dict(p: Mapping[str, Any]) -> PrivacyConfig:
         height_for=p.get("height_for", ()),
         split_level=p.get("split_level", 0),
         split_share=p.get("split_share", 0.0),
+        split_leaf_bound=p.get("split_leaf_bound", 0.0),
     )
     if stored is not None and list(stored) != list(config.levels):
         raise ValueError(f"levels {stored} are not the levels {list(config.levels)} of {config}")

@@ -345,7 +345,9 @@ def choose_height(
     predicted error ratios over `metrics` (HEIGHT_METRICS' names: auc, ap, pra; () for all
     three, the default `auto`) have the smallest geometric mean, from the probe's noisy
     histogram (2, 2^k) with per-count `variance`, and `count_sd`[j] the sd of one released
-    count of the tree at heights[j] (module docstring). A metric whose bias the probe cannot
+    count of the tree at heights[j] (module docstring; or (3, H), one row per metric of
+    HEIGHT_METRICS: a distdp tree whose ε is split over its levels reads each metric at its own
+    noise, `fedeval.privacy.level_split.read_sd_factors`). A metric whose bias the probe cannot
     read (nan) has a ratio of 1 at every height (`HeightChoice.ratio`), so it does not move the
     choice; where that leaves none of `metrics` readable, the choice is the default's, over all
     three (a ratio of 1 everywhere would otherwise tie every height, and ties go to the finest,
@@ -354,8 +356,7 @@ def choose_height(
     reports over the levels gives them different noise (`fedeval.privacy.report_split`)."""
     hist = np.asarray(hist, dtype=np.float64)
     heights = np.asarray(heights, dtype=np.int64)
-    count_sd = np.asarray(count_sd, dtype=np.float64)
-    sd_auc, sd_ap, sd_pra = np.broadcast_to(count_sd, (3, len(heights)))  # localdp split: rows
+    sd_auc, sd_ap, sd_pra = np.broadcast_to(np.asarray(count_sd, np.float64), (3, len(heights)))
     neg, pos = (max(float(t), 1.0) for t in hist.sum(axis=-1))
     k_auc, k_ap = NOISE_SCALE[model]
     noise = np.stack(

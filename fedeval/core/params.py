@@ -235,6 +235,7 @@ def resolve_config(
     min_height: int = 0,
     probe: bool = True,
     height_for: tuple[str, ...] = (),
+    level_split: str = "off",
 ) -> PrivacyConfig:
     """A complete `PrivacyConfig` from user choices, filling 'auto' and the papers' default ε.
 
@@ -247,7 +248,9 @@ def resolve_config(
     chosen later, from the probe's noisy class totals (`fedeval.privacy.probe`); `probe=False`
     keeps the one-phase rule from n (`auto_height`), for a caller with no probe round.
     `height_for` (`--height auto:METRIC,…`) names the metrics the probe chooses the height for;
-    it applies to a two-phase release only (a fixed rule or height has no choice to make)."""
+    it applies to a two-phase release only (a fixed rule or height has no choice to make).
+    `level_split` (off, auto or F:S) splits a distdp tree's ε over its levels
+    (`level_split_of`)."""
     # checked before ε enters the height formula
     model, epsilon, unit, relation = check_choices(model, epsilon, unit, max_examples, relation)
     probe_share = 0.0
@@ -277,6 +280,7 @@ def resolve_config(
         shape = Shape(shape)
     except ValueError as e:
         raise UsageError(f"unknown shape {shape!r}; choose hierarchy, flat or auto.") from e
+    split = level_split_of(level_split, model, min_height, height_for)
     return PrivacyConfig(
         model=model,
         height=height,
@@ -288,7 +292,69 @@ def resolve_config(
         probe_share=probe_share,
         first_level=first_level(model, shape, report_epsilon),
         height_for=height_for if probe_share else (),
+        split_level=split[0],
+        split_share=split[1],
+        split_leaf_bound=split[2],
     )
+
+
+SPLIT_SHARE = 0.8
+"""s of `--level-split auto`: the share of the tree's ε spread over the levels up to f, the
+thresholds' alignment level. A count of [t, 1] at a declared threshold t (a level-f edge) is
+read from at most one node per level ≤ f, each at s·ε/f instead of a height-f tree's ε/f, so
+its noise sd is at most 1/s = 1.25× that tree's at any height (the finer levels' measurements,
+combined by least squares, only lower it): the issue's 1.25× bound itself, not a fit to data."""
+
+
+AP_LEAF_BOUND = 1.25
+"""c of `--level-split auto` where the AP is reported: the finest levels keep enough of the
+tree's ε that a leaf's noise sd grows by at most about c over the even tree's at the same
+height (`PrivacyConfig.split_share_here`): the issue's 1.25× for the AP, which reads the
+leaves, as SPLIT_SHARE is for P/R/A."""
+
+
+def check_level_split(value: object) -> str:
+    """`level_split`: 'off', 'auto' or 'F:S' (F ≥ 1 an integer level, 0 < S < 1 the share of
+    the tree's ε for the levels ≤ F), normalised; anything else refused."""
+    text = str(value).strip().lower() if isinstance(value, str) else None
+    if text in ("off", "auto"):
+        return text
+    head, colon, tail = (text or "").partition(":")
+    try:
+        f, share = int(head), float(tail)
+    except ValueError:
+        f, share = 0, 0.0
+    if not colon or f < 1 or not 0.0 < share < 1.0:
+        raise UsageError(
+            "`level_split` must be off, auto or F:S (F ≥ 1 the coarsest levels' last, S in "
+            f"(0, 1) their share of the tree's ε), e.g. 4:0.8. Found {value!r}."
+        )
+    return f"{f}:{share:g}"
+
+
+def level_split_of(
+    setting: str, model: PrivacyModel, min_height: int, height_for: tuple[str, ...] = ()
+) -> tuple[int, float, float]:
+    """(split_level f, split_share s, split_leaf_bound c) of a checked `level_split` setting:
+    (0, 0.0, 0.0) for off; auto: f = `min_height`, the thresholds' alignment level (public:
+    the declared thresholds fix it before any data are read), s = SPLIT_SHARE, and where the
+    AP is reported (`height_for` () or naming ap) c = AP_LEAF_BOUND, under distdp only (the
+    even tree elsewhere, and where no threshold sets a level); F:S as given, distdp only."""
+    setting = check_level_split(setting)
+    if setting == "off" or (
+        setting == "auto" and (model is not PrivacyModel.DISTDP or min_height < 1)
+    ):
+        return 0, 0.0, 0.0
+    if setting == "auto":
+        ap = not height_for or "ap" in height_for
+        return min_height, SPLIT_SHARE, AP_LEAF_BOUND if ap else 0.0
+    if model is not PrivacyModel.DISTDP:
+        raise UsageError(
+            f"`level_split` {setting} splits a distdp tree's ε over its levels; the model is "
+            f"{model.value} (drop it or choose distdp)."
+        )
+    f, share = setting.split(":")
+    return int(f), float(share), 0.0
 
 
 LEVEL_1_FROM_EPSILON = 5.0

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack, cast
 import numpy as np
 
 from fedeval.core.config import (
+    DEFAULT_LEVEL_SPLIT,
     PrivacyModel,
     Relation,
     Shape,
@@ -33,7 +34,13 @@ from fedeval.core.config import (
     check_height_for,
 )
 from fedeval.core.errors import UsageError
-from fedeval.core.params import data_resolution, parse_height, resolve_config
+from fedeval.core.params import (
+    check_level_split,
+    data_resolution,
+    level_split_of,
+    parse_height,
+    resolve_config,
+)
 
 if TYPE_CHECKING:
     from fedeval.core.config import PrivacyConfig
@@ -85,6 +92,7 @@ class ReleaseKeywords(TypedDict, total=False):
     seed: int | np.random.Generator | None
     ci_draws: int
     path: SimulationPath | str
+    level_split: str
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,9 @@ class ReleaseSpec:
     seed : None for private noise; an int or Generator makes a reproducible simulation.
     ci_draws : fresh noise draws behind the 95% intervals (0: none).
     path : the simulation's path (`SimulationPath`).
+    level_split : off, auto or F:S: the tree's ε split over its levels (distdp,
+        `fedeval.privacy.level_split`; `fedeval.core.params.level_split_of`), a public
+        setting fixed before any data are read and stated in every document.
     """
 
     model: PrivacyModel = PrivacyModel.DISTDP
@@ -119,6 +130,7 @@ class ReleaseSpec:
     ci_draws: int = DEFAULT_DRAWS
     path: SimulationPath = SimulationPath.FAST
     height_for: tuple[str, ...] = ()
+    level_split: str = DEFAULT_LEVEL_SPLIT
 
     @classmethod
     def of(cls, **keywords: Unpack[ReleaseKeywords]) -> ReleaseSpec:
@@ -159,6 +171,8 @@ class ReleaseSpec:
         check_ci_draws(self.ci_draws)
         set_(self, "seed", check_seed(self.seed))
         set_(self, "path", SimulationPath(self.path))
+        set_(self, "level_split", check_level_split(self.level_split))
+        level_split_of(self.level_split, self.model, 0)  # F:S under another model: refused now
 
     @property
     def seeded(self) -> bool:
@@ -194,6 +208,7 @@ class ReleaseSpec:
             min_height=min_height,
             probe=probe,
             height_for=self.height_for,
+            level_split=self.level_split,
         )
 
 

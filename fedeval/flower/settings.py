@@ -84,7 +84,9 @@ class RunSettings:
     def release(self) -> ReleaseSpec:
         """The release these settings ask for (`fedeval.core.spec.ReleaseSpec`: the settings
         of the same names; a protocol run has no interval draws of its own)."""
-        skip = ("ci_draws", "path", "height_for")  # `height` carries auto:METRIC's metrics
+        # `height` carries auto:METRIC's metrics; a protocol run's tree splits ε over its
+        # levels as the spec's default does (`DEFAULT_LEVEL_SPLIT`): no option of its own yet
+        skip = ("ci_draws", "path", "height_for", "level_split")
         same = [f.name for f in fields(ReleaseSpec) if f.name not in skip]
         return ReleaseSpec(**{name: getattr(self, name) for name in same})
 

@@ -260,9 +260,16 @@ def _split_words(cfg: PrivacyConfig) -> str:
     total = " + ".join(f"{r['epsilon']:.6g}" for r in records)
     return (
         f"discrete Laplace on each level's counts at its own share of ε_tree = "
-        f"{tree_epsilon(cfg):.6g} (a share {cfg.split_share:g} spread evenly over the levels "
-        f"up to {cfg.split_level}, the rest evenly over the finer ones; Δ = "
-        f"{level_split.level_sensitivity(cfg)} per level, one node per level per example): "
+        f"{tree_epsilon(cfg):.6g} (a share {cfg.split_share_here:.6g} spread evenly over the "
+        f"levels up to {cfg.split_level}, the rest evenly over the finer ones"
+        + (
+            f": min({cfg.split_share:g}, 1 − (h − f)/({cfg.split_leaf_bound:g}·h)), so each "
+            f"leaf's noise sd is at most about {cfg.split_leaf_bound:g}× the even tree's"
+            if cfg.split_leaf_bound
+            else ""
+        )
+        + "; Δ = "
+        + f"{level_split.level_sensitivity(cfg)} per level, one node per level per example): "
         f"{each}; sequential composition over the levels, {total} = {tree_epsilon(cfg):.6g}"
     )
 

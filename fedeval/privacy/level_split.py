@@ -47,9 +47,40 @@ The intervals' fresh noise draws each level at its own α_k
 (`fedeval.privacy.distdp.measurement_noise`), and the consistency step weighs them as the
 release was weighed.
 
-Not yet: a split under localdp (reports per level, drawn before data are read), the height
-choice's noise model (`fedeval.privacy.probe.count_sd` takes the even tree's count variance at
-each candidate height, so a split does not move the height chosen), and a CLI option.
+**The height choice** (`--height auto`) predicts each metric's noise at every candidate height
+from the even tree's count sd (`fedeval.privacy.probe.count_sd`); with a split that sd is
+scaled per metric by `read_sd_factors`: the exact least-squares variance of what the metric
+reads (the AUC a ramp over the leaves, the AP one leaf, P/R/A a count of [t, 1] at the
+thresholds' edges) under the split's variances over the same under the even tree's. So auto
+picks the height for the split actually used: P/R/A's noise falls, the AP's rises.
+
+**The setting** (`--level-split off|auto|F:S`, `ReleaseSpec.level_split`,
+`fedeval.core.params.level_split_of`): auto takes f = the thresholds' alignment level and
+s = SPLIT_SHARE = 0.8 under distdp (the even tree where no threshold sets a level).
+
+**The AP's leaves** (`PrivacyConfig.split_leaf_bound` c): a leaf's noise sd grows by about
+(h − f)/(h·(1 − s)) over the even tree's (2.5× at h = 8, f = 4, s = 0.8), and the AP reads the
+leaves. Where the AP is reported, `auto` bounds it: the share at height h is
+s(h) = min(s, 1 − (h − f)/(c·h)) with c = 1.25 (`PrivacyConfig.split_share_here`; h is public,
+chosen by the probe, so s(h) is too), which leaves P/R/A at 0.88× the even tree's sd at h = 8
+instead of 0.70×.
+
+**Measured: why auto is the default** (distdp ε = 1, f = 4; `benchmarks/level_split.py`, 12
+quick families at 100k, 40 draws: auto within 1.25× of the best fixed even height, of 60 family
+× metric cells): even tree 22 (AUC 7, AP 4, P/R/A 11 of 36); s = 0.8 at every height
+(`--level-split 4:0.8`) 37 (AUC 8, AP 3, P/R/A 26), but the AP worse (smooth 1.23 → 1.79,
+squeezed 1.85 → 2.10) and the grid's AUC 0.77 → 4.53 (auto moves 6 → 5); `auto` with the AP's
+bound 29 (AUC 8, AP 4, P/R/A 17): no metric's count below the even tree's (smooth AP 1.37,
+squeezed 1.31, grid AUC 1.27). Smooth scores at 1M rows (40 draws, median |error|), even →
+auto: AUC 8.0e-6 → 1.0e-5 (≤ 2e-5), AP 3.6e-5 → 5.5e-5, worst P/R/A 4.0e-5 → 4.0e-5 (s = 0.8:
+1.0e-5, 8.0e-5, 3.1e-5). Coverage (`benchmarks/hard.py --quick --models distdp --dp-releases
+200 --level-split auto`, all 16 families, units example and client): every row ≥ 0.93 but
+two the even tree has too (logistic-rare AP 0.925, clipped unit client AP 0.920: the same
+releases, h = f). The audit table's scenarios (`fedeval.audit.all_scenarios`) release no split
+yet; `tests/audit/test_level_split_audit.py` audits auto's bounded split two-phase.
+
+Not yet: a split under localdp (reports per level, drawn before data are read), and an option
+of `encode` and the Flower run (their trees follow the spec's default).
 """
 
 from __future__ import annotations
@@ -59,6 +90,7 @@ import math
 import numpy as np
 
 from fedeval.core.config import PrivacyConfig, Relation
+from fedeval.core.hierarchy import consistent_leaves
 from fedeval.core.release import level_offsets
 from fedeval.privacy.noise import discrete_laplace, discrete_laplace_variance, polya_share_events
 
@@ -113,3 +145,48 @@ def share_events(
         cells.append((at // width) * d + offsets[i] + at % width)
         values.append(value)
     return np.concatenate(cells), np.concatenate(values)
+
+
+PREFIX_EDGES = 15
+"""Most thresholds whose count of [t, 1] `read_variances` averages (evenly spaced edges)."""
+
+
+def read_variances(variances: tuple[float, ...], levels: tuple[int, ...], floor: int) -> np.ndarray:
+    """The variance of what each metric reads from one class's consistent leaves, for noise
+    variances v_k on levels 1..h: (AUC, AP, P/R/A) = (a ramp Σ_j (j + ½)/L·x̂_j, the mass below
+    each leaf weighted evenly, which the AUC's sum over leaves is; one leaf x̂_j, which the AP's
+    precision at each leaf reads; the count of [t, 1] at up to PREFIX_EDGES edges t of level
+    `floor` (where declared thresholds sit), on average).
+
+    Each is a'(AᵀWA)⁻¹a for the least-squares decode (A the tree's design, W = diag(1/v)):
+    `fedeval.core.hierarchy.consistent_leaves` is that estimate, (AᵀWA)⁻¹AᵀWy, so on a
+    measurement y holding v_h·a at the leaves and 0 elsewhere (AᵀWy = a) it returns
+    u = (AᵀWA)⁻¹a, and the variance is a·u: exact, with no draw."""
+    h = levels[-1]
+    cells = 1 << h
+    j = np.arange(cells)
+    level = max(1, min(floor, h))
+    edges = np.unique(np.round(np.linspace(1, (1 << level) - 1, PREFIX_EDGES)).astype(np.int64))
+    a = np.vstack(
+        [(j + 0.5) / cells, (j == 0), j[None, :] >= edges[:, None] << (h - level)]
+    ).astype(np.float64)
+    measured = [np.zeros((len(a), 1 << k)) for k in levels[:-1]] + [variances[-1] * a]
+    var = (a * consistent_leaves(measured, variances, levels)).sum(axis=-1)
+    return np.array([var[0], var[1], var[2:].mean()])
+
+
+def read_sd_factors(config: PrivacyConfig, tree_epsilon: float, floor: int) -> np.ndarray:
+    """(AUC, AP, P/R/A): the sd of what each metric reads with this split over the even tree's
+    at the same height (`read_variances`): what the height choice multiplies the even tree's
+    count sd by (`fedeval.privacy.probe.count_sd`) so that it predicts the split's noise. Ones
+    where no split applies at this height."""
+    if not config.level_split:
+        return np.ones(3)
+    levels = config.levels
+    split = read_variances(level_variances(level_alphas(config, tree_epsilon)), levels, floor)
+    even_alpha = math.exp(-tree_epsilon / (len(levels) * level_sensitivity(config)))
+    even = discrete_laplace_variance(even_alpha) * read_variances(
+        (1.0,) * len(levels), levels, floor
+    )
+    out: np.ndarray = np.sqrt(split / even)
+    return out

@@ -306,6 +306,8 @@ class Mechanism:
         if cfg.split_share:  # the tree's ε split over its levels: a public setting, stated
             out["split_level"] = cfg.split_level
             out["split_share"] = cfg.split_share
+            if cfg.split_leaf_bound:
+                out["split_leaf_bound"] = cfg.split_leaf_bound
         probe = self.probe_parameters()
         if probe is not None:
             if self.probe is not None:

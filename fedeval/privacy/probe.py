@@ -35,13 +35,12 @@ from fedeval.core.params import (
     probe_height,
 )
 from fedeval.core.release import Probe
-from fedeval.privacy import localdp, report_split
+from fedeval.privacy import level_split, localdp, report_split
 from fedeval.privacy.mechanism import mechanism_of
 from fedeval.privacy.noise import (
     dense,
     discrete_laplace,
     discrete_laplace_variance,
-    laplace_alpha,
     oue_perturb_at,
     oue_probabilities,
     oue_sum,
@@ -168,12 +167,31 @@ def totals(probe: Probe, config: PrivacyConfig, total_reports: int = 0) -> tuple
 def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> np.ndarray:
     """The sd of one released count of the tree at each candidate height (`config` being the
     two-phase configuration): discrete Laplace at α = exp(−ε_tree/Δ(h)) (distdp), or OUE over
-    the reports that go to each of the g(h) levels, √(g·n·σ²_OUE/(1 − s)) (localdp). Where a
-    localdp split of the reports over the levels applies at some candidate height
-    (`fedeval.privacy.report_split`), one row per metric (AUC, AP, P/R/A), (3, H): the
-    uniform tree's sd times the split's factor for that metric (1 where no split applies)."""
+    the reports that go to each of the g(h) levels, √(g·n·σ²_OUE/(1 − s)) (localdp). With the
+    tree's ε split over its levels (distdp), (3, H): per metric (AUC, AP, P/R/A), the even
+    tree's sd times the split's factor for what that metric reads
+    (`fedeval.privacy.level_split.read_sd_factors`, P/R/A at edges of the least candidate).
+    Where a localdp split of the reports over the levels applies at some candidate height
+    (`fedeval.privacy.report_split`), likewise (3, H): the uniform tree's sd times the split's
+    factor for that metric (1 where no split applies)."""
+    heights = np.asarray(heights)
+    if config.model is PrivacyModel.DISTDP and config.split_share:
+        even = count_sd(
+            replace(config, split_level=0, split_share=0.0, split_leaf_bound=0.0),
+            heights,
+            total_reports,
+        )
+        floor = int(heights.min())
+        factors = [
+            level_split.read_sd_factors(
+                replace(config, height=int(h)), mechanism_of(config).tree_epsilon or 0.0, floor
+            )
+            for h in heights.tolist()
+        ]
+        sds: np.ndarray = np.asarray(factors).T * even
+        return sds
     out = []
-    for h in np.asarray(heights).tolist():
+    for h in heights.tolist():
         cfg = replace(config, height=int(h))
         mech = mechanism_of(cfg)
         if config.model is PrivacyModel.LOCALDP:
@@ -185,14 +203,7 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
             out.append(sd)
         else:
             v = mech.cohort_noise_variance
-            if v is None:
-                # A split of ε over the levels: the even tree's count variance at this height,
-                # so the split changes the release and not the height chosen (the choice's
-                # model of a split, which lowers P/R/A's noise and raises the leaves', is
-                # still to be made: `fedeval.privacy.level_split`).
-                eps, sens = mech.tree_epsilon, mech.sensitivity
-                assert eps is not None and sens is not None
-                v = discrete_laplace_variance(laplace_alpha(eps, sens)) * cfg.share_factor
+            assert v is not None
             out.append(np.sqrt(v))
     if any(np.ndim(x) for x in out):  # a localdp split at some candidate: (3, H)
         return np.stack([np.broadcast_to(x, (3,)) for x in out], axis=-1).astype(np.float64)

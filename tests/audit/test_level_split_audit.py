@@ -146,3 +146,50 @@ def test_cohort_audit_catches_a_level_noised_for_more_than_its_share(monkeypatch
     noise = audit.cohort_noise(scenario, trials // 4, np.random.default_rng(8))[0]
     lo, hi = audit.variance_interval(noise[:, off[2] : off[3]])
     assert not lo <= stated[2] <= hi
+
+
+TWO_PHASE_SPLITS = [
+    audit.Scenario("distdp", "add-remove", height="auto", split=(2, 0.8)),
+    audit.Scenario("distdp", "replace", "client", 2, height="auto", split=(3, 0.5)),
+    audit.Scenario("distdp", "add-remove", height="auto", split=(2, 0.8, 1.25)),  # s(4) = 0.6
+]
+"""`--height auto` with the tree's ε split: the probe chooses h = 4 here (the floor), so levels
+1..f and f + 1..4 are both released."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", TWO_PHASE_SPLITS, ids=lambda s: s.name)
+def test_two_phase_audit_of_a_split_within_claim(scenario, trials):
+    """The deployed two-phase path (probe shares, the height, per-level Pólya shares, masks,
+    the release document) weighed per level by the claim (`fedeval.audit.level_weights`)."""
+    bound = audit.audit_epsilon(scenario, trials, np.random.default_rng(20261128))
+    assert bound.epsilon_lb <= scenario.epsilon, bound
+
+
+@pytest.mark.slow
+def test_two_phase_audit_catches_finer_levels_noised_for_more_than_their_share(monkeypatch, trials):
+    """Broken on purpose: each level finer than f, charged (1 − s)/2 = 0.1 of ε_tree, noised
+    as if it had ten times that (the levels' ε then add up to 2.7, not 1)."""
+    honest = distdp.level_alphas
+
+    def alphas(config: PrivacyConfig) -> tuple[float, ...]:
+        out = honest(config)
+        if not config.level_split:
+            return out
+        fine = [k > config.split_level for k in config.levels]
+        return tuple(a**10 if f else a for a, f in zip(out, fine, strict=True))
+
+    monkeypatch.setattr(distdp, "level_alphas", alphas)
+    bound = audit.audit_epsilon(TWO_PHASE_SPLITS[0], trials, np.random.default_rng(3))
+    assert bound.epsilon_lb > 1.0, bound
+
+
+def test_two_phase_fast_trials_of_a_split_equal_the_documents():
+    # The audit's batched height choice (`fedeval.audit.heights`) reads the split's per-metric
+    # noise as `probe.height` does: the same heights, released counts and statistic.
+    scenario = audit.Scenario("distdp", "add-remove", height="auto", per_client=532, split=(4, 0.8))
+    docs = audit.distdp_two_phase_statistic(scenario, 40, np.random.default_rng(3), documents=40)
+    fast = audit.distdp_two_phase_statistic(scenario, 40, np.random.default_rng(3), documents=0)
+    assert len(np.unique(docs[2])) >= 2
+    for a, b in zip(docs, fast, strict=True):
+        np.testing.assert_array_equal(a, b)
