@@ -38,10 +38,7 @@ $(VENV)/.installed-flower: pyproject.toml | $(BIN)/python
 # WORKERS=0 runs in this process); `make test-fast` leaves out the tests marked slow. A worker
 # is handed one test at a time (--maxschedchunk 1), the slow ones first (tests/conftest.py): the
 # long tests start early and no worker waits at the end on a queue the other one emptied.
-# Three workers on two cores: the Flower engine tests spend most of their minute and a half
-# waiting on processes they start (Ray, a SuperLink and SuperNodes: ~25 CPU-s in ~100 s), and
-# a third worker keeps both cores busy meanwhile, for one more collection (~8 CPU-s).
-WORKERS ?= 3
+WORKERS ?= 2
 PYTEST = $(BIN)/python -m pytest -q -n $(WORKERS) --maxschedchunk 1
 NONE_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
