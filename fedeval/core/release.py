@@ -13,6 +13,7 @@ cells then class 1 (positives) cells.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
@@ -28,7 +29,7 @@ _Summed = TypeVar("_Summed", np.ndarray, int)
 def level_offsets(config: PrivacyConfig) -> np.ndarray:
     """Start of each released level in the flat node vector, and the total length at the end."""
     sizes = [2 << k for k in config.levels]  # two classes × 2^k cells
-    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return np.array([0, *itertools.accumulate(sizes)], dtype=np.int64)
 
 
 def example_nodes(cells: np.ndarray, labels: np.ndarray, config: PrivacyConfig) -> np.ndarray:
@@ -138,7 +139,7 @@ class Release:
     probe: Probe | None = None
 
     def __post_init__(self) -> None:
-        expected = int(level_offsets(self.config)[-1])
+        expected = sum(2 << k for k in self.config.levels)  # level_offsets(config)[-1]
         if self.counts.shape != (expected,):
             raise ReleaseError(
                 f"release counts must have {expected} entries for {self.config}. "

@@ -252,19 +252,33 @@ def bounded_normal_interval(x: npt.ArrayLike, sd: npt.ArrayLike) -> npt.NDArray[
     bound is near μ; with σ ≥ 0.25 both are, and the interval is near [0, 1] either way."""
     x = np.asarray(x, dtype=np.float64)
     sd = np.broadcast_to(np.asarray(sd, dtype=np.float64), x.shape)
-    ends = []
-    for edge in (1, 0):  # the lower end: the least μ whose upper edge reaches x; and back
-        lo, hi = np.zeros(x.shape), np.ones(x.shape)
+    # Both ends bisect at once, the lower end's searches first along a new leading axis: each
+    # element's steps are those of `_belt` alone (the same operations on the same values), in
+    # half the passes over numpy's per-call overhead, which is most of the cost on a few values.
+    upper = np.arange(2).reshape(2, *([1] * x.ndim)) == 0  # the lower end reads the upper edge
+    xx, ss = np.broadcast_to(x, (2, *x.shape)), np.broadcast_to(sd, (2, *x.shape))
+    lo, hi = np.zeros(xx.shape), np.ones(xx.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(BISECTIONS):
             mid = (lo + hi) / 2
-            reach = _belt(mid, sd)[edge]
-            move_up = reach < x if edge == 1 else reach <= x
+            reach = _belt_edge(mid, ss, upper)
+            move_up = np.where(upper, reach < xx, reach <= xx)
             lo, hi = np.where(move_up, mid, lo), np.where(move_up, hi, mid)
-        ends.append(hi if edge == 1 else lo)
+    ends = [hi[0], lo[1]]
     # The bounds themselves where the belt reaches x there (bisection only approaches them).
     low = np.where(_belt(np.zeros(x.shape), sd)[1] >= x, 0.0, ends[0])
     high = np.where(_belt(np.ones(x.shape), sd)[0] <= x, 1.0, ends[1])
     return np.stack([low, high], axis=-1)
+
+
+def _belt_edge(mu: np.ndarray, sd: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """`_belt(mu, sd)[1]` where `upper`, else `_belt(mu, sd)[0]`, by the same operations."""
+    top = mu >= 0.5
+    d = np.where(top, 1.0 - mu, mu) / sd
+    y1 = np.interp(d, BELT_D, _belt_table())
+    y2 = np.where(-y1 <= d, -y1, np.where(d > 0, (y1 * y1 + d * d) / (2 * d), np.inf))
+    reach: np.ndarray = mu + sd * np.where(upper, np.where(top, y2, -y1), np.where(top, y1, -y2))
+    return reach
 
 
 def interval_around(
@@ -322,11 +336,38 @@ def bias_aware_critical_value(ratio: npt.ArrayLike) -> npt.NDArray[np.float64]:
     confidence intervals in nonparametric regression", Quant. Econ. 2020, section 2): z at r = 0,
     r + 1.645 as r grows. Solved by bisection between those two bounds."""
     r = np.abs(np.asarray(ratio, dtype=np.float64))
+    if r.size == 1 and np.isfinite(r).all():  # one interval's (an AUC, AP, a difference)
+        return np.full(np.shape(r), _critical_value(float(np.ravel(r)[0])))
     lo, hi = np.maximum(Z95, r + Z90), r + Z95
-    for _ in range(60):  # the bracket is at most 0.32 wide: 60 halvings reach float precision
+    first = 0 if r.size and not np.any(r) else 44  # where to start looking for the end (below)
+    for step in range(60):  # the bracket is at most 0.32 wide: 60 halvings reach float precision
         mid = (lo + hi) / 2
         inside = ndtr(mid - r) - ndtr(-mid - r) >= 0.95
+        was_lo, was_hi = lo, hi
         lo, hi = np.where(inside, lo, mid), np.where(inside, mid, hi)
+        # A halving that moves no end leaves every later one the same (mid is an end, or the
+        # ends meet): stop there, with the value all 60 give (at once where r = 0: z). Looked
+        # at every fourth step from the 44th (a bracket 0.32 wide meets float spacing at ~50).
+        if step >= first and step % 4 == 0:
+            if np.all(lo == was_lo) and np.all(hi == was_hi):
+                break
+    return hi
+
+
+def _critical_value(r: float) -> float:
+    """`bias_aware_critical_value` of one finite r by the same halvings on Python floats (the
+    same IEEE operations and the same ndtr), without numpy's overhead on a 0-d array: 42 against
+    300 µs, equal on 4,000 values of r from 0 to 1e300."""
+    lo, hi = max(Z95, r + Z90), r + Z95
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        was = (lo, hi)
+        if ndtr(mid - r) - ndtr(-mid - r) >= 0.95:
+            hi = mid
+        else:
+            lo = mid
+        if (lo, hi) == was:  # as in the array form: every later halving is the same
+            break
     return hi
 
 
@@ -352,5 +393,10 @@ def noise_sd(values: np.ndarray) -> np.ndarray:
     fewer than two draws are defined: the estimate then gets no interval from the noise)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-nan slices are expected here
+        if not np.isnan(values).any():
+            # The same sums and divisions as nanstd's (the mean, the squared deviations, n − 1),
+            # without its masking: a third of the time, and the same values.
+            plain: npt.NDArray[np.float64] = np.std(values, axis=0, ddof=1)
+            return plain
         spread: npt.NDArray[np.float64] = np.nanstd(values, axis=0, ddof=1)
     return spread
