@@ -42,7 +42,18 @@ def main() -> None:
     rng = np.random.default_rng()
     print(f"{'mechanism':<62} {'ε':>5} {'ε_lb':>8} {'T/side':>8} {'time':>7}  verdict event")
     ok = True
-    for sc in audit.all_scenarios(args.epsilon):
+    # distdp's default `--level-split auto` (f = the thresholds' alignment level, s = 0.8, the
+    # AP's leaves bounded at 1.25×: `fedeval.core.params.level_split_of`) at f = 2, where the
+    # probe's floor h = 4 releases levels on both sides of f.
+    split = (2, 0.8, 1.25)
+    default_splits = [
+        audit.Scenario("distdp", "add-remove", epsilon=args.epsilon, height="auto", split=split),
+        audit.Scenario("distdp", "replace", epsilon=args.epsilon, height="auto", split=split),
+        audit.Scenario(
+            "distdp", "add-remove", "client", 2, epsilon=args.epsilon, height="auto", split=split
+        ),
+    ]
+    for sc in audit.all_scenarios(args.epsilon) + default_splits:
         t0 = time.perf_counter()
         b = audit.audit_epsilon(sc, args.trials, rng)
         ok &= b.epsilon_lb <= sc.epsilon
@@ -72,6 +83,15 @@ def main() -> None:
     def full_epsilon(c):
         return math.exp(-c.epsilon / Mechanism(c).probe_sensitivity)
 
+    honest_alphas = distdp.level_alphas
+
+    def finer_levels_under_noised(c):
+        """Each level finer than f noised as if it had ten times its share of ε."""
+        out = honest_alphas(c)
+        if not c.level_split:
+            return out
+        return tuple(a**10 if k > c.split_level else a for a, k in zip(out, c.levels, strict=True))
+
     controls += [
         ("BROKEN distdp auto: probe without noise",
          audit.Scenario("distdp", "add-remove", epsilon=eps, height="auto"),
@@ -79,6 +99,8 @@ def main() -> None:
         ("BROKEN distdp auto: probe at ε, charged s·ε",
          audit.Scenario("distdp", "add-remove", epsilon=eps, height="auto"),
          probe, "_alpha", full_epsilon),
+        ("BROKEN distdp split: finer levels noised at 10× their share",
+         default_splits[0], distdp, "level_alphas", finer_levels_under_noised),
         ("BROKEN localdp auto: bare probe reports",
          audit.Scenario("localdp", "replace", epsilon=eps, height="auto"),
          probe, "client_bits_localdp", bare),
