@@ -78,6 +78,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.api.evaluate import evaluate_data, threshold_axis
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT
 from fedeval.estimate.uncertainty import Z95
 from fedeval.protocol.partition import assign_clients
 from fedeval.tables.scored import scored_from_arrays
@@ -321,14 +322,14 @@ class Setting:
     max_examples: int
     ci_draws: int
     height: int | str = "auto"
-    level_split: str = "off"
+    level_split: str = DEFAULT_LEVEL_SPLIT
 
     @property
     def label(self) -> str:
         u = f" unit {self.unit}" + (f" L={self.max_examples}" if self.unit == "client" else "")
         eps = EPSILON[self.model]
         h = "" if self.height == "auto" else f" h={self.height}"
-        h += "" if self.level_split == "off" else f" split {self.level_split}"
+        h += "" if self.model != "distdp" else f" split {self.level_split}"
         return f"{self.model}" + ("" if eps is None else f" ε={eps:g}") + u + h
 
 
@@ -361,7 +362,7 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
     kw = {"model": st.model, "epsilon": EPSILON[st.model], "thresholds": thr}
     kw["height"] = st.height
     kw["ci_draws"] = st.ci_draws
-    if st.level_split != "off":
+    if st.model == "distdp":  # the other models release the even tree whatever the setting
         kw["level_split"] = st.level_split
     if st.unit == "client":
         kw.update(unit="client", max_examples=st.max_examples)
@@ -482,7 +483,9 @@ def main() -> None:
         "--units", nargs="+", choices=("example", "client"), default=["example", "client"]
     )
     ap.add_argument(
-        "--level-split", default="off", help="distdp: the tree's ε over its levels (off|auto|F:S)"
+        "--level-split",
+        default=DEFAULT_LEVEL_SPLIT,
+        help=f"distdp: the tree's ε over its levels (off|auto|F:S; default {DEFAULT_LEVEL_SPLIT})",
     )
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (settings in parallel)")
     args = ap.parse_args()
