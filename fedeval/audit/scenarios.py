@@ -62,7 +62,7 @@ class Scenario:
     per_client: int = 4
     short_client: bool = False
     colluders: int = 0  # distdp: clients per cohort the shares tolerate (`--colluders`)
-    split: tuple[float, ...] = (0, 0.0)  # distdp: (f, s[, c]) of `fedeval.privacy.level_split`
+    split: tuple[float, ...] = (0, 0.0)  # (f, s[, c]): `privacy.level_split`, `report_split`
 
     @property
     def _cap(self) -> int:
@@ -77,7 +77,7 @@ class Scenario:
         short = ", one example left" if self.short_client else ""
         auto = f", auto (probe), n ≈ {self.clients * self.per_client:,}" if self.two_phase else ""
         t = f", {self.colluders} colluders tolerated" if self.colluders else ""
-        t += f", ε split {self.split[1]:g} to levels ≤ {self.split[0]}" if self.split[1] else ""
+        t += f", split {self.split[1]:g} to levels ≤ {self.split[0]}" if self.split[1] else ""
         return f"{self.model} · {self.relation} · {unit}{short}{auto}{t}"
 
     @property

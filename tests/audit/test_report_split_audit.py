@@ -7,38 +7,22 @@ against a split that reads the data to pick a report's level, and must fail."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 import numpy as np
 import pytest
 
 from fedeval import audit
-from fedeval.core.config import PrivacyConfig
 from fedeval.core.hierarchy import cell_index
 from fedeval.privacy import localdp, report_split
 from fedeval.privacy.noise import oue_sparse
 from fedeval.protocol.encode import local_reports
 
-
-@dataclass(frozen=True)
-class ReportSplitScenario(audit.Scenario):
-    """An audit scenario whose tree reports are split: `share` of them to the levels up to
-    `split_level` (h = 3: levels 1..3)."""
-
-    split_level: int = 1
-    share: float = 0.8
-
-    def config(self) -> PrivacyConfig:
-        return replace(super().config(), split_level=self.split_level, split_share=self.share)
-
-
 SPLITS = [
-    ReportSplitScenario("localdp", "replace", height=3),
-    ReportSplitScenario("localdp", "replace", "client", 2, height=3, split_level=2, share=0.5),
+    audit.Scenario("localdp", "replace", height=3, split=(1, 0.8)),
+    audit.Scenario("localdp", "replace", "client", 2, height=3, split=(2, 0.5)),
 ]
 
 
-def level_statistic(scenario: ReportSplitScenario, on_dp: bool, trials: int, seed: int):
+def level_statistic(scenario: audit.Scenario, on_dp: bool, trials: int, seed: int):
     """Σ of the level indices client 0's report rows state, in each of `trials` encodings of
     client 0: one call of the encoder on `trials` copies of client 0 (each copy a client of its
     own; every report is drawn on its own, so each copy's rows are one encoding of client 0)."""
@@ -55,7 +39,7 @@ def level_statistic(scenario: ReportSplitScenario, on_dp: bool, trials: int, see
     return np.bincount(who, weights=np.asarray(rows["level"], float), minlength=trials)
 
 
-def _level_bound(scenario: ReportSplitScenario, trials: int) -> audit.EpsilonBound:
+def _level_bound(scenario: audit.Scenario, trials: int) -> audit.EpsilonBound:
     """The larger ε lower bound of the two orientations of the statistic (a level read from
     the data may move it either way; `epsilon_lower_bound` takes large values as evidence for
     D), each at 1 − 0.001/2."""
@@ -67,7 +51,7 @@ def _level_bound(scenario: ReportSplitScenario, trials: int) -> audit.EpsilonBou
     )
 
 
-@pytest.mark.parametrize("scenario", SPLITS, ids=lambda s: f"{s.name}, split {s.split_level}")
+@pytest.mark.parametrize("scenario", SPLITS, ids=lambda s: s.name)
 def test_levels_of_the_reports_have_the_same_law_on_neighbours(scenario, trials):
     # Their law is the same on D and D′ (drawn without reading the data), so any positive
     # lower bound would be a false alarm of the bound's 99.9% confidence.
@@ -99,7 +83,7 @@ def test_level_audit_catches_a_level_read_from_the_data(monkeypatch, trials):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", SPLITS, ids=lambda s: f"{s.name}, split {s.split_level}")
+@pytest.mark.parametrize("scenario", SPLITS, ids=lambda s: s.name)
 def test_epsilon_lower_bound_of_a_split_within_claim(scenario, trials):
     # The OUE bits of client 0's reports at the levels they state (`audit.localdp_statistic`).
     bound = audit.audit_epsilon(scenario, trials, np.random.default_rng(20261127))
