@@ -77,15 +77,14 @@ def main() -> int:
     sampler.join()
     mode = "no-exact" if args.no_exact else "default"
     print(f"{args.model} {mode} wall {wall:.2f} s cpu {cpu:.2f} s")
-    runs: list[list[float | str]] = []
+    runs: list[tuple[float, str, float]] = []  # (start, function, end)
     for t, fn in timeline:
         if runs and runs[-1][1] == fn:
-            runs[-1][2] = t
+            runs[-1] = (runs[-1][0], fn, t)
         else:
-            runs.append([t, fn, t])
+            runs.append((t, fn, t))
     print("main thread timeline (runs >= 0.05 s):")
     for a, fn, b in runs:
-        assert isinstance(a, float) and isinstance(b, float)
         if b - a >= 0.05:
             print(f"  {a:7.2f}-{b:7.2f}  {fn}")
     print(f"seconds by thread group and innermost fedeval line (x {INTERVAL * 1000:g} ms, top 40):")
