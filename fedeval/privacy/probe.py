@@ -175,39 +175,29 @@ def count_sd(config: PrivacyConfig, heights: np.ndarray, total_reports: int) -> 
     (`fedeval.privacy.report_split`), likewise (3, H): the uniform tree's sd times the split's
     factor for that metric (1 where no split applies)."""
     heights = np.asarray(heights)
-    if config.model is PrivacyModel.DISTDP and config.split_share:
-        even = count_sd(
-            replace(config, split_level=0, split_share=0.0, split_leaf_bound=0.0),
-            heights,
-            total_reports,
-        )
-        floor = int(heights.min())
-        factors = [
-            level_split.read_sd_factors(
-                replace(config, height=int(h)), mechanism_of(config).tree_epsilon or 0.0, floor
-            )
-            for h in heights.tolist()
-        ]
-        sds: np.ndarray = np.asarray(factors).T * even
-        return sds
-    out = []
+    even = replace(config, split_level=0, split_share=0.0, split_leaf_bound=0.0)
+    tree_epsilon, floor = mechanism_of(config).tree_epsilon or 0.0, int(heights.min())
+    sds, factors, split = [], [], False
     for h in heights.tolist():
         cfg = replace(config, height=int(h))
-        mech = mechanism_of(cfg)
+        factor: tuple[float, float, float] | np.ndarray = (1.0, 1.0, 1.0)
         if config.model is PrivacyModel.LOCALDP:
             n = max(total_reports, 1) * (1.0 - config.probe_share)
-            sd = np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config)))
-            if cfg.level_split:  # the reports split over the levels: per metric (AUC, AP, P/R/A)
-                out.append(sd * np.asarray(_split_factors(cfg, n)))
-                continue
-            out.append(sd)
+            sds.append(np.sqrt(len(cfg.levels) * n * oue_sigma2(_report_epsilon(config))))
+            if cfg.level_split:  # the reports split over the levels at this height
+                factor, split = _split_factors(cfg, n), True
         else:
-            v = mech.cohort_noise_variance
+            v = mechanism_of(replace(even, height=int(h))).cohort_noise_variance
             assert v is not None
-            out.append(np.sqrt(v))
-    if any(np.ndim(x) for x in out):  # a localdp split at some candidate: (3, H)
-        return np.stack([np.broadcast_to(x, (3,)) for x in out], axis=-1).astype(np.float64)
-    return np.asarray(out, np.float64)
+            sds.append(np.sqrt(v))
+            if config.split_share:  # the tree's ε split over its levels
+                factor, split = level_split.read_sd_factors(cfg, tree_epsilon, floor), True
+        factors.append(factor)
+    sd = np.asarray(sds, np.float64)
+    if not split:
+        return sd
+    per_metric: np.ndarray = np.asarray(factors, np.float64).T * sd
+    return per_metric
 
 
 def _split_factors(config: PrivacyConfig, n: float) -> tuple[float, float, float]:
