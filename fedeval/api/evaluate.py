@@ -428,6 +428,9 @@ def evaluate_run(
     started = start_curves(run, quantiles)
     departing = release_departures(run) if run.ci_draws else None
     parts = release_parts(run, unit_thr, n_buckets, None, departing) if run.ci_draws else None
+    # The scores' ECE before the curves wait for the pass (the same draws in the same order:
+    # the curves draw nothing new), so that it too runs beside the pass.
+    raw = raw_ece(run, departing=departing) if ece else None
     curves = curve_result(run, quantiles, departing=departing, started=started)
     if parts is not None:
         parts = replace(parts, ap=curves.ap_parts)
@@ -480,7 +483,7 @@ def evaluate_run(
         thresholds=rows,
         buckets=n_buckets,
         curves=curves,
-        ece=raw_ece(run, departing=departing) if ece else None,
+        ece=raw,
         parts=parts,
     )
 
