@@ -333,9 +333,11 @@ def exact_diagnostics_started(
     """`exact_diagnostics(s, estimate)` started in a thread of its own where the scores may use
     several threads (`s.threads` > 1), so that the calling thread goes on with the release's
     intervals while the pass runs; None on one thread (the caller runs the pass itself, where
-    it always did). The pass reads only `s` and `estimate` (neither is written by anyone
-    afterwards), with the pool and block size `s.threads` gives it, so its values are the same
-    bit for bit whenever it runs."""
+    it always did). The pass reads only the sorted keys and class counts of `s` and the
+    estimate, which nothing changes (other threads may add `s`'s cached tables meanwhile),
+    with the pool and block size `s.threads` gives it, so its values are the same bit for bit
+    whenever it runs. Its blocks' temporaries (at most EXACT_MEMORY) are then held beside
+    the calling thread's, not after them."""
     if s.threads <= 1:
         return None
     runner = ThreadPoolExecutor(1, "fedeval-exact-pass")
