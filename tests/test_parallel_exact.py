@@ -312,3 +312,44 @@ def test_positive_counts_and_ece_the_same_in_a_pool(kind, monkeypatch):
     bins = np.minimum((s.astype(np.float64) * 15).astype(int), 14)
     direct = np.abs(np.bincount(bins, y, 15) - np.bincount(bins, s.astype(np.float64), 15))
     assert eces[0] == pytest.approx(direct.sum() / len(s), rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["ties", "duplicates"])
+def test_exact_pass_beside_the_release_gives_the_same_evaluation(kind, tmp_path, monkeypatch):
+    """With several threads `evaluate_file` starts the exact pass in a thread of its own before
+    the release's intervals (`start_curves`), on one thread it runs it inline after them: the
+    whole evaluation (estimates, intervals, exact values, area errors, the thinned exact
+    curves) is the same bit for bit, and the pass ran where said."""
+    import threading
+
+    import fedeval
+    from fedeval.api import curves as api_curves
+    from fedeval.estimate import diagnostics
+
+    ran_on: list[str] = []
+
+    def recorded(*args, **kwargs):
+        ran_on.append(threading.current_thread().name)
+        return exact_diagnostics(*args, **kwargs)
+
+    monkeypatch.setattr(diagnostics, "exact_diagnostics", recorded)
+    monkeypatch.setattr(api_curves, "exact_diagnostics", recorded)
+    s, y = _scores(kind, 8000, 3)
+    path = tmp_path / "scores.parquet"
+    pq.write_table(pa.table({"score": s, "label": y.astype(np.int8)}), path, row_group_size=2000)
+    seen = []
+    for threads in (1, 2, 3):
+        ev = fedeval.evaluate_file(path, model="distdp", seed=11, threads=threads)
+        c = ev.curves
+        assert c.exact is not None
+        seen.append(
+            (
+                repr((ev.auc, ev.thresholds, ev.ece, c.roc_auc, c.average_precision)),
+                repr((c.roc_area_error, c.pr_area_error)),
+                [a.tobytes() for a in (c.exact.thresholds, c.exact.tpr, c.exact.precision)],
+            )
+        )
+    assert ran_on[0] == "MainThread"
+    assert all(name.startswith("fedeval-exact-pass") for name in ran_on[1:]), ran_on
+    assert seen[1] == seen[0]
+    assert seen[2] == seen[0]

@@ -19,7 +19,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from fedeval.api.calibrate import release_ece
-from fedeval.api.curves import DEFAULT_QUANTILES, CurveResult, curve_result, release_departures
+from fedeval.api.curves import (
+    DEFAULT_QUANTILES,
+    CurveResult,
+    curve_result,
+    release_departures,
+    start_curves,
+)
 from fedeval.api.inputs import ArrayKeywords, FileKeywords, ReadOptions
 from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis, release_axis
 from fedeval.core.config import parse_buckets
@@ -413,13 +419,19 @@ def evaluate_run(
         raise UsageError(f"thresholds must lie in the score range [{lo:g}, {hi:g}]. Found {thr}.")
     unit_thr = run.to_unit(thr)
     values = threshold_values(run.histogram, unit_thr)
-    # The interval parts before the curves: their re-noised releases' temporaries (tens of
-    # MB) are freed before the exact values' pass over the sorted scores holds its blocks.
-    # The examples the release shows departing from smooth, read once for the AUC's, AP's
-    # and ECE's intervals.
+    # The exact pass over a simulation's sorted scores starts first, beside this thread where
+    # they may use several threads (`start_curves`): the intervals need nothing from it, so on
+    # two cores both run at once (their temporaries, tens of MB, then held beside its few
+    # blocks). On one thread the interval parts come first, their temporaries freed before
+    # the pass holds its blocks. The examples the release shows departing from smooth, read
+    # once for the AUC's, AP's and ECE's intervals.
+    started = start_curves(run, quantiles)
     departing = release_departures(run) if run.ci_draws else None
     parts = release_parts(run, unit_thr, n_buckets, None, departing) if run.ci_draws else None
-    curves = curve_result(run, quantiles, departing=departing)
+    # The scores' ECE before the curves wait for the pass (the same draws in the same order:
+    # the curves draw nothing new), so that it too runs beside the pass.
+    raw = raw_ece(run, departing=departing) if ece else None
+    curves = curve_result(run, quantiles, departing=departing, started=started)
     if parts is not None:
         parts = replace(parts, ap=curves.ap_parts)
     auc_ci: np.ndarray | None = None
@@ -471,7 +483,7 @@ def evaluate_run(
         thresholds=rows,
         buckets=n_buckets,
         curves=curves,
-        ece=raw_ece(run, departing=departing) if ece else None,
+        ece=raw,
         parts=parts,
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,3 +321,26 @@ def exact_diagnostics(
     if roc is None or pr is None:
         return curves, None, None
     return curves, roc.finish(), pr.finish()
+
+
+ExactDiagnostics = tuple[ExactCurves, float | None, float | None]
+"""What `exact_diagnostics` returns: the thinned exact curves and the two area errors."""
+
+
+def exact_diagnostics_started(
+    s: SortedScores, estimate: Curves | None = None
+) -> Future[ExactDiagnostics] | None:
+    """`exact_diagnostics(s, estimate)` started in a thread of its own where the scores may use
+    several threads (`s.threads` > 1), so that the calling thread goes on with the release's
+    intervals while the pass runs; None on one thread (the caller runs the pass itself, where
+    it always did). The pass reads only the sorted keys and class counts of `s` and the
+    estimate, which nothing changes (other threads may add `s`'s cached tables meanwhile),
+    with the pool and block size `s.threads` gives it, so its values are the same bit for bit
+    whenever it runs. Its blocks' temporaries (at most EXACT_MEMORY) are then held beside
+    the calling thread's, not after them."""
+    if s.threads <= 1:
+        return None
+    runner = ThreadPoolExecutor(1, "fedeval-exact-pass")
+    started = runner.submit(exact_diagnostics, s, estimate)
+    runner.shutdown(wait=False)  # its thread ends with the pass
+    return started

@@ -182,8 +182,9 @@ class SortedScores:
     @property
     def keys(self) -> np.ndarray | None:
         """The sorted keys, when packed."""
-        if self._sorting is not None:
-            merged = self._sorting.result()  # None: sorted in place; else a new sorted array
+        sorting = self._sorting  # (read once: another thread may finish the wait first)
+        if sorting is not None:
+            merged = sorting.result()  # None: sorted in place; else a new sorted array
             if merged is not None:
                 self._keys = merged
             self._sorting = None
