@@ -500,6 +500,11 @@ def test_run_config_round_trips_every_setting():
         seed=9, min_cohort=4, neighbours=3, retries=1, reply_timeout=30.0,
     )  # fmt: skip
     assert RunSettings.from_run_config(s.to_run_config()) == s
+    split = RunSettings(model="distdp", thresholds=(0.25, 0.5), level_split="2:0.7")
+    assert RunSettings.from_run_config(split.to_run_config()) == split
+    config = split.job().config  # the clients' configuration carries the split
+    assert (config.split_level, config.split_share) == (2, 0.7)
+    assert RunSettings.from_run_config({}).level_split == RunSettings().level_split == "auto"
 
 
 def test_import_fedeval_does_not_import_flower():

@@ -323,6 +323,33 @@ def test_level_split_option_reaches_every_document(cli, workdir):
     assert bad.exit_code == 2 and not Path("out.json").exists()
 
 
+def test_encode_takes_the_level_split_and_the_release_states_it(cli, workdir):
+    # The deployed path (encode → aggregate → evaluate --from) releases the split asked for, as
+    # the one-shot evaluate does; off releases the even tree; F:S under localdp exits 2, no
+    # directory written.
+    import json
+
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    y = rng.random(3000) < 0.4
+    frame = pd.DataFrame({"score": rng.beta(2 + 2 * y, 3), "label": y, "client": np.arange(3000)})
+    frame.to_parquet("c.parquet")
+    args = ["encode", "c.parquet", "--thresholds", "0.25,0.5,0.75", "--seed", "1"]
+    for setting, want in (("2:0.7", (2, 0.7)), ("off", (None, None))):
+        out = f"reports-{setting.replace(':', '-')}"
+        ok = cli(*args, "--level-split", setting, "-o", out)
+        assert ok.exit_code == 0, ok.stderr
+        stated = json.loads(Path(out, "manifest.json").read_text())["privacy"]
+        assert (stated.get("split_level"), stated.get("split_share")) == want
+    assert cli("aggregate", "reports-2-0.7", "-o", "r.fedeval").exit_code == 0
+    report = cli("evaluate", "--from", "r.fedeval", "-f", "json")
+    privacy = json.loads(report.stdout)["privacy"]
+    assert (privacy["split_level"], privacy["split_share"]) == (2, 0.7)
+    bad = cli(*args, "-m", "localdp", "--level-split", "2:0.7", "-o", "bad")
+    assert bad.exit_code == 2 and "--level-split" in bad.stderr and not Path("bad").exists()
+
+
 def test_a_leaf_bound_keeps_the_aps_noise_within_it_at_every_height():
     # s(h) = min(s, 1 − (h − f)/(c·h)): the leaves' read sd (what the AP reads) at most c ×
     # the even tree's, exactly where the leaf's own level dominates and below it elsewhere;

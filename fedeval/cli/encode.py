@@ -19,6 +19,7 @@ from fedeval.cli.helptext import DEPLOY, command_help
 from fedeval.cli.options import (
     EpsilonOpt,
     HeightOpt,
+    LevelSplitOpt,
     MinCohortOpt,
     ModelOpt,
     SeedOpt,
@@ -26,7 +27,7 @@ from fedeval.cli.options import (
     argument,
     option,
 )
-from fedeval.core.config import PrivacyModel
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT, PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.tables.outputs import is_stdout
 
@@ -55,6 +56,7 @@ def encode(
     epsilon: EpsilonOpt = None,
     height: HeightOpt = "auto",
     shape: ShapeOpt = "auto",
+    level_split: LevelSplitOpt = DEFAULT_LEVEL_SPLIT,
     population: Annotated[
         int | None,
         option(

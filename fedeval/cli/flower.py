@@ -31,6 +31,7 @@ from fedeval.cli.options import (
     CiDrawsOpt,
     EpsilonOpt,
     HeightOpt,
+    LevelSplitOpt,
     MinCohortOpt,
     ModelOpt,
     PosLabelOpt,
@@ -45,7 +46,7 @@ from fedeval.cli.options import (
 )
 from fedeval.cli.output_options import document_format, stdout_output_option
 from fedeval.cli.run import printed_text
-from fedeval.core.config import PrivacyModel
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT, PrivacyModel
 from fedeval.core.errors import UsageError
 
 flower_app = typer.Typer(
@@ -96,6 +97,7 @@ class RunOptions(OptionGroup):
     epsilon: EpsilonOpt = None
     height: HeightOpt = "auto"
     shape: ShapeOpt = "auto"
+    level_split: LevelSplitOpt = DEFAULT_LEVEL_SPLIT
     units: UnitOptions = UNITS
     thresholds: ThresholdsOpt = None
     min_cohort: MinCohortOpt = 10

@@ -181,7 +181,7 @@ def flat(params: Mapping[str, Any]) -> dict[str, Any]:
 
 RUN_SETTINGS = (
     *("model", "epsilon", "height", "shape", "unit", "max_examples", "relation", "pos_label"),
-    *("min_cohort", "neighbours", "retries", "seed"),
+    *("min_cohort", "neighbours", "retries", "seed", "level_split"),
 )
 """The options of a protocol run, by the names `RunSettings` gives them."""
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fedeval.core.axis import release_axis
-from fedeval.core.config import PrivacyModel, Relation, Unit
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT, PrivacyModel, Relation, Unit
 from fedeval.core.errors import UsageError
 from fedeval.core.spec import ReleaseSpec
 from fedeval.flower.job import Job
@@ -49,6 +49,8 @@ class RunSettings:
     thresholds: tuple[float, ...] | None = None
     pos_label: str | None = None
     seed: int | None = None
+    level_split: str = DEFAULT_LEVEL_SPLIT
+    """distdp: the tree's ε over its levels (off, auto or F:S; `fedeval.core.spec.ReleaseSpec`)."""
     min_cohort: int = MIN_COHORT
     neighbours: int | None = None
     retries: int = DEFAULT_RETRIES
@@ -84,9 +86,8 @@ class RunSettings:
     def release(self) -> ReleaseSpec:
         """The release these settings ask for (`fedeval.core.spec.ReleaseSpec`: the settings
         of the same names; a protocol run has no interval draws of its own)."""
-        # `height` carries auto:METRIC's metrics; a protocol run's tree splits ε over its
-        # levels as the spec's default does (`DEFAULT_LEVEL_SPLIT`): no option of its own yet
-        skip = ("ci_draws", "path", "height_for", "level_split")
+        # `height` carries auto:METRIC's metrics
+        skip = ("ci_draws", "path", "height_for")
         same = [f.name for f in fields(ReleaseSpec) if f.name not in skip]
         return ReleaseSpec(**{name: getattr(self, name) for name in same})
 
@@ -131,6 +132,7 @@ class RunSettings:
             else ",".join(repr(t) for t in self.thresholds),
             "pos-label": "" if self.pos_label is None else self.pos_label,
             "seed": -1 if self.seed is None else self.seed,
+            "level-split": self.level_split,
             "min-cohort": self.min_cohort,
             "neighbours": 0 if self.neighbours is None else self.neighbours,
             "retries": self.retries,
@@ -158,6 +160,7 @@ class RunSettings:
             thresholds=None if thresholds is None else _floats(str(thresholds), "thresholds"),
             pos_label=get("pos-label", None),
             seed=None if int(get("seed", -1)) < 0 else int(get("seed")),
+            level_split=str(get("level-split", DEFAULT_LEVEL_SPLIT)),
             min_cohort=int(get("min-cohort", MIN_COHORT)),
             neighbours=int(get("neighbours", 0)) or None,
             retries=int(get("retries", DEFAULT_RETRIES)),
