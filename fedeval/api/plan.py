@@ -106,8 +106,8 @@ def reference_population(
     cells), on the axis evaluate reads data on (the default thresholds are cell edges)."""
     n_cells = 1 << RESOLUTION
     axis = threshold_axis((0.0, 1.0) if like is None else like.score_range, None)
-    edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
     if like is not None:
+        edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
         fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
         own = np.asarray(like.axis.from_unit(np.linspace(0.0, 1.0, fine.shape[-1] + 1)))
         cdf = [np.interp(edges, own, np.r_[0.0, np.cumsum(f)] / f.sum()) for f in fine]
