@@ -67,11 +67,18 @@ class ScoredData:
 
     @property
     def positives(self) -> int:
-        return int(self.fine_counts[1].sum())
+        return int(self._totals()[1])
 
     @property
     def negatives(self) -> int:
-        return int(self.fine_counts[0].sum())
+        return int(self._totals()[0])
+
+    def _totals(self) -> np.ndarray:
+        """[negatives, positives]: integer counts summed once (`leaf_counts(0)`, exact in any
+        order; every release checks both classes), other counts as they are."""
+        if self.resolution > 0 and np.issubdtype(self.fine_counts.dtype, np.integer):
+            return self.leaf_counts(0)[:, 0]
+        return np.array([self.fine_counts[0].sum(), self.fine_counts[1].sum()])
 
     def leaf_counts(self, height: int) -> np.ndarray:
         """Exact per-class counts of the 2^height leaves, shape (2, 2^height)."""
