@@ -30,7 +30,7 @@ import numpy as np
 from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
-from fedeval.api.evaluate import estimate_auc, sparse_precision_of, threshold_axis
+from fedeval.api.evaluate import estimate_auc, sparse_thresholds, threshold_axis
 from fedeval.api.plan_caveats import BINORMAL_CAVEAT, Caveat, pilot_caveats
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
@@ -239,7 +239,7 @@ def predict(
         h = release.config.height
         if h not in spreads:
             spreads[h] = noise_draws(hist, SPARSE_DRAWS, rng)
-        sparse, _, _ = sparse_precision_of(hist.leaves, spreads[h], thr)
+        sparse, _ = sparse_thresholds(hist.leaves, spreads[h], thr)
         sparse_runs += sparse
         for name in sparse_limited:
             sparse_errs[name].append(
