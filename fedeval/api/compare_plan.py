@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, TypedDict, Unpack
 
 import numpy as np
@@ -184,13 +185,23 @@ def _recalibrated(population: ScoredData, slope: float) -> ScoredData:
         return population
     fine = population.fine_counts
     cells = fine.shape[-1]
+    target = _recalibrated_cells(cells, slope)
+    counts = np.stack([np.bincount(target, weights=c, minlength=cells) for c in fine])
+    return replace(population, fine_counts=counts.astype(np.int64))
+
+
+@lru_cache(maxsize=8)
+def _recalibrated_cells(cells: int, slope: float) -> np.ndarray:
+    """The cell each of `cells` equal cells of the unit axis goes to under s ↦ σ(slope·logit s)
+    (its midpoint's image), read-only: the same for every population of one size (`plan
+    --detect` recalibrates about 60, each map a log, a log1p and an exp over 2^20 cells)."""
     mids = (np.arange(cells) + 0.5) / cells
     with np.errstate(divide="ignore"):
         logit = np.log(mids) - np.log1p(-mids)
     mapped = 1.0 / (1.0 + np.exp(-slope * logit))
     target = np.minimum((mapped * cells).astype(np.int64), cells - 1)
-    counts = np.stack([np.bincount(target, weights=c, minlength=cells) for c in fine])
-    return replace(population, fine_counts=counts.astype(np.int64))
+    target.setflags(write=False)
+    return target
 
 
 def _on_axis(population: ScoredData, thresholds: list[float]) -> ScoredData:

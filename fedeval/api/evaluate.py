@@ -300,18 +300,29 @@ def sparse_precision_of(
     leaves: np.ndarray, draws: np.ndarray | None, unit_thresholds: np.ndarray
 ) -> tuple[np.ndarray, float, np.ndarray]:
     """`sparse_precision` from consistent leaves (2, L) and fresh noise draws on them
-    (draws, 2, L) or None: the planner asks it of the releases it draws."""
+    (draws, 2, L) or None."""
+    sparse, predicted = sparse_thresholds(leaves, draws, unit_thresholds)
+    region_sd: float | np.ndarray = 0.0
+    if draws is not None:
+        region_sd = noise_sd(np.cumsum(draws.sum(axis=1)[:, ::-1], axis=-1))
+    return sparse, top_region_precision(leaves, SPARSE_SDS * region_sd), predicted
+
+
+def sparse_thresholds(
+    leaves: np.ndarray, draws: np.ndarray | None, unit_thresholds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where `sparse_precision_of` calls the precision sparse, and the predicted-positive
+    counts: what the planner asks of every release it draws (without the top region's
+    precision and the spread of its counts, a third of the work)."""
     tp, fp = threshold_counts(leaves, unit_thresholds)
     low = count_bounds(leaves[1], unit_thresholds)[0] + count_bounds(leaves[0], unit_thresholds)[0]
-    region_sd: float | np.ndarray
     if draws is None:
-        sd, region_sd = np.zeros_like(low), 0.0
+        sd = np.zeros_like(low)
     else:
         tp_d, fp_d = threshold_counts(leaves + draws, unit_thresholds)
         sd = noise_sd(tp_d + fp_d)
-        region_sd = noise_sd(np.cumsum(draws.sum(axis=1)[:, ::-1], axis=-1))
     sparse = ~(low > SPARSE_SDS * sd)
-    return sparse, top_region_precision(leaves, SPARSE_SDS * region_sd), tp + fp
+    return sparse, tp + fp
 
 
 def undetermined(metric: str, run: Simulated) -> str:

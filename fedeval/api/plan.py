@@ -30,7 +30,7 @@ import numpy as np
 from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
-from fedeval.api.evaluate import estimate_auc, sparse_precision_of, threshold_axis
+from fedeval.api.evaluate import estimate_auc, sparse_thresholds, threshold_axis
 from fedeval.api.plan_caveats import BINORMAL_CAVEAT, Caveat, pilot_caveats
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
@@ -106,8 +106,8 @@ def reference_population(
     cells), on the axis evaluate reads data on (the default thresholds are cell edges)."""
     n_cells = 1 << RESOLUTION
     axis = threshold_axis((0.0, 1.0) if like is None else like.score_range, None)
-    edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
     if like is not None:
+        edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
         fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
         own = np.asarray(like.axis.from_unit(np.linspace(0.0, 1.0, fine.shape[-1] + 1)))
         cdf = [np.interp(edges, own, np.r_[0.0, np.cumsum(f)] / f.sum()) for f in fine]
@@ -239,7 +239,7 @@ def predict(
         h = release.config.height
         if h not in spreads:
             spreads[h] = noise_draws(hist, SPARSE_DRAWS, rng)
-        sparse, _, _ = sparse_precision_of(hist.leaves, spreads[h], thr)
+        sparse, _ = sparse_thresholds(hist.leaves, spreads[h], thr)
         sparse_runs += sparse
         for name in sparse_limited:
             sparse_errs[name].append(

@@ -86,6 +86,7 @@ of `encode` and the Flower run (their trees follow the spec's default).
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -151,6 +152,7 @@ PREFIX_EDGES = 15
 """Most thresholds whose count of [t, 1] `read_variances` averages (evenly spaced edges)."""
 
 
+@lru_cache(maxsize=256)
 def read_variances(variances: tuple[float, ...], levels: tuple[int, ...], floor: int) -> np.ndarray:
     """The variance of what each metric reads from one class's consistent leaves, for noise
     variances v_k on levels 1..h: (AUC, AP, P/R/A) = (a ramp Σ_j (j + ½)/L·x̂_j, the mass below
@@ -161,7 +163,12 @@ def read_variances(variances: tuple[float, ...], levels: tuple[int, ...], floor:
     Each is a'(AᵀWA)⁻¹a for the least-squares decode (A the tree's design, W = diag(1/v)):
     `fedeval.core.hierarchy.consistent_leaves` is that estimate, (AᵀWA)⁻¹AᵀWy, so on a
     measurement y holding v_h·a at the leaves and 0 elsewhere (AᵀWy = a) it returns
-    u = (AᵀWA)⁻¹a, and the variance is a·u: exact, with no draw."""
+    u = (AᵀWA)⁻¹a, and the variance is a·u: exact, with no draw.
+
+    Kept per arguments (read-only): the height choice asks for it at every candidate height of
+    every release (`read_sd_factors`), each time a decode of 17 vectors over the whole tree,
+    with arguments that repeat (one ε, one split: a few heights), e.g. 3,600 calls and 28% of a
+    `plan --detect`."""
     h = levels[-1]
     cells = 1 << h
     j = np.arange(cells)
@@ -172,7 +179,9 @@ def read_variances(variances: tuple[float, ...], levels: tuple[int, ...], floor:
     ).astype(np.float64)
     measured = [np.zeros((len(a), 1 << k)) for k in levels[:-1]] + [variances[-1] * a]
     var = (a * consistent_leaves(measured, variances, levels)).sum(axis=-1)
-    return np.array([var[0], var[1], var[2:].mean()])
+    out = np.array([var[0], var[1], var[2:].mean()])
+    out.setflags(write=False)
+    return out
 
 
 def read_sd_factors(config: PrivacyConfig, tree_epsilon: float, floor: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +54,12 @@ class ScoredData:
     client_ids: pa.Array | None = None  # the id of each client code, when examples are kept
     dropped: int = 0  # examples left out by a per-client cap (see `cap_examples`)
     grouped: bool = False  # the input names clients (a client column): a schema fact, no count
+    _coarser: dict[int, np.ndarray] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """`leaf_counts` below the resolution, by height, once summed (read-only; a `replace` of
+    the data starts afresh): one set of data makes many releases (a coverage test's hundreds,
+    a plan's draws), each summing the 2^resolution cells at the probe's level and the tree's."""
 
     @property
     def score_range(self) -> tuple[float, float]:
@@ -61,11 +67,18 @@ class ScoredData:
 
     @property
     def positives(self) -> int:
-        return int(self.fine_counts[1].sum())
+        return int(self._totals()[1])
 
     @property
     def negatives(self) -> int:
-        return int(self.fine_counts[0].sum())
+        return int(self._totals()[0])
+
+    def _totals(self) -> np.ndarray:
+        """[negatives, positives]: integer counts summed once (`leaf_counts(0)`, exact in any
+        order; every release checks both classes), other counts as they are."""
+        if self.resolution > 0 and np.issubdtype(self.fine_counts.dtype, np.integer):
+            return self.leaf_counts(0)[:, 0]
+        return np.array([self.fine_counts[0].sum(), self.fine_counts[1].sum()])
 
     def leaf_counts(self, height: int) -> np.ndarray:
         """Exact per-class counts of the 2^height leaves, shape (2, 2^height)."""
@@ -74,7 +87,14 @@ class ScoredData:
                 f"the data were reduced to height {self.resolution}; height {height} needs them "
                 f"read again at that resolution."
             )
-        return coarsen(self.fine_counts, height)
+        if height >= self.resolution:
+            return coarsen(self.fine_counts, height)
+        kept = self._coarser.get(height)
+        if kept is None:
+            kept = coarsen(self.fine_counts, height)
+            kept.setflags(write=False)
+            self._coarser[height] = kept
+        return kept.copy()
 
     def to_unit(self, x: np.ndarray | float) -> np.ndarray:
         """Map scores (or thresholds) from the score range onto [0, 1]."""
