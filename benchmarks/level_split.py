@@ -42,6 +42,11 @@ level, s = 0.8 bounded where the AP is reported: min(0.8, 1 − (h − f)/(1.25�
     auto even vs fixed even: 22 of 60 within 1.25x (AUC 7/12, AP 4/12, P/R/A 11/36)
     auto split vs fixed even: 29 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 17/36)
 
+With the curves read by the descent under distdp (`fedeval.estimate.descent`, each region at
+the finest level whose counts are informative there; `benchmarks/level_read.py`), the same
+draws: auto split vs fixed even 30 of 60 (AUC 8/12, AP 5/12, P/R/A 17/36): squeezed AP
+1.31 → 1.06, the other AP ratios within ±0.07 (grid 2.05 → 1.98, pointmass 0.92 → 0.95).
+
 localdp's reports split over the levels (`fedeval.privacy.report_split`, a library setting of
 `PrivacyConfig`, not yet a `--level-split` value) was measured the same way (ε = 5, --draws 40,
 f = 4, s = 0.8, by a version of this script that set the split on the configuration): auto

@@ -30,7 +30,7 @@ import numpy as np
 from scipy.stats import norm
 
 from fedeval.api.calibrate import auto_buckets
-from fedeval.api.evaluate import estimate_auc, sparse_thresholds, threshold_axis
+from fedeval.api.evaluate import estimate_auc, threshold_axis
 from fedeval.api.plan_caveats import BINORMAL_CAVEAT, Caveat, pilot_caveats
 from fedeval.core.axis import DEFAULT_THRESHOLDS
 from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
@@ -42,6 +42,7 @@ from fedeval.core.params import (
 )
 from fedeval.core.results import ByMetricName
 from fedeval.estimate import metric_registry
+from fedeval.estimate.sparse_precision import sparse_thresholds
 from fedeval.privacy import probe
 from fedeval.privacy.decode import decode, noise_draws
 from fedeval.privacy.registry import MODELS, model_of
