@@ -145,7 +145,7 @@ def test_shared_options_stand_where_their_group_stands():
     simulate_options = _options("flower", "simulate")
     assert simulate_options[-len(table) :] == table
     j = simulate_options.index("shape")
-    assert simulate_options[j + 1 : j + 4] == units
+    assert simulate_options[j + 1 : j + 5] == ["level_split", *units]
 
 
 def test_a_grouped_command_reads_its_shared_options(cli, workdir: Path):
