@@ -303,7 +303,10 @@ SPLIT_SHARE = 0.8
 thresholds' alignment level. A count of [t, 1] at a declared threshold t (a level-f edge) is
 read from at most one node per level ≤ f, each at s·ε/f instead of a height-f tree's ε/f, so
 its noise sd is at most 1/s = 1.25× that tree's at any height (the finer levels' measurements,
-combined by least squares, only lower it): the issue's 1.25× bound itself, not a fit to data."""
+combined by least squares, only lower it): the issue's 1.25× bound itself, not a fit to data.
+Against a fixed height, which runs no probe, the tree's own ε is (1 − PROBE_SHARE) of it, so the
+bound there is 1/(0.95·s) ≈ 1.32× (s ≈ 0.842 would give 1.25×, at 1.78× the smooth AP's
+interval width: measured, not taken)."""
 
 
 AP_LEAF_BOUND = 1.25
