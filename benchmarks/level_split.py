@@ -43,9 +43,10 @@ level, s = 0.8 bounded where the AP is reported: min(0.8, 1 − (h − f)/(1.25�
     auto split vs fixed even: 29 of 60 within 1.25x (AUC 8/12, AP 4/12, P/R/A 17/36)
 
 With the curves read by the descent under distdp (`fedeval.estimate.descent`, each region at
-the finest level whose counts are informative there; `benchmarks/level_read.py`), the same
-draws: auto split vs fixed even 30 of 60 (AUC 8/12, AP 5/12, P/R/A 17/36): squeezed AP
-1.31 → 1.06, the other AP ratios within ±0.07 (grid 2.05 → 1.98, pointmass 0.92 → 0.95).
+the finest level whose counts are informative there; `benchmarks/level_read.py`; not the
+library's read: it lowered the AP's coverage on a few positives at the top), the same draws:
+auto split vs fixed even 30 of 60 (AUC 8/12, AP 5/12, P/R/A 17/36): squeezed AP 1.31 → 1.06,
+the other AP ratios within ±0.07 (grid 2.05 → 1.98, pointmass 0.92 → 0.95).
 
 localdp's reports split over the levels (`fedeval.privacy.report_split`, a library setting of
 `PrivacyConfig`, not yet a `--level-split` value) was measured the same way (ε = 5, --draws 40,

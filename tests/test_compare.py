@@ -355,7 +355,7 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
     the same parts, bit for bit, as rebuilding them from the release (AUC, the 'leaves' AP
     with its re-noised tails computed afresh, P/R/A at each threshold)."""
     from fedeval.api.compare_intervals import area_parts, threshold_pieces
-    from fedeval.api.curves import _departing, _descent, _exact_counts, _read
+    from fedeval.api.curves import _departing, _exact_counts
     from fedeval.api.evaluate import auc_interval_parts, threshold_parts
     from fedeval.estimate.average_precision import leaf_ap_interval_parts
     from fedeval.estimate.metric_registry import THRESHOLD_METRIC_NAMES
@@ -371,12 +371,8 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
         edges = run.axis.leaf_edges(leaves.shape[-1])
         assert auc_interval_parts(leaves, run.noise_draws, ev.buckets, edges) == parts.auc
         est = ev.curves.average_precision.estimate
-        # The AP as the curves read it (distdp: the descent's cells, `_descent`).
-        starts = _descent(run)
-        ap_leaves, ap_draws = _read(run, starts)
-        cells = ap_leaves if starts is None else np.add.reduceat(leaves, starts, axis=-1)
         _, ap = leaf_ap_interval_parts(
-            ap_leaves, est, tuple(within_leaf_bounds(cells)[2:]), ap_draws, None,
+            leaves, est, tuple(within_leaf_bounds(leaves)[2:]), run.noise_draws, None,
             est if _exact_counts(run) else None, _departing(run),
         )  # fmt: skip
         assert ap == parts.ap

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedeval.api.curves import _descent
 from fedeval.api.evaluate import evaluate_data
 from fedeval.estimate.descent import (
     DESCENT_SDS,
@@ -123,9 +122,10 @@ def _squeezed(n: int = 40_000) -> ScoredData:
     return scored_from_arrays(y.astype(int), s)
 
 
-def test_distdp_curves_read_the_descent_and_others_the_leaves():
-    """Squeezed scores under distdp: most leaves are empty, the curves read the descent's
-    cells (the AP is that of the spread leaves, not of the leaves); federated is unchanged."""
+def test_squeezed_scores_are_read_in_fewer_cells_than_leaves():
+    """Squeezed scores under distdp: most leaves are empty, so the descent reads far fewer
+    cells, and the spread leaves' AP differs from the leaves' (what `benchmarks/level_read.py`
+    measures; the library's curves read the leaves, `fedeval.estimate.descent`)."""
     data = _squeezed()
     ev = evaluate_data(data, model="distdp", epsilon=1.0, height=8, seed=1, ci_draws=0)
     hist = ev.run.histogram
@@ -133,8 +133,5 @@ def test_distdp_curves_read_the_descent_and_others_the_leaves():
     assert starts is not None and len(starts) < hist.leaves.shape[-1] // 2
     want = leaf_ap_rows(*leaf_tails(spread(hist.leaves, starts)[None]), "integral")[0]
     leaves_ap = leaf_ap_rows(*leaf_tails(hist.leaves[None]), "integral")[0]
-    assert ev.curves.average_precision.estimate == pytest.approx(want, abs=1e-12)
+    assert ev.curves.average_precision.estimate == pytest.approx(leaves_ap, abs=1e-12)
     assert abs(want - leaves_ap) > 1e-6  # the read differs from the leaves'
-    for kw in ({"model": "federated"}, {"model": "localdp", "epsilon": 5.0}):
-        other = evaluate_data(data, height=8, seed=1, ci_draws=0, **kw)  # type: ignore[arg-type]
-        assert _descent(other.run) is None

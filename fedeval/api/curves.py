@@ -28,7 +28,6 @@ from fedeval.core.results import Estimate, undetermined_note
 from fedeval.core.spec import ReleaseKeywords, ReleaseSpec, release_spec
 from fedeval.documents.files import document_text
 from fedeval.estimate.average_precision import AP_DRAWS, APParts, leaf_ap_interval_parts
-from fedeval.estimate.descent import descent_read, spread
 from fedeval.estimate.diagnostics import (
     ExactDiagnostics,
     exact_diagnostics,
@@ -121,8 +120,6 @@ class StartedCurves:
     dense: Curves
     points: Curves
     exact: Future[ExactDiagnostics] | None
-    starts: np.ndarray | None = None
-    """Where the descent read the release (`_descent`), None for the leaves."""
 
 
 def start_curves(
@@ -135,15 +132,14 @@ def start_curves(
     the other. The same values bit for bit as `curve_result` alone."""
     n_quantiles = _check_quantiles(n_quantiles)
     method = _check_method(method)
-    # Under distdp each region is read at the finest level informative there (`descent`).
-    starts = _descent(run)
-    leaves = run.histogram.leaves if starts is None else spread(run.histogram.leaves, starts)
     # Exact counts: AP as its mean over random orders inside the leaves (the integral rule's
     # continuous mix is 9-25 of that order's sd off where leaves hold a few examples).
     ap_rule = "shuffled" if _exact_counts(run) else "integral"
-    dense, points = estimate_curves(leaves, n_quantiles, method=method, ap_rule=ap_rule)
+    dense, points = estimate_curves(
+        run.histogram.leaves, n_quantiles, method=method, ap_rule=ap_rule
+    )
     exact = None if run.truth is None else exact_diagnostics_started(run.truth, dense)
-    return StartedCurves(n_quantiles, method, dense, points, exact, starts)
+    return StartedCurves(n_quantiles, method, dense, points, exact)
 
 
 def curve_result(
@@ -161,12 +157,10 @@ def curve_result(
     if started is None:
         started = start_curves(run, n_quantiles, method)
     n_quantiles, method = started.n_quantiles, started.method
-    dense, points, starts = started.dense, started.points, started.starts
+    dense, points = started.dense, started.points
     roc_ci = ap_ci = ap_parts = None
     if run.ci_draws:
-        roc_ci, ap_ci, ap_parts = _area_intervals(
-            run, dense, n_quantiles, method, departing, starts
-        )
+        roc_ci, ap_ci, ap_parts = _area_intervals(run, dense, n_quantiles, method, departing)
     exact = None
     roc_err = pr_err = None
     if started.exact is not None:
@@ -203,23 +197,12 @@ def curve_result(
     )
 
 
-def _descent(run: Simulated) -> np.ndarray | None:
-    """The cells the curves read a distdp release by (`fedeval.estimate.descent`: each region
-    at the finest level whose counts are informative there; post-processing), None for the
-    leaves (every other model, or every node informative)."""
-    hist = run.histogram
-    if hist.config.model is not PrivacyModel.DISTDP:
-        return None
-    return descent_read(hist.leaves, hist.level_variances, hist.config.levels)
-
-
 def _leaf_ap_interval(
     run: Simulated,
     estimate: float,
     hull: tuple[float, float],
     tails: tuple[np.ndarray, np.ndarray] | None = None,
     departing: np.ndarray | None = None,
-    starts: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], APParts]:
     """95% interval of the 'leaves' AP, and its parts, from the run's release and noise draws
     (`fedeval.estimate.average_precision.leaf_ap_interval_parts`); `tails` of the re-noised
@@ -228,21 +211,11 @@ def _leaf_ap_interval(
     The examples the release shows departing from smooth (`departures`, as the AUC's
     interval reads them), and the range's end leaves whole (`with_end_leaves`), get their
     orders' and ties' range. `departing`: the run's `release_departures`, where already
-    computed. `starts`: the descent's cells (`_descent`), whose leaves and noise draws are
-    read spread over each cell (None: the leaves); the departures stay the release's own."""
+    computed."""
     mean = estimate if _exact_counts(run) else None
-    leaves, draws = _read(run, starts)
+    leaves = run.histogram.leaves
     ends = _departing(run) if departing is None else with_end_leaves(departing)
-    return leaf_ap_interval_parts(leaves, estimate, hull, draws, tails, mean, ends)
-
-
-def _read(run: Simulated, starts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(leaves, noise draws) as the curves read them: the release's, or spread over the
-    descent's cells (linear: the draws' noise is the read's)."""
-    leaves, draws = run.histogram.leaves, run.noise_draws
-    if starts is None:
-        return leaves, draws
-    return spread(leaves, starts), None if draws is None else spread(draws, starts)
+    return leaf_ap_interval_parts(leaves, estimate, hull, run.noise_draws, tails, mean, ends)
 
 
 def _departing(run: Simulated) -> np.ndarray:
@@ -275,7 +248,6 @@ def _area_intervals(
     n_quantiles: int,
     method: str,
     departing: np.ndarray | None = None,
-    starts: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], tuple[float, float], APParts | None]:
     """95% intervals of the curve areas. ROC AUC (and AP under 'pchip'): conservative rather
     than calibrated, the hull of the estimate and the areas every order of examples inside the
@@ -286,31 +258,28 @@ def _area_intervals(
     scores, 95.8% on point masses under localdp and 100% under distdp, where the leaves cannot
     tell ties from a narrow peak (`benchmarks/hard.py`, 1000 releases). Without noise its
     spread is that of the order of the examples inside the leaves, kept inside their worst
-    case. `starts`: the descent's cells the curves were read by (`_descent`)."""
-    leaves, draws = _read(run, starts)
-    # Every order of the examples inside each cell read (a cell the descent reads whole is
-    # one cell, not its spread leaves).
-    cells = leaves if starts is None else np.add.reduceat(run.histogram.leaves, starts, axis=-1)
-    auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(cells)
+    case."""
+    leaves = run.histogram.leaves
+    auc_lo, auc_hi, ap_lo, ap_hi = within_leaf_bounds(leaves)
     roc_sd = ap_sd = 0.0
     tails = None
-    if draws is not None and method == "leaves":
+    if run.noise_draws is not None and method == "leaves":
         # The re-noised leaves' tails, fitted once for the AP interval's draws and the ROC
         # AUC's (the first REFIT_DRAWS of them): the same areas as rebuilding each curve.
-        fp, tp = leaf_tails(leaves + draws[: max(AP_DRAWS, REFIT_DRAWS)])
+        fp, tp = leaf_tails(leaves + run.noise_draws[: max(AP_DRAWS, REFIT_DRAWS)])
         fp_r, tp_r = fp[:REFIT_DRAWS], tp[:REFIT_DRAWS]
         areas = np.stack(
             [leaf_roc_auc_rows(fp_r, tp_r), leaf_ap_rows(fp_r, tp_r, "integral")], axis=1
         )
         roc_sd, ap_sd = noise_sd(areas)
         tails = fp[:AP_DRAWS], tp[:AP_DRAWS]
-    elif draws is not None:
+    elif run.noise_draws is not None:
         areas = np.array(
             [
                 (c.roc_auc, c.average_precision)
                 for c in (
                     estimate_curves(leaves + d, n_quantiles, grid=DRAW_GRID, method=method)[0]
-                    for d in draws[:REFIT_DRAWS]
+                    for d in run.noise_draws[:REFIT_DRAWS]
                 )
             ]
         )
@@ -326,7 +295,7 @@ def _area_intervals(
     if method != "leaves":
         return roc, hull(dense.average_precision, ap_lo, ap_hi, ap_sd), None
     ap_interval, parts = _leaf_ap_interval(
-        run, dense.average_precision, (ap_lo, ap_hi), tails, departing, starts
+        run, dense.average_precision, (ap_lo, ap_hi), tails, departing
     )
     return roc, ap_interval, parts
 

@@ -12,13 +12,16 @@ which the integral rule reads exactly as one cell: a straight path in (FP, TP) s
 pieces is the same path). A function of the release alone (its consistent leaves and its
 mechanism's variances): no ε.
 
-The AP's interval describes this read: its noise draws go through the same spread (linear),
-and the hull of every order inside a cell is taken over the cells read, not their spread leaves
-(`fedeval.api.curves`). Measured (`benchmarks/level_read.py`, distdp ε = 1, 12 families at
-100k, 40 draws): squeezed AP 1.31× → 1.06× the best fixed height's median error, no other
-family's AP moved beyond the draws' noise (grid 2.05 → 1.98, pointmass 0.92 → 0.95); AP
-coverage (`benchmarks/hard.py --quick --models distdp --dp-releases 200`, 8 families) unchanged
-but squeezed 0.990 → 0.995 and grid 0.970 → 0.965, widths within 2%.
+Not read by the library's curves (they read the leaves): a candidate rule that
+`benchmarks/level_read.py` measures. Measured (distdp ε = 1, 12 families at 100k, 40 draws):
+squeezed AP 1.31× → 1.06× the best fixed height's median error, no other family's AP moved
+beyond the draws' noise; but where a handful of positives sit together at the top (5 or 10
+positives scoring 0.98–1 among 5,000 rows below 0.5, 200 releases at auto height), a node whose
+few positives its children's noise hides is read whole, its positives spread over the cell
+beside the noisy negatives, and the AP interval's misses went 15 → 31 and 6 → 13 of 200 (the
+interval's candidates assume a mix inside a cell; the order that puts the positives first is
+only in the hull, used where the noise exceeds it). A read of coarse cells needs an AP interval
+that holds every order inside them first.
 """
 
 from __future__ import annotations
