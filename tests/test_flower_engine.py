@@ -66,8 +66,8 @@ def test_ray_simulation_of_20_supernodes_for_every_model(tmp_path):
     ]
     start = time.monotonic()
     # One Ray worker (one ClientApp actor, one core): the 20 SuperNodes take turns on it. Each
-    # actor is a process that imports Ray, Flower and fedeval (≈ 8 CPU-s here), while a node's
-    # work is milliseconds, so a second actor only adds start-up, not speed.
+    # actor is a process that imports Ray, Flower and fedeval (6 to 8 CPU-s on 2 cores), while
+    # a node's work is milliseconds, so a second actor only adds start-up, not speed.
     fed, dist, local = run_flower(runs, split, backend_config=default_backend_config(cpus=1))
     elapsed = time.monotonic() - start
     print(f"Ray simulation, 3 runs of {CLIENTS} SuperNodes: {elapsed:.1f} s")
