@@ -12,6 +12,7 @@ import pytest
 from dp_accounting import dp_event as E
 from dp_accounting import privacy_accountant as PA
 from dp_accounting.rdp import rdp_privacy_accountant as rdp
+from ledger_race import charge_one
 
 from fedeval.core.errors import InputError, UsageError
 from fedeval.privacy.accounting import total_epsilon
@@ -418,14 +419,6 @@ def test_pure_and_gaussian_compose_by_one_rdp_accountant(tmp_path):
 # --- concurrency -------------------------------------------------------------------------------
 
 
-def _worker(path: str, results) -> None:
-    try:
-        charge(path, entry(1.0), budget=5.0)
-        results.put("ok")
-    except BudgetExceeded:
-        results.put("refused")
-
-
 @pytest.mark.slow
 def test_concurrent_runs_lose_nothing_and_respect_the_budget(tmp_path):
     # Eight processes race to charge ε = 1 each against a budget of 5 (the first of them creates
@@ -433,8 +426,10 @@ def test_concurrent_runs_lose_nothing_and_respect_the_budget(tmp_path):
     # never exceeds the budget.
     path = str(tmp_path / "l.jsonl")
     ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(path, results)) for _ in range(8)]
+    results, start = ctx.Queue(), ctx.Barrier(8)  # the eight charge at once, once all started
+    procs = [
+        ctx.Process(target=charge_one, args=(path, entry(1.0), results, start)) for _ in range(8)
+    ]
     for p in procs:
         p.start()
     for p in procs:
