@@ -1,10 +1,12 @@
 """fedeval on Flower's engines: a Ray simulation of 20 SuperNodes running all three models, and
 a real deployment (a SuperLink and 3 SuperNodes on loopback as subprocesses, `flwr run`).
 
-Each start of an engine costs seconds on a small machine (Ray: ~10 s; the deployment: ~40 s,
-most of it SuperNodes polling and starting ClientApp processes), so the three models share one
-simulation (independent runs, fresh keys each) and the deployment is one test, marked slow
-but run by `make test`; both are bounded in time."""
+Each start of an engine costs seconds on a small machine (Ray: ~10 s; the deployment: every
+Flower executable imports for ~4 CPU-s), so the three models share one simulation (independent
+runs, fresh keys each) and the deployment is one test, marked slow but run by `make test`; both
+are bounded in time. The deployment runs Flower's `--isolation process`: its app processes are
+forked by one warm process (`tests/flower_fork_exec.py`) instead of started cold per message,
+which took its process tree from about 69 to about 30 CPU-s (`benchmarks/tree_cpu.py`)."""
 
 from __future__ import annotations
 
@@ -159,6 +161,8 @@ def test_superlink_and_three_supernodes_on_loopback(tmp_path):
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "FLWR_HOME": str(home),
         "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+        "FLWR_TELEMETRY_ENABLED": "0",  # nothing leaves the machine, no wait for it at exit
+        "FLWR_DISABLE_UPDATE_CHECK": "1",
     }
     app = write_project(tmp_path / "app", RunSettings(model="federated", min_cohort=3))
     release = tmp_path / "release.fedeval"
@@ -180,15 +184,26 @@ def test_superlink_and_three_supernodes_on_loopback(tmp_path):
         return p
 
     try:
-        link = start(tools[0], "--insecure", "--port", port, name="superlink")
+        link = start(
+            tools[0], "--insecure", "--port", port, "--isolation", "process", name="superlink"
+        )
         _wait_port(port, link, 60)
+        runtimes = [f"127.0.0.1:{port}"]
         for i in range(3):
+            runtimes.append(f"127.0.0.1:{_free_port()}")
             start(
                 tools[1], "--insecure", "--superlink", f"127.0.0.1:{port}",
-                "--port", _free_port(),
+                "--isolation", "process", "--port", runtimes[-1].split(":")[1],
                 "--node-config", f"data-path='{tmp_path / f'holder{i}.parquet'}'",
                 name=f"supernode{i}",
             )  # fmt: skip
+        # Flower's `--isolation process`: the app processes are ours to start. One warm process
+        # forks one per task (`tests/flower_fork_exec.py`) instead of a `flower-superexec` per
+        # node starting a fresh `flwr-clientapp` per message (each importing Flower again).
+        start(
+            sys.executable, Path(__file__).with_name("flower_fork_exec.py"),
+            "--parent-pid", os.getpid(), *runtimes, name="fork-exec",
+        )  # fmt: skip
         run = subprocess.run(
             [str(tools[2]), "run", str(app), "fedeval", "--stream",
              "--run-config", f"release-path='{release}' min-nodes=3 wait-nodes=60.0"],
