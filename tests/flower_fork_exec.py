@@ -11,7 +11,9 @@ for tasks the way `flower-superexec` does (Flower's `AcquireTask`), and runs eac
 forked child through the entry points `flwr-clientapp` and `flwr-serverapp` call
 (`run_clientapp`, `run_serverapp`): each task is still a process of its own, which pulls its
 message and context from the SuperNode (or SuperLink) over the Runtime API, loads the app named
-in the FAB and pushes its reply back.
+in the FAB and pushes its reply and context back. This process runs no task itself, so a task
+inherits nothing of an earlier one: what a client keeps between messages (its key of the key
+round) travels in Flower's context, as it must across `flwr-clientapp` processes.
 
     python tests/flower_fork_exec.py --parent-pid PID [--interval S] ADDRESS [ADDRESS ...]
 
