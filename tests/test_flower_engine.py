@@ -6,7 +6,8 @@ Flower executable imports for ~4 CPU-s), so the three models share one simulatio
 runs, fresh keys each) and the deployment is one test, marked slow but run by `make test`; both
 are bounded in time. The deployment runs Flower's `--isolation process`: its app processes are
 forked by one warm process (`tests/flower_fork_exec.py`) instead of started cold per message,
-which took its process tree from about 69 to about 30 CPU-s (`benchmarks/tree_cpu.py`)."""
+which took its process tree from about 70-80 to about 27-29 CPU-s on a loaded 2-core machine
+(`benchmarks/tree_cpu.py`)."""
 
 from __future__ import annotations
 
@@ -161,7 +162,7 @@ def test_superlink_and_three_supernodes_on_loopback(tmp_path):
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "FLWR_HOME": str(home),
         "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
-        "FLWR_TELEMETRY_ENABLED": "0",  # nothing leaves the machine, no wait for it at exit
+        "FLWR_TELEMETRY_ENABLED": "0",  # no process sends telemetry or checks for updates
         "FLWR_DISABLE_UPDATE_CHECK": "1",
     }
     app = write_project(tmp_path / "app", RunSettings(model="federated", min_cohort=3))
