@@ -15,7 +15,7 @@ in the FAB and pushes its reply and context back. This process runs no task itse
 inherits nothing of an earlier one: what a client keeps between messages (its key of the key
 round) travels in Flower's context, as it must across `flwr-clientapp` processes.
 
-    python tests/flower_fork_exec.py --parent-pid PID [--interval S] ADDRESS [ADDRESS ...]
+    python tests/flower_fork_exec.py --parent-pid PID [--interval S] [--ready FILE] ADDRESS...
 
 ADDRESS: a Runtime API (`host:port`, the `--port` of `flower-superlink` or `flower-supernode`),
 plain HTTP (`--insecure`). It exits when the process `--parent-pid` is gone, or on SIGTERM.
@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between polls")
+    parser.add_argument("--ready", help="a file written once everything is imported")
     parser.add_argument("addresses", nargs="+")
     args = parser.parse_args(argv)
 
@@ -94,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for a in args.addresses
     ]
+    if args.ready:
+        with open(args.ready, "w") as f:
+            f.write(f"{os.getpid()}\n")
     children: set[int] = set()
     while True:
         try:

@@ -120,6 +120,14 @@ def _wait_port(port: int, proc: subprocess.Popen, seconds: float) -> None:
     raise AssertionError(f"nothing listened on port {port} within {seconds} s")
 
 
+def _wait_file(path: Path, proc: subprocess.Popen, seconds: float, log: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} was not written:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+
+
 def _stop(procs: list[subprocess.Popen]) -> None:
     """Stop each process group started here (SuperNodes start SuperExec and ClientApps)."""
     for p in procs:
@@ -185,26 +193,29 @@ def test_superlink_and_three_supernodes_on_loopback(tmp_path):
         return p
 
     try:
+        # Flower's `--isolation process`: the app processes are ours to start. One warm process
+        # forks one per task (`tests/flower_fork_exec.py`) instead of a `flower-superexec` per
+        # node starting a fresh `flwr-clientapp` per message (each importing Flower again). It
+        # starts first, so that its imports overlap the servers' start.
+        runtimes = [f"127.0.0.1:{p}" for p in (port, _free_port(), _free_port(), _free_port())]
+        ready = tmp_path / "fork-exec.ready"
+        forker = start(
+            sys.executable, Path(__file__).with_name("flower_fork_exec.py"),
+            "--parent-pid", os.getpid(), "--ready", ready, *runtimes, name="fork-exec",
+        )  # fmt: skip
         link = start(
             tools[0], "--insecure", "--port", port, "--isolation", "process", name="superlink"
         )
         _wait_port(port, link, 60)
-        runtimes = [f"127.0.0.1:{port}"]
         for i in range(3):
-            runtimes.append(f"127.0.0.1:{_free_port()}")
             start(
                 tools[1], "--insecure", "--superlink", f"127.0.0.1:{port}",
-                "--isolation", "process", "--port", runtimes[-1].split(":")[1],
+                "--isolation", "process", "--port", runtimes[i + 1].split(":")[1],
                 "--node-config", f"data-path='{tmp_path / f'holder{i}.parquet'}'",
                 name=f"supernode{i}",
             )  # fmt: skip
-        # Flower's `--isolation process`: the app processes are ours to start. One warm process
-        # forks one per task (`tests/flower_fork_exec.py`) instead of a `flower-superexec` per
-        # node starting a fresh `flwr-clientapp` per message (each importing Flower again).
-        start(
-            sys.executable, Path(__file__).with_name("flower_fork_exec.py"),
-            "--parent-pid", os.getpid(), *runtimes, name="fork-exec",
-        )  # fmt: skip
+        _wait_file(ready, forker, 60, tmp_path / "fork-exec.log")  # a Flower that moved its
+        # internals fails here, with the reason, rather than at `flwr run`'s timeout
         run = subprocess.run(
             [str(tools[2]), "run", str(app), "fedeval", "--stream",
              "--run-config", f"release-path='{release}' min-nodes=3 wait-nodes=60.0"],
