@@ -1,10 +1,13 @@
 """fedeval on Flower's engines: a Ray simulation of 20 SuperNodes running all three models, and
 a real deployment (a SuperLink and 3 SuperNodes on loopback as subprocesses, `flwr run`).
 
-Each start of an engine costs seconds on a small machine (Ray: ~10 s; the deployment: ~40 s,
-most of it SuperNodes polling and starting ClientApp processes), so the three models share one
-simulation (independent runs, fresh keys each) and the deployment is one test, marked slow
-but run by `make test`; both are bounded in time."""
+Each start of an engine costs seconds on a small machine (Ray: ~10 s; the deployment: every
+Flower executable imports for ~4 CPU-s), so the three models share one simulation (independent
+runs, fresh keys each) and the deployment is one test, marked slow but run by `make test`; both
+are bounded in time. The deployment runs Flower's `--isolation process`: its app processes are
+forked by one warm process (`tests/flower_fork_exec.py`) instead of started cold per message,
+which took its process tree from about 70-80 to about 27-29 CPU-s on a loaded 2-core machine
+(`benchmarks/tree_cpu.py`)."""
 
 from __future__ import annotations
 
@@ -117,6 +120,14 @@ def _wait_port(port: int, proc: subprocess.Popen, seconds: float) -> None:
     raise AssertionError(f"nothing listened on port {port} within {seconds} s")
 
 
+def _wait_file(path: Path, proc: subprocess.Popen, seconds: float, log: Path) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{path.name} was not written:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+
+
 def _stop(procs: list[subprocess.Popen]) -> None:
     """Stop each process group started here (SuperNodes start SuperExec and ClientApps)."""
     for p in procs:
@@ -159,6 +170,8 @@ def test_superlink_and_three_supernodes_on_loopback(tmp_path):
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "FLWR_HOME": str(home),
         "FLWR_DISABLE_RUNTIME_DEPENDENCY_INSTALLATION": "1",
+        "FLWR_TELEMETRY_ENABLED": "0",  # no process sends telemetry or checks for updates
+        "FLWR_DISABLE_UPDATE_CHECK": "1",
     }
     app = write_project(tmp_path / "app", RunSettings(model="federated", min_cohort=3))
     release = tmp_path / "release.fedeval"
@@ -180,15 +193,29 @@ def test_superlink_and_three_supernodes_on_loopback(tmp_path):
         return p
 
     try:
-        link = start(tools[0], "--insecure", "--port", port, name="superlink")
+        # Flower's `--isolation process`: the app processes are ours to start. One warm process
+        # forks one per task (`tests/flower_fork_exec.py`) instead of a `flower-superexec` per
+        # node starting a fresh `flwr-clientapp` per message (each importing Flower again). It
+        # starts first, so that its imports overlap the servers' start.
+        runtimes = [f"127.0.0.1:{p}" for p in (port, _free_port(), _free_port(), _free_port())]
+        ready = tmp_path / "fork-exec.ready"
+        forker = start(
+            sys.executable, Path(__file__).with_name("flower_fork_exec.py"),
+            "--parent-pid", os.getpid(), "--ready", ready, *runtimes, name="fork-exec",
+        )  # fmt: skip
+        link = start(
+            tools[0], "--insecure", "--port", port, "--isolation", "process", name="superlink"
+        )
         _wait_port(port, link, 60)
         for i in range(3):
             start(
                 tools[1], "--insecure", "--superlink", f"127.0.0.1:{port}",
-                "--port", _free_port(),
+                "--isolation", "process", "--port", runtimes[i + 1].split(":")[1],
                 "--node-config", f"data-path='{tmp_path / f'holder{i}.parquet'}'",
                 name=f"supernode{i}",
             )  # fmt: skip
+        _wait_file(ready, forker, 60, tmp_path / "fork-exec.log")  # a Flower that moved its
+        # internals fails here, with the reason, rather than at `flwr run`'s timeout
         run = subprocess.run(
             [str(tools[2]), "run", str(app), "fedeval", "--stream",
              "--run-config", f"release-path='{release}' min-nodes=3 wait-nodes=60.0"],

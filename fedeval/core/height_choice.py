@@ -64,7 +64,6 @@ import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.special import ndtri
 
 from fedeval.core.config import HEIGHT_METRICS, PrivacyModel, check_height_for
 
@@ -299,6 +298,8 @@ def significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     the copies where it is undefined are left out of the mean and sd. Second, the most the
     reading can be, |2·x − mean(x*)| + z·sd(x*) (inf where undefined): a bound that what is
     carried from other readings must not pass."""
+    from scipy.special import ndtri  # not at the top: Flower's apps import this module, unused
+
     probe, copies = readings[..., 0, :], readings[..., 1:, :]
     defined = ~np.isnan(copies)
     undefined = np.isnan(probe) | (defined.sum(axis=-2) < max(copies.shape[-2] // 2, 2))

@@ -11,16 +11,41 @@ Sources: Cormode & Markov, appendix A (dyadic counts, prefix queries, quantiles)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import isotonic_regression
 
-try:  # the pool-adjacent-violators kernel behind `isotonic_regression`, without its copies
-    from scipy.optimize._pava_pybind import pava as _pava
-except ImportError:  # pragma: no cover - a scipy that moved it: the public function
-    _pava = None  # type: ignore[assignment]
+# scipy.optimize is imported on the first fit, not with this module: it is the largest import
+# of a Flower ClientApp or ServerApp (which read cell indices but never fit), about 0.5 CPU-s of
+# each app process and Ray worker (issue 24).
+_pava: Callable[[np.ndarray, np.ndarray, np.ndarray], object] | None = None
+"""The pool-adjacent-violators kernel behind scipy's `isotonic_regression`, without its copies
+(None: use the public function); looked up by `_kernel()` on the first fit."""
+_looked_up = False
+
+
+def _kernel() -> Callable[[np.ndarray, np.ndarray, np.ndarray], object] | None:
+    """`_pava`, looked up once: scipy's private kernel while it fits as the public function
+    does (`_kernel_agrees`), else None."""
+    global _pava, _looked_up
+    if not _looked_up:
+        _looked_up = True
+        try:
+            from scipy.optimize._pava_pybind import pava
+        except ImportError:  # pragma: no cover - a scipy that moved it: the public function
+            return None
+        _pava = pava
+        if not _kernel_agrees():  # pragma: no cover - a changed scipy
+            _pava = None
+    return _pava
+
+
+def _isotonic_regression(y: np.ndarray) -> np.ndarray:
+    """scipy's public unit-weight isotonic regression of one row."""
+    from scipy.optimize import isotonic_regression
+
+    return np.asarray(isotonic_regression(y).x)
 
 
 def _kernel_agrees() -> bool:
@@ -28,16 +53,12 @@ def _kernel_agrees() -> bool:
     the public function does: a scipy that changed its signature or meaning falls back to the
     public function instead of failing (or fitting wrongly) mid-run."""
     y = np.array([3.0, 1.0, 2.0, 5.0, 4.0, 4.0, 0.5, 7.0])
-    want = isotonic_regression(y).x
+    want = _isotonic_regression(y)
     try:
-        _pava(y, np.ones(len(y)), np.full(len(y) + 1, -1, dtype=np.intp))
+        _pava(y, np.ones(len(y)), np.full(len(y) + 1, -1, dtype=np.intp))  # type: ignore[misc]
     except Exception:  # any failure of a private API means: do not use it
         return False
     return bool(np.array_equal(y, want))
-
-
-if _pava is not None and not _kernel_agrees():  # pragma: no cover - a changed scipy
-    _pava = None  # type: ignore[assignment]
 
 
 def cell_index(scores: np.ndarray, height: int) -> np.ndarray:
@@ -247,10 +268,11 @@ def _isotonic_rows_in_place(rows: np.ndarray) -> None:
     copies and result object dominate. One fit per row: scipy's is 1-D only."""
     n = rows.shape[-1]
     check = n >= OWN_FIT_CHECK_FROM
-    if _pava is None:
+    pava = _kernel()
+    if pava is None:
         for y in rows:
             if not (check and _own_fit(y)):
-                y[:] = isotonic_regression(y).x
+                y[:] = _isotonic_regression(y)
         return
     w, r = np.empty(n), np.empty(n + 1, dtype=np.intp)  # the kernel's work space, reset per row
     for y in rows:
@@ -258,7 +280,7 @@ def _isotonic_rows_in_place(rows: np.ndarray) -> None:
             continue
         w.fill(1.0)
         r.fill(-1)
-        _pava(y, w, r)
+        pava(y, w, r)
 
 
 OWN_FIT_CHECK_FROM = 4096
