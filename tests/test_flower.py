@@ -512,6 +512,15 @@ def test_import_fedeval_does_not_import_flower():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+@pytest.mark.parametrize("app", ["server_app", "client_app"])
+def test_each_flower_app_imports_first_in_a_cold_interpreter(app):
+    # The deployment test (test_flower_engine.py) runs its tasks forked from one warm process
+    # that imports both apps; Flower's default isolation starts each app in a fresh one.
+    pytest.importorskip("flwr")
+    code = f"import fedeval.flower.{app} as m; assert m.app is not None"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_without_the_extra_the_commands_say_how_to_install_it(monkeypatch, tmp_path):
     import importlib.util
 
