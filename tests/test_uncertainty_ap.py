@@ -192,7 +192,7 @@ def test_ap_interval_holds_a_handful_of_positives_at_the_top_under_noise():
     # which spread those few counts among the negatives, and the re-noised spread did not reach
     # back to 1; the interval missed 53 of these 400 releases (13%; benchmarks/hard.py's
     # 5-of-5,000 case: 16 of 200 with the mechanism's own noise). With the top block's world
-    # (`top_block_high`) it misses 7. A calibrated 95% interval misses Binomial(400, 0.05)
+    # (`top_block_high`) it misses 8. A calibrated 95% interval misses Binomial(400, 0.05)
     # times: mean 20, sd 4.4; more than 33 (3.1 sd) has probability < 0.001, while the old
     # 13% gives 33 or fewer with probability < 1e-3 too (mean 52, sd 6.7).
     cells = 16
