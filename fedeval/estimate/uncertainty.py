@@ -380,7 +380,8 @@ def bias_aware_interval(
     without noise it is the range. Not clipped; the last axis holds (lo, hi)."""
     low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
     sd = np.asarray(sd, dtype=np.float64)
-    mid, half = (low + high) / 2, np.abs(high - low) / 2
+    with np.errstate(invalid="ignore"):  # an undefined range (inf − inf: no class) stays nan
+        mid, half = (low + high) / 2, np.abs(high - low) / 2
     positive = sd > 0
     with np.errstate(divide="ignore", invalid="ignore"):
         c = bias_aware_critical_value(np.where(positive, half / np.where(positive, sd, 1.0), 0.0))
