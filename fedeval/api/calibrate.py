@@ -42,8 +42,8 @@ from fedeval.estimate.calibration import (
     identity_map,
 )
 from fedeval.estimate.calibration_rows import equidepth_edges_rows
-from fedeval.estimate.ece import discretisation_range, ece_estimate
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
+from fedeval.estimate.ece import discretisation_range, ece_estimate, smooth_offsets
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_end_leaves
 from fedeval.estimate.uncertainty import REFIT_DRAWS, interval, noise_sd
 from fedeval.privacy.decode import noise_draws
 from fedeval.privacy.registry import model_of
@@ -254,13 +254,18 @@ def release_ece(
     edges = run.axis.leaf_edges(n_leaves)
     if departing is None or draws is not run.noise_draws:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
+    # The end leaves at their worst, as the AP reads them: nothing beyond them checks their
+    # density (a mass on the range's bound, a density diverging there).
+    smooth = smooth_offsets(leaves, edges)
+    disc = discretisation_range(leaves, edges, with_end_leaves(departing), n_bins, smooth=smooth)
     est = ece_estimate(
         leaves,
         draws,
         run.axis.leaf_midpoints(n_leaves),
         n_bins=n_bins,
-        discretisation=discretisation_range(leaves, edges, departing, n_bins),
+        discretisation=disc,
         interval=run.ci_draws > 0,
+        edges=edges,
     )
     return Estimate(est.estimate, exact, est.ci95, est.note)
 
