@@ -1,18 +1,23 @@
 """Where the ECE interval's width comes from, per family × model of `benchmarks/hard.py`.
 
-For R releases of one setting (hard.py's data, thresholds, heights and seeds), the scores'
-15-bin ECE interval (`fedeval.api.calibrate.release_ece`) taken apart:
+For R releases of one setting (hard.py's data, thresholds, auto heights, seeds 0 … R − 1; a
+DP setting keeps data draw 0, a federated one draws afresh), the scores' 15-bin ECE interval
+(`fedeval.api.calibrate.release_ece`) taken apart, medians over the releases:
 
-- noise: the hull over the candidate truths (`ece_estimate` with no discretisation term),
-  below and above the estimate;
-- disc: `discretisation_range` (below, above): how far placing the examples inside their
-  leaves moves Σ|D_b|/N;
-- the estimate's own error against the truth (the raw scores' ECE), split into the noise's
-  (estimate − the midpoint reading of the exact leaf counts) and the discretisation's (that
-  reading − the truth).
+- noise−/noise+: the hull over the candidate truths (`ece_estimate` without a
+  discretisation term), below and above the estimate;
+- disc−/disc+: `discretisation_parts`' range (the smooth parts' slope offsets, the departing
+  examples' and end leaves' worst case);
+- samp−/samp+: its sampling band (where the smooth examples fall about a bin edge and sit
+  inside their parts, given the counts);
+- |err|: the estimate against the truth (the raw scores' ECE), split into |e_nz| (against
+  the smooth reading of the exact leaf counts, `split_gaps`) and |e_dsc| (that reading
+  against the truth);
+- cov: how often the interval holds the truth; covN and covR: how often the noise's part
+  alone holds the truth and the exact counts' reading; worst: the share of [0, 1] intervals.
 
-Per setting: coverage, median width, the median of each part, and how much of the interval
-each side the error used (|err| over its side's half-width: 1 at the edge).
+`--old` gives the interval before the smooth reading (every example anywhere in its leaf, the
+leaves read whole at their midpoints), for comparison on the same releases.
 
     .venv/bin/python benchmarks/ece_width.py --families smooth tree --models distdp -R 50
 """
@@ -29,7 +34,13 @@ from hard import EPSILON, FAMILIES, SMALL_ROWS, build, generate
 from fedeval.api.calibrate import debiasing_draws, release_ece
 from fedeval.api.curves import release_departures
 from fedeval.core.spec import release_spec
-from fedeval.estimate.ece import discretisation_parts, ece_estimate, smooth_offsets, split_gaps
+from fedeval.estimate.ece import (
+    discretisation_parts,
+    discretisation_range,
+    ece_estimate,
+    smooth_offsets,
+    split_gaps,
+)
 from fedeval.estimate.smoothness import with_end_leaves
 from fedeval.protocol.simulate import simulate
 
@@ -50,7 +61,9 @@ def est_disc(leaves, edges, departing, draws) -> tuple[float, float, float, floa
     return discretisation_parts(leaves, edges, with_end_leaves(departing), N_BINS, smooth=smooth)
 
 
-def one(family: str, model: str, n: int, seed: int, data, raw, height) -> dict[str, float]:
+def one(
+    family: str, model: str, n: int, seed: int, data, raw, height, old: bool
+) -> dict[str, float]:
     kw = {"model": model, "epsilon": EPSILON[model], "height": height, "ci_draws": 200}
     run = simulate(data, spec=release_spec(None, kw))  # type: ignore[arg-type]
     leaves = run.histogram.leaves
@@ -58,14 +71,20 @@ def one(family: str, model: str, n: int, seed: int, data, raw, height) -> dict[s
     edges = run.axis.leaf_edges(n_leaves)
     mid = run.axis.leaf_midpoints(n_leaves)
     departing = release_departures(run) if run.ci_draws else None
-    est = release_ece(run, N_BINS, None, departing)
     draws = debiasing_draws(run)
     assert departing is not None
-    below, above, s_below, s_above = est_disc(leaves, edges, departing, draws)
+    if old:  # the interval before the smooth reading: every example anywhere in its leaf
+        below, above = discretisation_range(leaves, edges, departing, N_BINS)
+        s_below = s_above = 0.0
+        est = ece_estimate(leaves, draws, mid, n_bins=N_BINS, discretisation=(below, above))
+    else:
+        est = release_ece(run, N_BINS, None, departing)
+        below, above, s_below, s_above = est_disc(leaves, edges, departing, draws)
     value = est.estimate
     noise = None
     if draws is not None:
-        noise = ece_estimate(leaves, draws, mid, n_bins=N_BINS, edges=edges)
+        read = None if old else edges
+        noise = ece_estimate(leaves, draws, mid, n_bins=N_BINS, edges=read)
     n_lo, n_hi = (value, value) if noise is None or noise.ci95 is None else noise.ci95
     y, s = raw
     truth = float(
@@ -96,7 +115,7 @@ def one(family: str, model: str, n: int, seed: int, data, raw, height) -> dict[s
     }
 
 
-def run_setting(family: str, model: str, n: int, releases: int, height) -> list[dict]:
+def run_setting(family: str, model: str, n: int, releases: int, height, old: bool) -> list[dict]:
     redraw = model == "federated"
     data = None if redraw else build(family, n, 0)
     raw = None
@@ -111,7 +130,7 @@ def run_setting(family: str, model: str, n: int, releases: int, height) -> list[
             d = build(family, n, r)
             y, s, _ = generate(family, n, r)
             rw = (y.astype(float), s)
-        out.append(one(family, model, n, r, d, rw, height))
+        out.append(one(family, model, n, r, d, rw, height, old))
     return out
 
 
@@ -122,6 +141,9 @@ def main() -> None:
     ap.add_argument("-R", "--releases", type=int, default=50)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--height", default="auto")
+    ap.add_argument(
+        "--old", action="store_true", help="the interval before the smooth reading (worst case)"
+    )
     args = ap.parse_args()
     height = args.height if args.height == "auto" else int(args.height)
     print(
@@ -134,7 +156,7 @@ def main() -> None:
         for model in args.models:
             t0 = time.perf_counter()
             n = SMALL_ROWS.get(fam, args.rows)
-            rows = run_setting(fam, model, n, args.releases, height)
+            rows = run_setting(fam, model, n, args.releases, height, args.old)
             col = {k: np.array([r[k] for r in rows]) for k in rows[0]}
             med = {k: float(np.median(v)) for k, v in col.items()}
             print(

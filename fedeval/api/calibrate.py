@@ -243,9 +243,11 @@ def release_ece(
     """The ECE of a run's scores (probabilities) from its release, debiased for the noise, with
     its 95 % interval (`fedeval.estimate.ece.ece_estimate`: the worst case where noise swamps
     the counts, the reason where the noisy total is ≤ 0), widened by where the examples may sit
-    inside their leaves (`fedeval.estimate.ece.discretisation_range`: placing each at its
-    leaf's midpoint, a leaf across a bin edge read whole or split, the examples the release
-    shows departing from smooth anywhere); `exact` filled in. `departing`: the run's
+    inside their leaves (`fedeval.estimate.ece.discretisation_range` with `smooth`: the leaves
+    the release shows smooth read as a smooth density reads them, the gaps too
+    (`split_gaps`), give or take the slope's offset and the data's sampling; the examples the
+    release shows departing from smooth, and the range's two end leaves, anywhere in their
+    leaf); `exact` filled in. `departing`: the run's
     `fedeval.api.curves.release_departures` where already computed, read only where these
     draws are the run's own (`debiasing_draws`: fresh ones where it keeps none)."""
     leaves = run.histogram.leaves
