@@ -164,7 +164,10 @@ def test_exact_ece_equals_direct_and_sklearn(seed, n_bins):
 @pytest.mark.parametrize("height", [6, 9])
 def test_ece_from_histogram_is_exact_on_leaf_midpoints(method, height):
     # Federated leaves are exact; with every score on its leaf's midpoint, the histogram ECE
-    # (mass at midpoints) is the data's ECE, raw and after the map alike.
+    # (mass at midpoints) is the data's ECE, after the map and by `ece_from_histogram`. The
+    # release's raw ECE reads the leaves as smooth (a leaf across a bin edge split by the
+    # overlap: `fedeval.estimate.ece.split_gaps`), which ties on the midpoints are not: its
+    # interval holds the data's ECE.
     rng = np.random.default_rng(height)
     n = 20_000
     leaf = rng.integers(0, 1 << height, n)
@@ -172,7 +175,8 @@ def test_ece_from_histogram_is_exact_on_leaf_midpoints(method, height):
     y = (rng.random(n) < s**2).astype(int)
     cal = calibrate(y, s, model="federated", height=height, method=method, seed=0)
     assert cal.ece_raw.exact > 0.05  # miscalibrated
-    assert cal.ece_raw.estimate == pytest.approx(cal.ece_raw.exact, abs=1e-12)
+    assert cal.ece_raw.ci95 is not None
+    assert cal.ece_raw.ci95[0] <= cal.ece_raw.exact <= cal.ece_raw.ci95[1]
     assert cal.ece_calibrated.estimate == pytest.approx(cal.ece_calibrated.exact, abs=1e-12)
     direct = exact_ece(SortedScores.from_arrays(s, y == 1), 15)
     assert ece_from_histogram(cal.run.histogram.leaves, 15) == pytest.approx(direct, abs=1e-12)

@@ -7,7 +7,7 @@ not bound that: it held the exact ECE of smooth scores under exact sums (100k ro
 in 73% of 30 data draws and of scores squeezed into [0.45, 0.55] under distdp in none of 100
 releases (`benchmarks/hard.py`). The interval now takes such a leaf's smooth part read whole or
 split by the overlap, and the examples the release shows departing from smooth anywhere
-(`fedeval.estimate.ece.discretisation_range`)."""
+(`fedeval.estimate.ece_range.discretisation_range`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ import pytest
 from scipy.stats import binom
 
 import fedeval
-from fedeval.estimate.ece import bin_gaps, discretisation_range
+from fedeval.estimate.ece import bin_gaps
+from fedeval.estimate.ece_range import discretisation_range
 
 
 def _allowed_misses(trials: int) -> int:
@@ -259,7 +260,7 @@ def test_a_failed_programme_keeps_the_per_bin_bound(monkeypatch):
     # bound (never narrower than the joint one), never an exception.
     from types import SimpleNamespace
 
-    import fedeval.estimate.ece as ece_module
+    import fedeval.estimate.ece_range as ece_module
 
     rng = np.random.default_rng(7)
     configs = [_small_config(rng) for _ in range(20)]

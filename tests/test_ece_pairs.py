@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fedeval.estimate.ece import bin_gaps, discretisation_range, leaf_bins
+from fedeval.estimate.ece import bin_gaps, leaf_bins
+from fedeval.estimate.ece_range import discretisation_range
 
 
 def _table_range(leaves, edges, departing, n_bins):

@@ -42,8 +42,9 @@ from fedeval.estimate.calibration import (
     identity_map,
 )
 from fedeval.estimate.calibration_rows import equidepth_edges_rows
-from fedeval.estimate.ece import discretisation_range, ece_estimate
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures
+from fedeval.estimate.ece import ece_estimate
+from fedeval.estimate.ece_range import discretisation_range, smooth_offsets
+from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_end_leaves
 from fedeval.estimate.uncertainty import REFIT_DRAWS, interval, noise_sd
 from fedeval.privacy.decode import noise_draws
 from fedeval.privacy.registry import model_of
@@ -243,9 +244,11 @@ def release_ece(
     """The ECE of a run's scores (probabilities) from its release, debiased for the noise, with
     its 95 % interval (`fedeval.estimate.ece.ece_estimate`: the worst case where noise swamps
     the counts, the reason where the noisy total is ≤ 0), widened by where the examples may sit
-    inside their leaves (`fedeval.estimate.ece.discretisation_range`: placing each at its
-    leaf's midpoint, a leaf across a bin edge read whole or split, the examples the release
-    shows departing from smooth anywhere); `exact` filled in. `departing`: the run's
+    inside their leaves (`fedeval.estimate.ece_range.discretisation_range` with `smooth`: the leaves
+    the release shows smooth read as a smooth density reads them, the gaps too
+    (`split_gaps`), give or take the slope's offset and the data's sampling; the examples the
+    release shows departing from smooth, and the range's two end leaves, anywhere in their
+    leaf); `exact` filled in. `departing`: the run's
     `fedeval.api.curves.release_departures` where already computed, read only where these
     draws are the run's own (`debiasing_draws`: fresh ones where it keeps none)."""
     leaves = run.histogram.leaves
@@ -254,13 +257,18 @@ def release_ece(
     edges = run.axis.leaf_edges(n_leaves)
     if departing is None or draws is not run.noise_draws:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
+    # The end leaves at their worst, as the AP reads them: nothing beyond them checks their
+    # density (a mass on the range's bound, a density diverging there).
+    smooth = smooth_offsets(leaves, edges)
+    disc = discretisation_range(leaves, edges, with_end_leaves(departing), n_bins, smooth=smooth)
     est = ece_estimate(
         leaves,
         draws,
         run.axis.leaf_midpoints(n_leaves),
         n_bins=n_bins,
-        discretisation=discretisation_range(leaves, edges, departing, n_bins),
+        discretisation=disc,
         interval=run.ci_draws > 0,
+        edges=edges,
     )
     return Estimate(est.estimate, exact, est.ci95, est.note)
 

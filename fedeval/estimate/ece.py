@@ -25,9 +25,24 @@ made 0.096 of a true 0.046 on a 569-row data set; capped at 1 it made [0.967, 1]
   [0.45, 0.55], 12 of 15 bins empty, localdp ε = 5: coverage 0.930 over 300 releases, the
   truth below the interval in every miss; 0.970 with the third truth). The interval
   is estimate − the 97.5 % and 2.5 % quantiles of err, taken as the hull over the truths, then
-  widened on each side by the discretisation term (`discretisation_range`: how far placing
-  the examples anywhere inside their leaves, a leaf across a bin edge split once between its
-  two bins, moves Σ|D_b|/N).
+  widened on each side by the discretisation term (`fedeval.estimate.ece_range`'s
+  `discretisation_range`: how far placing the examples anywhere inside their leaves, a leaf
+  across a bin edge split once between its two bins, moves Σ|D_b|/N).
+- **Smooth reading** (a release, `fedeval.api.calibrate.release_ece`). Placing every example
+  anywhere inside its leaf is the worst case, attained by data with the same counts
+  (`tests/test_coverage_limits.py`), and it was 20–40× the noise's part on smooth scores
+  (binormal, 100k rows, distdp ε = 1, h = 7: 7.8e-3 of an 8.2e-3 interval; the truth 2.7e-5
+  from the midpoint reading), so the interval held 0.99–1.00 on every family. As the AUC and
+  AP read them, the leaves the release shows smooth (`fedeval.estimate.smoothness.departures`:
+  no departing examples; the end leaves always depart) are read as a smooth density reads
+  them: the gaps split a leaf across a bin edge by the overlap and the classes' slopes
+  (`split_gaps`, linear in the counts, so the estimate and its noise simulation read them so
+  too), each part's examples at its centre give or take the slope's offset
+  (`ece_range.smooth_offsets`), plus the data's sampling given the counts (`ece_range`: where
+  a leaf's examples fall about a bin edge, binomially, and where they sit inside their part).
+  Departing examples keep the worst case. The same data set's interval: 1.3e-3 wide (noise
+  6e-4), holding the truth in 0.997 of 300 releases — the sampling ambiguity, which same-count
+  data sets span (`tests/test_coverage_limits.py`).
 - **Worst case.** Where the noise alone could make up an ECE of WORST_CASE_NOISE or more (its
   expected inflation Σ √(2v_b/π)/Ñ), or the total Ñ is within 2 noise SDs of 0, the release
   cannot locate the ECE: [0, 1], with the reason. Where Ñ ≤ 0 the ECE is undetermined: 0.5 over
@@ -42,7 +57,6 @@ import math
 
 import numpy as np
 import numpy.typing as npt
-from scipy.optimize import linprog
 
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.estimate.uncertainty import Z95
@@ -77,165 +91,72 @@ def bin_gaps(leaves: np.ndarray, score: np.ndarray, n_bins: int) -> np.ndarray:
     return out.reshape(*lead, n_bins)
 
 
-def discretisation_range(
-    leaves: np.ndarray,
-    edges: np.ndarray,
-    departing: np.ndarray,
-    n_bins: int,
-    *,
-    joint: bool = True,
-) -> tuple[float, float]:
-    """(below, above): how far the ECE of the examples behind leaves (2, L) with these L + 1
-    edges may sit below and above the leaves' plug-in Σ|D_b|/N (each leaf's mass at its
-    midpoint, in the bin of its midpoint), given how many of each leaf's examples depart from
-    smooth (`fedeval.estimate.smoothness.departures`, (2, L)). Counts clamped at 0.
-
-    A leaf inside one bin moves D_b by at most its count times half its width (placing its
-    examples anywhere in it). A leaf across a bin edge (an edge of the M bins is no leaf
-    edge) holds examples of both bins: its smooth part is read whole in the bin of its
-    midpoint (as the plug-in reads it) or split between them in proportion to the overlap (a
-    uniform density, give or take the binomial sampling of the few examples a fine leaf
-    holds), each reading with every example placed anywhere in its part; its
-    departing examples may be any subset in either bin, adding [−e₋·t, e₊·(1 − u)] to a bin
-    it overlaps on [u, t]. Under each reading, each bin's D_b lies in a range [lo_b, hi_b];
-    the range is the hull over the two readings. A leaf across a bin edge places its parts
-    once for both its bins (its share s in one, 1 − s in the other; each departing example in
-    one of them), so Σ|D_b| is bounded jointly (`joint`): where each such leaf crosses one edge
-    (the bins then form a chain, each edge crossed by one leaf at most), its maximum is a
-    dynamic programme along the bins over the corners of each leaf's placements (a convex
-    function's maximum sits at a corner), its minimum a small linear programme; both exact
-    (`tests/test_ece_discretisation.py` checks them against every placement). Treating the
-    bins apart (Σ min|D_b|, Σ max|D_b|) counted such a leaf's mass in the worst case of both
-    bins (tree scores, distdp ε = 1, h = 7: [0.020, 0.084] around a true 0.052, the same
-    counts reaching 0.048–0.055; now [0.047, 0.059]); that outer bound is kept where no leaf
-    crosses a bin edge (the same result, bit for bit) and with `joint` False, and for the bins
-    of a leaf across two edges or more (a few leaves against the M bins). On smooth data that
-    is the mass-weighted half leaf (the bound was the widest leaf's half before) and what
-    splitting moves; where leaves across a bin edge hold a point mass or a class squeezed into
-    a few leaves, the mass's worst case (squeezed scores: the plug-in read 0.281 of a true
-    0.263 at 64 leaves, 34% of the examples in leaves across a bin edge)."""
-    counts = np.clip(np.asarray(leaves, dtype=np.float64), 0.0, None)
-    total = float(counts.sum())
-    if not total > 0:
-        return 0.0, 0.0
+def split_gaps(leaves: np.ndarray, edges: np.ndarray, n_bins: int) -> npt.NDArray[np.float64]:
+    """D_b of a stack of leaves (..., 2, L) read as a smooth density reads them: each leaf's
+    examples of each class split between the bins it overlaps as a density linear across the
+    leaf splits them (its count n spread evenly, n·f in a part of the overlap f, plus what the
+    class's slope moves, `class_tilt`), each part at its overlap's centre c, so D_b = Σ_{(l, b)}
+    (1 − c)·P_part − c·N_part, linear in the counts (shape (..., M)). A leaf inside one bin
+    is read at its midpoint, as `bin_gaps` reads it; a leaf of no width is read whole in the
+    bin of its midpoint. Reading the split by the overlap alone left the classes' slopes out:
+    two bumps per class (sd 0.05), 20k rows, 64 leaves: 6.7e-4 below the truth on average,
+    its sampling band holding it in 89 of 100 data draws."""
+    leaves = np.asarray(leaves, dtype=np.float64)
+    lead = leaves.shape[:-2]
+    rows = int(np.prod(lead)) if lead else 1
+    flat = leaves.reshape(rows, 2, -1)
     lo_e, hi_e = edges[:-1], edges[1:]
-    mid = (lo_e + hi_e) / 2
-    width = hi_e - lo_e
-    # Each (leaf, bin) pair where the leaf overlaps the bin or is assigned to it, in the order
-    # of (leaf, bin): every other pair adds ±0 to each bin's sums below, so the sums over these
-    # pairs (`np.bincount`, in leaf order) are those over the whole (L, M) table, bit for bit,
-    # in memory of a few entries a leaf instead of M.
-    leaf, b = _touching(lo_e, hi_e, leaf_bins(mid, n_bins), n_bins)
+    assigned_bin = leaf_bins((lo_e + hi_e) / 2, n_bins)
+    leaf, b = touching_pairs(lo_e, hi_e, assigned_bin, n_bins)
     b_lo, b_hi = b / n_bins, (b + 1) / n_bins
-    b_hi[b == n_bins - 1] = np.inf  # the top edge is in the last bin
+    b_hi[b == n_bins - 1] = np.inf
     b_lo[b == 0] = -np.inf
-    lo_l, hi_l, width_l = lo_e[leaf], hi_e[leaf], width[leaf]
-    ol = np.maximum(lo_l, b_lo)
-    oh = np.minimum(hi_l, b_hi)
-    overlap = np.clip(oh - ol, 0.0, None)
-    assigned = leaf_bins(mid, n_bins)[leaf] == b
+    lo_l, hi_l = lo_e[leaf], hi_e[leaf]
+    at_lo, at_hi = np.maximum(lo_l, b_lo), np.minimum(hi_l, b_hi)
+    width = hi_l - lo_l
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(width_l > 0, overlap / width_l, assigned.astype(float))
-    straddle = (np.bincount(leaf, overlap > 0, minlength=len(width)) > 1)[leaf]
-    e_n = np.minimum(np.asarray(departing[0], dtype=np.float64), counts[0])
-    e_p = np.minimum(np.asarray(departing[1], dtype=np.float64), counts[1])
-    sn, sp = (counts[0] - e_n)[leaf], (counts[1] - e_p)[leaf]
+        f = np.where(width > 0, np.clip(at_hi - at_lo, 0.0, None) / width, assigned_bin[leaf] == b)
+    c = np.where(width > 0, (at_lo + at_hi) / 2, (lo_l + hi_l) / 2)
+    # (rows, pairs): each pair's part of its leaf's gap, summed into its bin per row.
+    part = f * ((1 - c) * flat[:, 1, leaf] - c * flat[:, 0, leaf])
+    tilt = class_tilt(flat, edges, leaf, at_lo, at_hi)
+    part = part + (1 - c) * tilt[:, 1] - c * tilt[:, 0]
+    cell = (b + n_bins * np.arange(rows)[:, None]).ravel()
+    out = np.bincount(cell, part.ravel(), minlength=rows * n_bins).astype(np.float64)
+    gaps: npt.NDArray[np.float64] = out.reshape(*lead, n_bins)
+    return gaps
 
-    def by_bin(x: np.ndarray) -> np.ndarray:
-        if n_bins == 1:  # one entry a leaf: the (L, 1) table's own (pairwise) sum
-            one: npt.NDArray[np.float64] = x.reshape(-1, 1).sum(axis=0)
-            return one
-        return np.bincount(b, x, minlength=n_bins)
 
-    ep, en = e_p[leaf], e_n[leaf]
-    t, u = np.minimum(oh, hi_l), np.maximum(ol, lo_l)
-    pair_lo = np.where(straddle, -en * t, ep * (1 - hi_l) - en * hi_l)
-    pair_hi = np.where(straddle, ep * (1 - u), ep * (1 - lo_l) - en * lo_l)
-    # Leaves across one bin edge are read jointly; a leaf across two or more (a few leaves
-    # against the M bins) keeps its bins apart (an outer bound).
-    one_edge = straddle & (np.bincount(leaf, minlength=len(width))[leaf] == 2)
-    joint = joint and one_edge.any() and _chain(leaf[one_edge], b[one_edge])
-    dep_lo = by_bin(np.where(one_edge, 0.0, pair_lo) if joint else pair_lo)
-    dep_hi = by_bin(np.where(one_edge, 0.0, pair_hi) if joint else pair_hi)
-    low, high = np.inf, -np.inf
-    # The split's share is the overlap's up to the sampling of the few examples a fine leaf
-    # holds: Binomial(m, f) of them fall on one side, f ± Z95·√(f(1 − f)/m).
-    m_s = sp + sn
+def class_tilt(
+    flat: np.ndarray, edges: np.ndarray, leaf: np.ndarray, at_lo: np.ndarray, at_hi: np.ndarray
+) -> npt.NDArray[np.float64]:
+    """(rows, 2, pairs): what a density linear across each leaf moves into the part [at_lo,
+    at_hi] of its leaf beyond the even share: ∫ β·(x − x_l) dx over the part = β·((at_hi −
+    x_l)² − (at_lo − x_l)²)/2 (x_l the leaf's centre; 0 for a part that is the whole leaf),
+    β the class's slope there, the central difference of its neighbours' densities n/w (one
+    side at either end), linear in the counts of (rows, 2, L)."""
+    lo_e, hi_e = edges[:-1], edges[1:]
+    width = hi_e - lo_e
+    centre = (lo_e + hi_e) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        spread = np.where(m_s > 0, np.sqrt(f * (1 - f) / m_s), 0.0)
-    whole = assigned.astype(float)
-    lo_s, hi_s = np.clip(f - 1.96 * spread, 0.0, 1.0), np.clip(f + 1.96 * spread, 0.0, 1.0)
-    # The split reading differs from the whole one only at pairs whose share moves (a leaf
-    # across a bin edge, or one with examples outside it): elsewhere every entry below is
-    # the same, so it is computed once and only the moved pairs afresh (elementwise: the same
-    # values, so the bins' sums are the same bit for bit).
-    moved = np.flatnonzero((lo_s != whole) | (hi_s != whole))
-    place = _Placing(assigned, ol, oh, lo_l, hi_l, sp, sn, one_edge if joint else None)
-    first = place.at(slice(None), whole, whole)
-    split = tuple(a.copy() for a in first)
-    for a, part in zip(split, place.at(moved, lo_s[moved], hi_s[moved]), strict=True):
-        a[moved] = part
-    for (share_lo, share_hi), (g_lo, g_hi, c_min, c_max) in (
-        ((whole, whole), first),
-        ((lo_s, hi_s), split),
-    ):
-        d_lo = by_bin(c_min) + dep_lo
-        d_hi = by_bin(c_max) + dep_hi
-        if joint:  # the straddling leaves' parts placed once for both their bins
-            cand = _straddle_points(one_edge, b, share_lo, share_hi, g_lo, g_hi, ep, en, u, t)
-            low = min(low, _least_sum(d_lo, d_hi, cand))
-            high = max(high, _most_sum(d_lo, d_hi, cand))
-            continue
-        least = np.where((d_lo <= 0) & (d_hi >= 0), 0.0, np.minimum(np.abs(d_lo), np.abs(d_hi)))
-        low = min(low, float(least.sum()))
-        high = max(high, float(np.maximum(np.abs(d_lo), np.abs(d_hi)).sum()))
-    plug = float(np.abs(bin_gaps(counts, mid, n_bins)).sum())
-    return max(plug - low, 0.0) / total, max(high - plug, 0.0) / total
+        density = np.where(width > 0, flat / np.where(width > 0, width, 1.0), 0.0)
+    n_leaves = len(width)
+    if n_leaves < 2:
+        return np.zeros((*flat.shape[:2], len(leaf)))
+    nxt = np.minimum(np.arange(n_leaves) + 1, n_leaves - 1)
+    prv = np.maximum(np.arange(n_leaves) - 1, 0)
+    span = centre[nxt] - centre[prv]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(span > 0, 1.0 / np.where(span > 0, span, 1.0), 0.0)
+    slope = (density[..., nxt] - density[..., prv]) * inv
+    x = centre[leaf]
+    lever = ((at_hi - x) ** 2 - (at_lo - x) ** 2) / 2
+    lever = np.where((width[leaf] > 0) & (at_hi > at_lo), lever, 0.0)
+    moved: npt.NDArray[np.float64] = slope[..., leaf] * lever
+    return moved
 
 
-class _Placing:
-    """Where each (leaf, bin) pair's smooth examples may sit under a reading of its share
-    (share_lo, share_hi): the gaps at the two ends of its part (g_lo, g_hi) and the least and
-    most its part adds to the bin (over the four corners; 0 at `fixed` pairs, which the joint
-    range places itself), for the pairs `rows` (a slice or indices) alone."""
-
-    def __init__(
-        self,
-        assigned: np.ndarray,
-        ol: np.ndarray,
-        oh: np.ndarray,
-        lo_l: np.ndarray,
-        hi_l: np.ndarray,
-        sp: np.ndarray,
-        sn: np.ndarray,
-        fixed: np.ndarray | None,
-    ) -> None:
-        self.arrays = (assigned, ol, oh, lo_l, hi_l, sp, sn)
-        self.fixed = fixed
-
-    def at(
-        self, rows: slice | np.ndarray, share_lo: np.ndarray, share_hi: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        assigned, ol, oh, lo_l, hi_l, sp, sn = (a[rows] for a in self.arrays)
-        inside = share_hi > 0
-        at_lo = np.where(inside, np.maximum(ol, lo_l), 0.0)
-        at_hi = np.where(inside, np.minimum(oh, hi_l), 0.0)
-        at_lo = np.where(assigned & (share_lo == 1.0), lo_l, at_lo)
-        at_hi = np.where(assigned & (share_lo == 1.0), hi_l, at_hi)
-        g_lo, g_hi = _gap(sp, sn, at_hi), _gap(sp, sn, at_lo)
-        corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
-        if self.fixed is not None:
-            corners = np.where(self.fixed[rows], 0.0, corners)
-        return g_lo, g_hi, corners.min(axis=0), corners.max(axis=0)
-
-
-def _gap(pos: np.ndarray, neg: np.ndarray, score: np.ndarray) -> npt.NDArray[np.float64]:
-    """A part's D_b: its positives' (1 − s) less its negatives' s, at score s."""
-    gap: npt.NDArray[np.float64] = pos * (1.0 - score) - neg * score
-    return gap
-
-
-def _touching(
+def touching_pairs(
     lo_e: np.ndarray, hi_e: np.ndarray, assigned: np.ndarray, n_bins: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(leaf, bin) of every pair where leaf [lo_e, hi_e] overlaps bin b (min(hi_e, (b + 1)/M)
@@ -279,16 +200,27 @@ def ece_estimate(
     n_bins: int = 15,
     discretisation: float | tuple[float, float] = 0.0,
     interval: bool = True,
+    edges: np.ndarray | None = None,
 ) -> Estimate:
     """The ECE of a release (2, L) whose leaves sit at `score` (L,), with its 95 % interval
     (module docstring). `noise_draws` (R, 2, L): fresh draws of the release's noise (None: the
     counts are exact, and the estimate is the plain Σ|D_b|/N ± `discretisation`).
     `discretisation`: a half-width, or how far below and above (`discretisation_range`).
-    `interval` False: the estimate alone. `exact` is left None for the caller to fill in."""
+    `interval` False: the estimate alone. `exact` is left None for the caller to fill in.
+    `edges` (L + 1): the gaps are read as a smooth density reads the leaves (`split_gaps`: a
+    leaf across a bin edge split by the overlap), the noise on them likewise, instead of each
+    leaf whole at `score` (the discretisation term is then about that reading:
+    `discretisation_range` with `smooth`)."""
     below, above = discretisation if isinstance(discretisation, tuple) else (discretisation,) * 2
     leaves = np.asarray(leaves, dtype=np.float64)
     score = np.asarray(score, dtype=np.float64)
-    gaps = bin_gaps(leaves, score, n_bins)
+
+    def gaps_of(x: np.ndarray) -> npt.NDArray[np.float64]:
+        if edges is None:
+            return bin_gaps(x, score, n_bins)
+        return split_gaps(x, edges, n_bins)
+
+    gaps = gaps_of(leaves)
     total = float(leaves.sum())
     full = (0.0, 1.0)
     if total <= 0:
@@ -300,7 +232,7 @@ def ece_estimate(
             return Estimate(value)
         return Estimate(value, None, (max(value - below, 0.0), min(value + above, 1.0)))
     draws = np.asarray(noise_draws, dtype=np.float64)
-    e = bin_gaps(draws, score, n_bins)  # (R, M): the noise on each D_b
+    e = gaps_of(draws)  # (R, M): the noise on each D_b
     n_noise = draws.sum(axis=(1, 2))  # (R,): the noise on the total
     var = np.mean(e * e, axis=0)  # the noise is zero-mean: its second moment is its variance
     value = min(float(_debiased(gaps, var).sum()) / total, 1.0)
@@ -330,144 +262,3 @@ def ece_estimate(
     lo = min(max(lo - below, 0.0), value)
     hi = max(min(hi + above, 1.0), value)
     return Estimate(value, None, (lo, hi))
-
-
-def _chain(leaf: np.ndarray, b: np.ndarray) -> bool:
-    """Whether the straddling (leaf, bin) pairs form a chain the joint range reads exactly:
-    each straddling leaf across one bin edge (two pairs, adjacent bins), each edge crossed by
-    one leaf at most. Wider leaves (a few leaves against the M bins) keep the per-bin bound."""
-    if len(leaf) % 2:
-        return False
-    left, right = slice(0, None, 2), slice(1, None, 2)
-    same = bool(np.all(leaf[left] == leaf[right]))
-    return same and bool(np.all(b[right] == b[left] + 1)) and bool(np.all(np.diff(b[left]) > 0))
-
-
-def _straddle_points(
-    straddle: np.ndarray,
-    b: np.ndarray,
-    share_lo: np.ndarray,
-    share_hi: np.ndarray,
-    g_lo: np.ndarray,
-    g_hi: np.ndarray,
-    ep: np.ndarray,
-    en: np.ndarray,
-    u: np.ndarray,
-    t: np.ndarray,
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """For each leaf across a bin edge (pairs in `_chain` order): the edge it crosses (its right
-    bin) and the corners of what it adds to its (left, right) bins, one part a row of shape
-    (S, K, 2): its smooth part (its share s in the left bin at either end of its range, 1 − s
-    in the right — the two bins' share ranges are each other's complement —, each bin's part
-    at either end of its overlap: 8), its departing positives all in one bin at one end (4),
-    its departing negatives likewise (4). Each part's possible additions are the convex hull
-    of its corners (each is linear in the share or the split and the places, inside a box),
-    and the leaf's the sum of its parts'."""
-    idx = np.flatnonzero(straddle)
-    lt, rt = idx[0::2], idx[1::2]
-    smooth = np.stack(
-        [
-            np.stack([s_l * gl, s_r * gr], axis=-1)
-            for s_l, s_r in ((share_lo[lt], share_hi[rt]), (share_hi[lt], share_lo[rt]))
-            for gl in (g_lo[lt], g_hi[lt])
-            for gr in (g_lo[rt], g_hi[rt])
-        ],
-        axis=1,
-    )
-    zero = np.zeros(len(lt))
-    p, n = ep[lt], en[lt]
-    pos = np.stack(
-        [
-            np.stack(pt, axis=-1)
-            for pt in (
-                (p * (1 - u[lt]), zero),
-                (p * (1 - t[lt]), zero),
-                (zero, p * (1 - u[rt])),
-                (zero, p * (1 - t[rt])),
-            )
-        ],
-        axis=1,
-    )
-    neg = np.stack(
-        [
-            np.stack(pt, axis=-1)
-            for pt in (
-                (-n * u[lt], zero),
-                (-n * t[lt], zero),
-                (zero, -n * u[rt]),
-                (zero, -n * t[rt]),
-            )
-        ],
-        axis=1,
-    )
-    return b[rt], [smooth, pos, neg]
-
-
-def _most_sum(
-    d_lo: np.ndarray, d_hi: np.ndarray, cand: tuple[np.ndarray, list[np.ndarray]]
-) -> float:
-    """max Σ_b |D_b| with D_b in [d_lo_b, d_hi_b] plus what the leaves across its edges add,
-    each such leaf's addition chosen once for both its bins. A convex function's maximum over
-    the product of the leaves' hulls sits at a corner of each, and the bins form a chain (a
-    leaf adds to the two bins beside the edge it crosses), so a dynamic programme along the
-    bins over each edge's corners gives it exactly."""
-    edge, parts = cand
-    corners = parts[0]
-    for part in parts[1:]:  # the Minkowski sum's corners: every sum of the parts' corners
-        corners = (corners[:, :, None, :] + part[:, None, :, :]).reshape(len(edge), -1, 2)
-    n_bins = len(d_lo)
-    at_edge: list[np.ndarray] = [np.zeros((1, 2))] * (n_bins + 1)
-    for j, e in enumerate(edge):
-        at_edge[int(e)] = np.unique(corners[j], axis=0)
-    best = np.zeros(1)
-    for bin_ in range(n_bins):
-        z = at_edge[bin_][:, 1, None] + at_edge[bin_ + 1][None, :, 0]
-        cost = np.maximum(np.abs(d_lo[bin_] + z), np.abs(d_hi[bin_] + z))
-        best = (best[:, None] + cost).max(axis=0)
-    return float(best[0])
-
-
-def _least_sum(
-    d_lo: np.ndarray, d_hi: np.ndarray, cand: tuple[np.ndarray, list[np.ndarray]]
-) -> float:
-    """min Σ_b dist(0, [d_lo_b, d_hi_b] + what the leaves across its edges add), each such
-    leaf's addition chosen once for both its bins: a linear programme (each leaf's addition a
-    convex combination of its parts' corners, |·| as t_b ≥ 0, t_b ≥ d_lo_b + z_b,
-    t_b ≥ −d_hi_b − z_b), solved by HiGHS and read back at its solution's weights (clipped to
-    the simplex), so the value is one the leaves can reach."""
-    edge, parts = cand
-    n_bins, n_leaf = len(d_lo), len(edge)
-    sizes = [part.shape[1] for part in parts]
-    n_w = n_leaf * sum(sizes)
-    # z = A @ w: row b of A adds each corner's coordinate to the bin it falls in.
-    add = np.zeros((n_bins, n_w))
-    eq = np.zeros((n_leaf * len(parts), n_w))
-    col = 0
-    for j, e in enumerate(edge):
-        for k, part in enumerate(parts):
-            cols = slice(col, col + part.shape[1])
-            add[int(e) - 1, cols] = part[j, :, 0]
-            add[int(e), cols] = part[j, :, 1]
-            eq[j * len(parts) + k, cols] = 1.0
-            col += part.shape[1]
-    eye = np.eye(n_bins)
-    a_ub = np.block([[add, -eye], [-add, -eye]])
-    b_ub = np.concatenate([-d_lo, d_hi])
-    cost = np.concatenate([np.zeros(n_w), np.ones(n_bins)])
-    a_eq = np.hstack([eq, np.zeros((len(eq), n_bins))])
-    bounds = [(0.0, None)] * (n_w + n_bins)
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(len(eq)), bounds=bounds)
-    x = res.x
-    if res.status != 0 or x is None:  # not on a feasible, bounded programme: the per-bin bound
-        z_lo, z_hi = np.zeros(n_bins), np.zeros(n_bins)
-        for side in (0, 1):
-            for part in parts:
-                np.add.at(z_lo, edge - 1 + side, part[:, :, side].min(axis=1))
-                np.add.at(z_hi, edge - 1 + side, part[:, :, side].max(axis=1))
-        return float(np.maximum(np.maximum(d_lo + z_lo, 0.0), -(d_hi + z_hi)).sum())
-    w = np.clip(x[:n_w], 0.0, None)
-    w = w / (eq.T @ (eq @ w))  # each part's weights summing to 1
-    z = add @ w
-    reached = float(np.maximum(np.maximum(d_lo + z, 0.0), -(d_hi + z)).sum())
-    fun = res.fun  # the solver's value, where its tolerance sits lower
-    return reached if fun is None else min(reached, float(fun))
