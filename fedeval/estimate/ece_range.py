@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import ParamSpec
 
 import numpy as np
 import numpy.typing as npt
@@ -20,27 +21,7 @@ from scipy.special import ndtr
 from fedeval.estimate.ece import bin_gaps, class_tilt, leaf_bins, split_gaps, touching_pairs
 from fedeval.estimate.uncertainty import Z95
 
-
-def discretisation_range(
-    leaves: np.ndarray,
-    edges: np.ndarray,
-    departing: np.ndarray,
-    n_bins: int,
-    *,
-    joint: bool = True,
-    smooth: np.ndarray | None = None,
-) -> tuple[float, float]:
-    """`discretisation_parts` with its sampling band added to its range, side by side: a
-    range, not a spread to add in quadrature to the noise's. For one data set the sampling
-    inside its leaves is a fixed offset, not a draw: added in quadrature, an offset at the
-    band's edge left the noise ~1σ on its side (binormal scores, 100k rows, distdp ε = 1,
-    data draw 0, its truth 2.0 sampling SDs from the smooth reading: held 0.930 over 300
-    releases; 0.997 added); added, the interval holds every data set whose sampling is
-    inside its band at the noise's level."""
-    below, above, s_below, s_above = discretisation_parts(
-        leaves, edges, departing, n_bins, joint=joint, smooth=smooth
-    )
-    return below + s_below, above + s_above
+P = ParamSpec("P")
 
 
 def discretisation_parts(
@@ -216,6 +197,33 @@ def discretisation_parts(
         s_below / total,
         s_above / total,
     )
+
+
+def _sampling_added(
+    parts: Callable[P, tuple[float, float, float, float]], name: str, doc: str
+) -> Callable[P, tuple[float, float]]:
+    """`parts`' (below, above) with its sampling band (below, above) added to each side."""
+
+    def added(*args: P.args, **kwargs: P.kwargs) -> tuple[float, float]:
+        below, above, s_below, s_above = parts(*args, **kwargs)
+        return below + s_below, above + s_above
+
+    added.__name__ = added.__qualname__ = name
+    added.__doc__ = doc
+    return added
+
+
+discretisation_range = _sampling_added(
+    discretisation_parts,
+    "discretisation_range",
+    """`discretisation_parts` (same arguments) with its sampling band added to its range, side
+    by side: a range, not a spread to add in quadrature to the noise's. For one data set the
+    sampling inside its leaves is a fixed offset, not a draw: added in quadrature, an offset at
+    the band's edge left the noise ~1σ on its side (binormal scores, 100k rows, distdp ε = 1,
+    data draw 0, its truth 2.0 sampling SDs from the smooth reading: held 0.930 over 300
+    releases; 0.997 added); added, the interval holds every data set whose sampling is inside
+    its band at the noise's level.""",
+)
 
 
 class _Placing:
