@@ -102,3 +102,26 @@ def test_consistent_leaves_as_the_textbook_passes(levels: list[int]) -> None:
     before = [m.copy() for m in measured]
     assert _same(consistent_leaves(measured, variances, levels), want)
     assert all(np.array_equal(m, b) for m, b in zip(measured, before, strict=True))  # unchanged
+
+
+def test_shared_noisy_counts_as_each_reader_takes_them() -> None:
+    """The re-noised releases' counts at the thresholds, taken once per evaluation, give the
+    P/R/A intervals' parts and the sparse precision each reads on its own (a swapped or stale
+    pair would move the σ of precision and recall, or the sparse verdicts)."""
+    import fedeval
+    from fedeval.api.evaluate import noisy_threshold_counts, sparse_precision, threshold_parts
+
+    rng = np.random.default_rng(28)
+    y = rng.random(3000) < 0.1
+    scores = np.clip(rng.normal(0.3 + 0.3 * y, 0.15), 0, 1)
+    run = fedeval.evaluate(y.astype(int), scores, model="distdp", seed=3).run
+    thr = np.linspace(0.05, 0.95, 7)
+    noisy = noisy_threshold_counts(run, thr)
+    assert noisy is not None
+    for (sd, bounds), (sd0, bounds0) in zip(
+        threshold_parts(run, thr, noisy), threshold_parts(run, thr), strict=True
+    ):
+        assert _same(sd, sd0) and _same(bounds, bounds0)
+    shared, alone = sparse_precision(run, thr, noisy), sparse_precision(run, thr)
+    assert np.array_equal(shared[0], alone[0]) and shared[1] == alone[1]
+    assert _same(shared[2], alone[2])
