@@ -70,7 +70,7 @@ def leaf_auc_parts(
     if draws is not None:
         resampled = leaves + draws
         moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
-        r, b, w, _ = auc_parts(resampled, moved)
+        r, b, w, _ = auc_parts(resampled, moved, order_variance=False)
         ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
         noise_variance = float(np.square(np.fmax.reduce(ends)))
         variance += noise_variance

@@ -72,17 +72,23 @@ def threshold_values(hist: ScoreHistogram, unit_thresholds: np.ndarray) -> dict[
 
 
 def threshold_parts_of(
-    leaves: np.ndarray, draws: np.ndarray | None, unit_thresholds: np.ndarray
+    leaves: np.ndarray,
+    draws: np.ndarray | None,
+    unit_thresholds: np.ndarray,
+    noisy_counts: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
     """(noise σ (T,), worst-case bounds (T, 2)) of each threshold metric, in the registry's
     order, from consistent leaves (2, L) and fresh noise draws on them (draws, 2, L) or None:
     σ is the metric's spread over the re-noised releases (`noise_sd`), the bounds its formula at
-    the corners of `count_corners`. `interval_around` makes the interval of them."""
+    the corners of `count_corners`. `interval_around` makes the interval of them.
+    `noisy_counts`: `threshold_counts(leaves + draws, unit_thresholds)` where already taken."""
     corners = count_corners(leaves, unit_thresholds)
     sds = [np.zeros(len(unit_thresholds))] * len(THRESHOLD_METRICS)
     if draws is not None:
         noisy = leaves + draws
-        tp, fp = threshold_counts(noisy, unit_thresholds)
+        if noisy_counts is None:
+            noisy_counts = threshold_counts(noisy, unit_thresholds)
+        tp, fp = noisy_counts
         p = noisy[..., 1, :].sum(axis=-1)[..., None]
         n = noisy[..., 0, :].sum(axis=-1)[..., None]
         sds = [noise_sd(m.value(tp, fp, p, n)) for m in THRESHOLD_METRICS]
