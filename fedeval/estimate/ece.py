@@ -53,7 +53,9 @@ Everything here reads the noisy release and fresh noise drawn by the analyst: po
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -105,6 +107,49 @@ def split_gaps(leaves: np.ndarray, edges: np.ndarray, n_bins: int) -> npt.NDArra
     lead = leaves.shape[:-2]
     rows = int(np.prod(lead)) if lead else 1
     flat = leaves.reshape(rows, 2, -1)
+    g = split_geometry(edges, n_bins)
+    leaf, b, c = g.leaf, g.b, g.c
+    # (rows, pairs): each pair's part of its leaf's gap, summed into its bin per row.
+    part = g.f * ((1 - c) * flat[:, 1, leaf] - c * flat[:, 0, leaf])
+    tilt = class_tilt(flat, g)
+    part = part + (1 - c) * tilt[:, 1] - c * tilt[:, 0]
+    cell = (b + n_bins * np.arange(rows)[:, None]).ravel()
+    out = np.bincount(cell, part.ravel(), minlength=rows * n_bins).astype(np.float64)
+    gaps: npt.NDArray[np.float64] = out.reshape(*lead, n_bins)
+    return gaps
+
+
+class SplitGeometry(NamedTuple):
+    """What `split_gaps`, `class_tilt` and `fedeval.estimate.ece_range` read of the leaves'
+    edges against the M bins, whatever the counts: the (leaf, bin) pairs (`touching_pairs`),
+    each pair's part [at_lo, at_hi] of its leaf, its share f of the leaf and its centre c, and
+    for the classes' slopes each leaf's width, its neighbours (nxt, prv) and 1/their span, and
+    each pair's lever ((at_hi − x_l)² − (at_lo − x_l)²)/2. Read-only arrays, kept per axis
+    (`split_geometry`): a fine axis (2^16 leaves) took 6 ms a reading, three a release."""
+
+    leaf: np.ndarray
+    b: np.ndarray
+    at_lo: np.ndarray
+    at_hi: np.ndarray
+    f: np.ndarray
+    c: np.ndarray
+    width: np.ndarray
+    nxt: np.ndarray
+    prv: np.ndarray
+    inv: np.ndarray
+    lever: np.ndarray
+
+
+def split_geometry(edges: np.ndarray, n_bins: int) -> SplitGeometry:
+    """The `SplitGeometry` of these L + 1 edges against `n_bins` bins (computed once per
+    edges and M: a pure function of them)."""
+    edges = np.ascontiguousarray(edges, dtype=np.float64)
+    return _split_geometry(edges.tobytes(), n_bins)
+
+
+@functools.lru_cache(maxsize=8)
+def _split_geometry(edges_bytes: bytes, n_bins: int) -> SplitGeometry:
+    edges = np.frombuffer(edges_bytes, dtype=np.float64)
     lo_e, hi_e = edges[:-1], edges[1:]
     assigned_bin = leaf_bins((lo_e + hi_e) / 2, n_bins)
     leaf, b = touching_pairs(lo_e, hi_e, assigned_bin, n_bins)
@@ -113,46 +158,45 @@ def split_gaps(leaves: np.ndarray, edges: np.ndarray, n_bins: int) -> npt.NDArra
     b_lo[b == 0] = -np.inf
     lo_l, hi_l = lo_e[leaf], hi_e[leaf]
     at_lo, at_hi = np.maximum(lo_l, b_lo), np.minimum(hi_l, b_hi)
-    width = hi_l - lo_l
+    width_l = hi_l - lo_l
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(width > 0, np.clip(at_hi - at_lo, 0.0, None) / width, assigned_bin[leaf] == b)
-    c = np.where(width > 0, (at_lo + at_hi) / 2, (lo_l + hi_l) / 2)
-    # (rows, pairs): each pair's part of its leaf's gap, summed into its bin per row.
-    part = f * ((1 - c) * flat[:, 1, leaf] - c * flat[:, 0, leaf])
-    tilt = class_tilt(flat, edges, leaf, at_lo, at_hi)
-    part = part + (1 - c) * tilt[:, 1] - c * tilt[:, 0]
-    cell = (b + n_bins * np.arange(rows)[:, None]).ravel()
-    out = np.bincount(cell, part.ravel(), minlength=rows * n_bins).astype(np.float64)
-    gaps: npt.NDArray[np.float64] = out.reshape(*lead, n_bins)
-    return gaps
-
-
-def class_tilt(
-    flat: np.ndarray, edges: np.ndarray, leaf: np.ndarray, at_lo: np.ndarray, at_hi: np.ndarray
-) -> npt.NDArray[np.float64]:
-    """(rows, 2, pairs): what a density linear across each leaf moves into the part [at_lo,
-    at_hi] of its leaf beyond the even share: ∫ β·(x − x_l) dx over the part = β·((at_hi −
-    x_l)² − (at_lo − x_l)²)/2 (x_l the leaf's centre; 0 for a part that is the whole leaf),
-    β the class's slope there, the central difference of its neighbours' densities n/w (one
-    side at either end), linear in the counts of (rows, 2, L)."""
-    lo_e, hi_e = edges[:-1], edges[1:]
+        f = np.where(
+            width_l > 0, np.clip(at_hi - at_lo, 0.0, None) / width_l, assigned_bin[leaf] == b
+        )
+    c = np.where(width_l > 0, (at_lo + at_hi) / 2, (lo_l + hi_l) / 2)
     width = hi_e - lo_e
     centre = (lo_e + hi_e) / 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        density = np.where(width > 0, flat / np.where(width > 0, width, 1.0), 0.0)
     n_leaves = len(width)
-    if n_leaves < 2:
-        return np.zeros((*flat.shape[:2], len(leaf)))
     nxt = np.minimum(np.arange(n_leaves) + 1, n_leaves - 1)
     prv = np.maximum(np.arange(n_leaves) - 1, 0)
     span = centre[nxt] - centre[prv]
     with np.errstate(divide="ignore", invalid="ignore"):
         inv = np.where(span > 0, 1.0 / np.where(span > 0, span, 1.0), 0.0)
-    slope = (density[..., nxt] - density[..., prv]) * inv
     x = centre[leaf]
     lever = ((at_hi - x) ** 2 - (at_lo - x) ** 2) / 2
     lever = np.where((width[leaf] > 0) & (at_hi > at_lo), lever, 0.0)
-    moved: npt.NDArray[np.float64] = slope[..., leaf] * lever
+    geometry = SplitGeometry(leaf, b, at_lo, at_hi, f, c, width, nxt, prv, inv, lever)
+    for a in geometry:
+        a.setflags(write=False)
+    return geometry
+
+
+def class_tilt(flat: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64]:
+    """(rows, 2, pairs): what a density linear across each leaf moves into the part [at_lo,
+    at_hi] of its leaf beyond the even share: ∫ β·(x − x_l) dx over the part = β·((at_hi −
+    x_l)² − (at_lo − x_l)²)/2 (x_l the leaf's centre; 0 for a part that is the whole leaf),
+    β the class's slope there, the central difference of its neighbours' densities n/w (one
+    side at either end), linear in the counts of (rows, 2, L)."""
+    if len(g.width) < 2:
+        return np.zeros((*flat.shape[:2], len(g.leaf)))
+    # Only the pairs' leaves' neighbours are read: the same elementwise operations as over
+    # every leaf, so the same values.
+    up, down = g.nxt[g.leaf], g.prv[g.leaf]
+    w_up, w_down = g.width[up], g.width[down]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_up = np.where(w_up > 0, flat[..., up] / np.where(w_up > 0, w_up, 1.0), 0.0)
+        d_down = np.where(w_down > 0, flat[..., down] / np.where(w_down > 0, w_down, 1.0), 0.0)
+    moved: npt.NDArray[np.float64] = (d_up - d_down) * g.inv[g.leaf] * g.lever
     return moved
 
 

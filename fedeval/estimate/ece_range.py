@@ -18,7 +18,7 @@ import numpy.typing as npt
 from scipy.optimize import linprog
 from scipy.special import ndtr
 
-from fedeval.estimate.ece import bin_gaps, class_tilt, leaf_bins, split_gaps, touching_pairs
+from fedeval.estimate.ece import bin_gaps, class_tilt, leaf_bins, split_gaps, split_geometry
 from fedeval.estimate.uncertainty import Z95
 
 P = ParamSpec("P")
@@ -89,7 +89,8 @@ def discretisation_parts(
     # of (leaf, bin): every other pair adds ±0 to each bin's sums below, so the sums over these
     # pairs (`np.bincount`, in leaf order) are those over the whole (L, M) table, bit for bit,
     # in memory of a few entries a leaf instead of M.
-    leaf, b = touching_pairs(lo_e, hi_e, leaf_bins(mid, n_bins), n_bins)
+    geometry = split_geometry(edges, n_bins)
+    leaf, b = geometry.leaf, geometry.b
     b_lo, b_hi = b / n_bins, (b + 1) / n_bins
     b_hi[b == n_bins - 1] = np.inf  # the top edge is in the last bin
     b_lo[b == 0] = -np.inf
@@ -167,7 +168,7 @@ def discretisation_parts(
     tilted = np.zeros(n_bins)
     if offset is not None:  # the classes' slopes across a leaf move its split (`split_gaps`)
         ends = np.stack([np.maximum(ol, lo_l), np.minimum(oh, hi_l)])
-        tilt = class_tilt(counts[None], edges, leaf, ends[0], ends[1])[0]
+        tilt = class_tilt(counts[None], geometry)[0]  # its parts are these ends
         c_part = ends.mean(axis=0)
         tilted = by_bin((1 - c_part) * tilt[1] - c_part * tilt[0])
     for (share_lo, share_hi), (g_lo, g_hi, c_min, c_max) in readings:
