@@ -35,10 +35,11 @@ $(VENV)/.installed-flower: pyproject.toml | $(BIN)/python
 
 # pytest exits 5 when it collects no tests: that is a failure here, not a pass.
 # `make test` runs every test and the library's doctests, over WORKERS processes (pytest-xdist;
-# WORKERS=0 runs in this process); `make test-fast` leaves out the tests marked slow. A worker
-# is handed one test at a time (--maxschedchunk 1), the slow ones first (tests/conftest.py): the
-# long tests start early and no worker waits at the end on a queue the other one emptied.
-WORKERS ?= 2
+# one per core this process may use, `nproc`; WORKERS=0 runs in this process); `make test-fast`
+# leaves out the tests marked slow. A worker is handed one test at a time (--maxschedchunk 1),
+# the slow ones first (tests/conftest.py): the long tests start early and no worker waits at the
+# end on a queue the other one emptied.
+WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTEST = $(BIN)/python -m pytest -q -n $(WORKERS) --maxschedchunk 1
 NONE_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
