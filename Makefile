@@ -40,7 +40,10 @@ $(VENV)/.installed-flower: pyproject.toml | $(BIN)/python
 # the slow ones first (tests/conftest.py): the long tests start early and no worker waits at the
 # end on a queue the other one emptied.
 WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-PYTEST = $(BIN)/python -m pytest -q -n $(WORKERS) --maxschedchunk 1
+# Bytecode is cached even where the environment sets PYTHONDONTWRITEBYTECODE: the suite starts
+# dozens of Python processes (xdist workers, CLI and Flower subprocesses, Ray workers), and each
+# would otherwise compile numpy, pandas, scipy and fedeval from source again (≈ 1.2 CPU-s each).
+PYTEST = env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(WORKERS) --maxschedchunk 1
 NONE_COLLECTED = rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
 test: $(VENV)/.installed-flower
