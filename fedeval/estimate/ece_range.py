@@ -84,24 +84,17 @@ def discretisation_parts(
         return 0.0, 0.0, 0.0, 0.0
     lo_e, hi_e = edges[:-1], edges[1:]
     mid = (lo_e + hi_e) / 2
-    width = hi_e - lo_e
     # Each (leaf, bin) pair where the leaf overlaps the bin or is assigned to it, in the order
     # of (leaf, bin): every other pair adds ±0 to each bin's sums below, so the sums over these
     # pairs (`np.bincount`, in leaf order) are those over the whole (L, M) table, bit for bit,
     # in memory of a few entries a leaf instead of M.
     geometry = split_geometry(edges, n_bins)
-    leaf, b = geometry.leaf, geometry.b
-    b_lo, b_hi = b / n_bins, (b + 1) / n_bins
-    b_hi[b == n_bins - 1] = np.inf  # the top edge is in the last bin
-    b_lo[b == 0] = -np.inf
-    lo_l, hi_l, width_l = lo_e[leaf], hi_e[leaf], width[leaf]
-    ol = np.maximum(lo_l, b_lo)
-    oh = np.minimum(hi_l, b_hi)
+    leaf, b, f = geometry.leaf, geometry.b, geometry.f
+    lo_l, hi_l = lo_e[leaf], hi_e[leaf]
+    ol, oh = geometry.at_lo, geometry.at_hi  # each pair's part of its leaf (the outer bins open)
     overlap = np.clip(oh - ol, 0.0, None)
     assigned = leaf_bins(mid, n_bins)[leaf] == b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.where(width_l > 0, overlap / width_l, assigned.astype(float))
-    straddle = (np.bincount(leaf, overlap > 0, minlength=len(width)) > 1)[leaf]
+    straddle = (np.bincount(leaf, overlap > 0, minlength=len(lo_e)) > 1)[leaf]
     e_n = np.minimum(np.asarray(departing[0], dtype=np.float64), counts[0])
     e_p = np.minimum(np.asarray(departing[1], dtype=np.float64), counts[1])
     sn, sp = (counts[0] - e_n)[leaf], (counts[1] - e_p)[leaf]
@@ -118,7 +111,7 @@ def discretisation_parts(
     pair_hi = np.where(straddle, ep * (1 - u), ep * (1 - lo_l) - en * lo_l)
     # Leaves across one bin edge are read jointly; a leaf across two or more (a few leaves
     # against the M bins) keeps its bins apart (an outer bound).
-    one_edge = straddle & (np.bincount(leaf, minlength=len(width))[leaf] == 2)
+    one_edge = straddle & (np.bincount(leaf, minlength=len(lo_e))[leaf] == 2)
     joint = joint and one_edge.any() and _chain(leaf[one_edge], b[one_edge])
     dep_lo = by_bin(np.where(one_edge, 0.0, pair_lo) if joint else pair_lo)
     dep_hi = by_bin(np.where(one_edge, 0.0, pair_hi) if joint else pair_hi)
@@ -167,7 +160,7 @@ def discretisation_parts(
         readings = readings[1:]
     tilted = np.zeros(n_bins)
     if offset is not None:  # the classes' slopes across a leaf move its split (`split_gaps`)
-        ends = np.stack([np.maximum(ol, lo_l), np.minimum(oh, hi_l)])
+        ends = np.stack([ol, oh])
         tilt = class_tilt(counts[None], geometry)[0]  # its parts are these ends
         c_part = ends.mean(axis=0)
         tilted = by_bin((1 - c_part) * tilt[1] - c_part * tilt[0])
