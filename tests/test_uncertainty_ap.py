@@ -209,3 +209,27 @@ def test_ap_interval_holds_a_handful_of_positives_at_the_top_under_noise():
         (lo, hi), _ = leaf_ap_interval_parts(release, estimate, (ap_lo, ap_hi), draws)
         misses += not lo <= 1.0 <= hi
     assert misses <= 33, f"missed the AP of 1 in {misses} of 400 releases"
+
+
+def test_shared_step_splits_the_ap_richardson_step_by_parent():
+    """Merging one parent's leaves changes only its own positives' precisions, so the AP one
+    level up less the AP is the sum of the parents' changes: shares of ⅓ each give the
+    Richardson step (AP_{h−1} − AP_h)/3, and a share on one parent weighs its change alone."""
+    from fedeval.estimate.average_precision import _coarser
+    from fedeval.estimate.richardson import shared_step
+    from fedeval.estimate.roc_pr import leaf_ap_rows, leaf_tails
+
+    rng = np.random.default_rng(5)
+    leaves = rng.integers(0, 40, size=(3, 2, 16)).astype(float)
+    fine, coarse = leaf_tails(leaves), leaf_tails(_coarser(leaves))
+    for rule in ("integral", "shuffled"):
+        ap_fine, ap_coarse = leaf_ap_rows(*fine, rule), leaf_ap_rows(*coarse, rule)
+        third = shared_step(fine, coarse, np.full(8, 1.0 / 3.0), rule)
+        np.testing.assert_allclose(third, (ap_coarse - ap_fine) / 3.0, rtol=1e-12, atol=1e-15)
+        one = np.zeros(8)
+        one[2] = 1.0  # the third parent from the bottom: leaves 4 and 5
+        merged = leaves.copy()
+        merged[..., 4] += merged[..., 5]
+        merged = np.delete(merged, 5, axis=-1)
+        expected = leaf_ap_rows(*leaf_tails(merged), rule) - ap_fine
+        np.testing.assert_allclose(shared_step(fine, coarse, one, rule), expected, rtol=1e-9)

@@ -33,6 +33,7 @@ from fedeval.estimate.diagnostics import (
     exact_diagnostics,
     exact_diagnostics_started,
 )
+from fedeval.estimate.richardson import richardson_shares
 from fedeval.estimate.roc_pr import (
     CURVE_METHODS,
     DEFAULT_CURVE_METHOD,
@@ -44,7 +45,11 @@ from fedeval.estimate.roc_pr import (
     leaf_tails,
     within_leaf_bounds,
 )
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_end_leaves
+from fedeval.estimate.smoothness import (
+    RICHARDSON_MIN_CELLS,
+    departures,
+    with_end_leaves,
+)
 from fedeval.estimate.uncertainty import REFIT_DRAWS, Z95, noise_sd
 from fedeval.privacy.registry import model_of
 from fedeval.protocol.simulate import Simulated, simulate
@@ -215,7 +220,10 @@ def _leaf_ap_interval(
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
     ends = _departing(run) if departing is None else with_end_leaves(departing)
-    return leaf_ap_interval_parts(leaves, estimate, hull, run.noise_draws, tails, mean, ends)
+    shares = richardson_shares(run.axis.leaf_edges(leaves.shape[-1]))
+    return leaf_ap_interval_parts(
+        leaves, estimate, hull, run.noise_draws, tails, mean, ends, shares
+    )
 
 
 def _departing(run: Simulated) -> np.ndarray:

@@ -145,7 +145,8 @@ def auc_interval(
     the release shows of them (`departures`; `edges`: the leaves' edges in the scores' units,
     None: equal widths): the pairs of the smooth part are ordered as a smooth density orders
     them, from the ½-counting (ties) to it less the Richardson step's bias (pairs a parent
-    counts ½ that its leaves order, a third of them); the pairs that involve an example
+    counts ½ that its leaves order, a third of them, or where the leaves' widths differ each
+    parent's own share, `fedeval.estimate.richardson`); the pairs that involve an example
     departing from smooth (a point mass, a grid, a cliff, a class squeezed into a leaf: the
     fewest examples that make its parent's residual) take the worst case ± their number/(2PN),
     which holds for any data. With fewer than RICHARDSON_MIN_CELLS leaves every example

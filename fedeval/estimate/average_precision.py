@@ -12,7 +12,13 @@ from scipy.special import digamma
 
 from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.interval_parts import IntervalParts
-from fedeval.estimate.roc_pr import all_positive, leaf_ap, leaf_ap_rows, leaf_tails
+from fedeval.estimate.richardson import shared_step
+from fedeval.estimate.roc_pr import (
+    all_positive,
+    leaf_ap,
+    leaf_ap_rows,
+    leaf_tails,
+)
 from fedeval.estimate.smoothness import rough_ap_reach
 from fedeval.estimate.uncertainty import ROUNDING, Z90, bias_aware_interval, noise_sd
 
@@ -39,7 +45,9 @@ STEP_TRUSTED_FROM = 32
 (`leaf_ap_candidates`): the coarsest level it reads then has 8 cells or more."""
 
 
-def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
+def leaf_ap_candidates(
+    leaves: np.ndarray, estimate: float, shares: np.ndarray | None = None
+) -> np.ndarray:
     """Values of the AP the leaves cannot tell apart: the estimate (the integral rule: examples
     mixed uniformly inside each leaf) and, from the leaves one and two levels coarser (Richardson
     steps, post-processing of the same release), the integral rule less its O(w²) bias,
@@ -62,17 +70,22 @@ def leaf_ap_candidates(leaves: np.ndarray, estimate: float) -> np.ndarray:
     interval held it in 73% of 40 releases; with the step rule kept, see benchmarks/hard.py).
     """
     candidates: npt.NDArray[np.float64] = leaf_ap_candidate_rows(
-        leaves[None], np.array([estimate])
+        leaves[None], np.array([estimate]), shares=shares
     )[0]
     return candidates
 
 
 def leaf_ap_candidate_rows(
-    leaves: np.ndarray, estimate: np.ndarray, tails: tuple[np.ndarray, np.ndarray] | None = None
+    leaves: np.ndarray,
+    estimate: np.ndarray,
+    tails: tuple[np.ndarray, np.ndarray] | None = None,
+    shares: np.ndarray | None = None,
 ) -> np.ndarray:
     """`leaf_ap_candidates` of each of a stack of leaves (R, 2, L) with their estimates (R,),
     shape (R, number of candidates); `tails` are the stack's `leaf_tails` where already known.
-    Each level's tails are fitted once and shared by the candidates that read them."""
+    Each level's tails are fitted once and shared by the candidates that read them. `shares`:
+    the smooth candidate's Richardson share per parent where the leaves' widths differ
+    (`shared_step`; None: ⅓ each)."""
     fp, tp = leaf_tails(leaves) if tails is None else tails
     step = leaf_ap_rows(fp, tp, "step")
     n_leaves = leaves.shape[-1]
@@ -80,7 +93,10 @@ def leaf_ap_candidate_rows(
         return np.stack([estimate, step], axis=1)
     coarse = _coarser(leaves)
     fp_c, tp_c = leaf_tails(coarse)
-    smooth = estimate - (leaf_ap_rows(fp_c, tp_c, "integral") - estimate) / 3.0
+    if shares is None:
+        smooth = estimate - (leaf_ap_rows(fp_c, tp_c, "integral") - estimate) / 3.0
+    else:
+        smooth = estimate - shared_step((fp, tp), (fp_c, tp_c), shares, "integral")
     step_c = leaf_ap_rows(fp_c, tp_c, "step")
     tied = 2.0 * step - step_c
     if n_leaves < 8 or n_leaves % 4:
@@ -156,6 +172,7 @@ def leaf_ap_interval_parts(
     tails: tuple[np.ndarray, np.ndarray] | None = None,
     shuffled_mean: float | None = None,
     departing: np.ndarray | None = None,
+    shares: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], APParts]:
     """95% interval of the 'leaves' AP, and its parts from the same pass over the release (what
     an evaluation keeps, so that a difference of two releases reuses them).
@@ -198,6 +215,9 @@ def leaf_ap_interval_parts(
     ε = 1, 32 leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in
     none.
 
+    `shares` (`fedeval.estimate.smoothness.richardson_shares` of the leaves' edges): the smooth
+    candidates' Richardson share per parent where the leaves' widths differ (None: ⅓).
+
     The parts (`fedeval.estimate.interval_parts`, before the critical value): the span (widened
     by the departing examples' reach and the fit's bias) as its range, the candidates' and the
     reach's re-noised spreads as its noise, `shuffled_ap`'s spread as its order. Where the
@@ -207,7 +227,7 @@ def leaf_ap_interval_parts(
     """
     ap_lo, ap_hi = hull
     if draws is None:
-        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing)
+        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing, shares)
     if departing is None:
         departing = np.zeros(leaves.shape, np.float64)
     below, above = (float(x) for x in rough_ap_reach(leaves, departing))
@@ -215,12 +235,14 @@ def leaf_ap_interval_parts(
     if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
         lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
         return (lo, hi), APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
-    candidates = np.clip(np.append(leaf_ap_candidates(leaves, estimate), order_mean), ap_lo, ap_hi)
+    candidates = np.clip(
+        np.append(leaf_ap_candidates(leaves, estimate, shares), order_mean), ap_lo, ap_hi
+    )
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = leaves + draws[:AP_DRAWS]
     if tails is None:
         tails = leaf_tails(renoised)
-    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails)
+    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails, shares)
     spread = noise_sd(resampled)  # of each candidate; [0] is the integral rule
     # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
     # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
@@ -255,6 +277,7 @@ def _exact_leaf_ap(
     hull: tuple[float, float],
     shuffled_mean: float | None,
     departing: np.ndarray | None,
+    shares: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], APParts]:
     """On exact counts (no draws): the interval (`_order_interval` widened by the departing
     examples' reach, inside the hull) and the parts (its span widened by the reach, inside the
@@ -263,7 +286,7 @@ def _exact_leaf_ap(
     if departing is None:
         departing = np.zeros(leaves.shape, np.float64)
     below, above = (float(x) for x in rough_ap_reach(leaves, departing))
-    span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean)
+    span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean, shares)
     lo, hi = _span_interval(span_lo, span_hi, order, hull)
     # ROUNDING on both ends, not only where the hull bounds them: where every leaf holds one
     # example the span, the hull and the spread collapse onto the estimate, whose sum runs in
@@ -493,6 +516,7 @@ def _order_span(
     estimate: float,
     hull: tuple[float, float],
     shuffled_mean: float | None = None,
+    shares: np.ndarray | None = None,
 ) -> tuple[float, float, float]:
     """(low, high, sd) of `_order_interval`: the span of the values the exact leaves cannot
     tell apart, kept inside the hull, and the random order's spread; where that spread cannot
@@ -504,7 +528,11 @@ def _order_span(
     values = [mean]
     n_leaves = leaves.shape[-1]
     if n_leaves >= 4 and n_leaves % 2 == 0:
-        values.append(mean - (shuffled_ap_mean(_coarser(leaves)) - mean) / 3.0)
-    values.extend(leaf_ap_candidates(leaves, estimate)[2:])
+        if shares is None:
+            values.append(mean - (shuffled_ap_mean(_coarser(leaves)) - mean) / 3.0)
+        else:
+            tails = leaf_tails(leaves[None]), leaf_tails(_coarser(leaves)[None])
+            values.append(mean - float(shared_step(*tails, shares, "shuffled")[0]))
+    values.extend(leaf_ap_candidates(leaves, estimate, shares)[2:])
     span = np.clip(values, ap_lo, ap_hi)
     return float(span.min()), float(span.max()), sd

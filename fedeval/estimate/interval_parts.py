@@ -28,7 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, auc_parts, departures
+from fedeval.estimate.richardson import richardson_shares
+from fedeval.estimate.smoothness import (
+    RICHARDSON_MIN_CELLS,
+    auc_parts,
+    departures,
+)
 from fedeval.estimate.uncertainty import ROUNDING, bias_aware_interval, noise_sd
 
 
@@ -61,7 +66,10 @@ def leaf_auc_parts(
     these leaves, draws and edges where already computed."""
     if departing is None:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
-    raw, bias, half, order_variance = (float(x) for x in auc_parts(leaves, departing))
+    shares = richardson_shares(edges)
+    raw, bias, half, order_variance = (
+        float(x) for x in auc_parts(leaves, departing, shares=shares)
+    )
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0
     lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
@@ -70,7 +78,7 @@ def leaf_auc_parts(
     if draws is not None:
         resampled = leaves + draws
         moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
-        r, b, w, _ = auc_parts(resampled, moved, order_variance=False)
+        r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
         ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
         noise_variance = float(np.square(np.fmax.reduce(ends)))
         variance += noise_variance

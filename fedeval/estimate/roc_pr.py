@@ -211,7 +211,21 @@ def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
     live = p > 0  # m ≥ p > 0 there
     ends = np.cumsum(np.count_nonzero(live, axis=1))
     # The live leaves of every row, row after row (row-major order keeps each row's together).
-    p, n, a, b = p[live], n[live], tp[:, :-1][live], fp[:, :-1][live]
+    terms = _precision_terms(p[live], n[live], tp[:, :-1][live], fp[:, :-1][live], rule)
+    out = np.zeros(len(tp))
+    bounds = np.r_[0, ends].tolist()
+    totals = total.tolist()
+    for i in np.flatnonzero(~(total <= 0)).tolist():  # a sum per row: leaf_ap's pairwise order
+        s = float(np.add.reduce(terms[bounds[i] : bounds[i + 1]]))
+        out[i] = min(max(s / totals[i], 0.0), 1.0)
+    return out
+
+
+def _precision_terms(
+    p: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray, rule: str
+) -> np.ndarray:
+    """Each leaf's sum of precisions at its positives under `rule` (`leaf_ap`), from its p
+    positives and n negatives (p > 0) and the a positives and b negatives above it."""
     c, m = a + b, p + n
     if rule == "step":
         prec = (a + p) / (c + m)
@@ -222,13 +236,18 @@ def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore"):
             log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
         prec = p / m + (a - p * c / m) * log_term
-    terms = p * np.clip(prec, 0.0, 1.0)
-    out = np.zeros(len(tp))
-    bounds = np.r_[0, ends].tolist()
-    totals = total.tolist()
-    for i in np.flatnonzero(~(total <= 0)).tolist():  # a sum per row: leaf_ap's pairwise order
-        s = float(np.add.reduce(terms[bounds[i] : bounds[i + 1]]))
-        out[i] = min(max(s / totals[i], 0.0), 1.0)
+    terms: np.ndarray = p * np.clip(prec, 0.0, 1.0)
+    return terms
+
+
+def leaf_ap_terms(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
+    """Each leaf's term of `leaf_ap_rows` (its sum of precisions at its positives), for rows of
+    tails (..., L + 1), as (..., L), top leaf first, 0 where a leaf has no positives: the AP
+    is their sum over the class total."""
+    p, n = np.diff(tp, axis=-1), np.diff(fp, axis=-1)
+    live = p > 0
+    out = np.zeros(p.shape)
+    out[live] = _precision_terms(p[live], n[live], tp[..., :-1][live], fp[..., :-1][live], rule)
     return out
 
 

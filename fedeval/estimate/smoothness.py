@@ -55,10 +55,9 @@ below which every leaf gets the worst case: with fewer, the cells are too wide f
 shrink as a power of their width."""
 
 ROUGH_SDS = 4.0
-"""A parent is rough where its residual is beyond this many standard deviations of sampling
-and noise in a class. Each false alarm only widens the interval (its residual's departing
-examples get their worst case), so the level is set against false alarms: at 4σ one parent in
-~16,000 of smooth data (h = 16 has 32,768 parents)."""
+"""A parent is rough where its residual is beyond this many sds of sampling and noise in a
+class. A false alarm only widens the interval (its departing examples get their worst case),
+so the level is set against false alarms: at 4σ one parent in ~16,000 of smooth data."""
 
 
 def _moments(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
@@ -68,8 +67,7 @@ def _moments(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
 
 
 _WEIGHTS_KEPT = 2
-"""Leaf edges whose residual weights `_residual_weights` keeps (a run reads its release's
-edges several times: the AUC's and AP's intervals and the ECE's discretisation)."""
+"""Leaf edges whose residual weights `_residual_weights` keeps (a run reads them many times)."""
 
 _weights_cache: dict[bytes, tuple[np.ndarray, ...]] = {}
 
@@ -394,18 +392,30 @@ def with_end_leaves(departing: np.ndarray) -> np.ndarray:
 
 @overload
 def auc_parts(
-    leaves: np.ndarray, departing: np.ndarray, *, order_variance: Literal[True] = ...
+    leaves: np.ndarray,
+    departing: np.ndarray,
+    *,
+    order_variance: Literal[True] = ...,
+    shares: np.ndarray | None = ...,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]: ...
 
 
 @overload
 def auc_parts(
-    leaves: np.ndarray, departing: np.ndarray, *, order_variance: Literal[False]
+    leaves: np.ndarray,
+    departing: np.ndarray,
+    *,
+    order_variance: Literal[False],
+    shares: np.ndarray | None = ...,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, None]: ...
 
 
 def auc_parts(
-    leaves: np.ndarray, departing: np.ndarray, *, order_variance: bool = True
+    leaves: np.ndarray,
+    departing: np.ndarray,
+    *,
+    order_variance: bool = True,
+    shares: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """(raw AUC, smooth bias, rough half-width, smooth order variance) of leaves (..., 2, L),
     given how many examples of each leaf depart from smooth (..., 2, L; `departures`). A pair
@@ -413,18 +423,17 @@ def auc_parts(
     unless one of them departs; then in any order.
 
     - raw: the AUC counting each pair that shares a leaf as ½ (`auc_from_buckets`);
-    - smooth bias: the Richardson step (AUC one level up − AUC)/3 on the smooth parts (each
-      leaf's counts less its departing examples), Σⱼ (p_L·n_U − p_U·n_L)/(6PN)
-      (p_L, n_L: the lower leaf's positives and negatives, p_U, n_U the upper's): the pairs a
-      parent counts ½ that its leaves order, a third of them;
+    - smooth bias: the Richardson step on the smooth parts (leaves less departing examples),
+      Σⱼ (p_L·n_U − p_U·n_L)/(6PN) (p, n of the lower leaf L and upper leaf U): a third of the
+      pairs a parent counts ½ that its leaves order (`shares`: each parent's own share);
     - rough half-width: Σ (e₊·n + e₋·p − e₊·e₋)/(2PN), the pairs inside a leaf that involve
       a departing example (e₊, e₋ of its p positives and n negatives; counts clamped at 0,
       departures capped at them): each counts ½ in the raw AUC and anything in [0, 1] in the
       true one, so this is their worst case, which holds for any data;
     - smooth order variance: the Mann-Whitney Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)² over the smooth
       parts (the departing pairs are inside their worst case already).
-    Undefined totals give a bias of 0, a half-width of ½ and no variance. `order_variance=False`
-    leaves the variance out (None): the re-noised draws' spread reads only the other three."""
+    Undefined totals give a bias of 0, a half-width of ½ and no variance; `order_variance=False`
+    leaves the variance out (None)."""
     neg, pos = leaves[..., 0, :], leaves[..., 1, :]
     raw = auc_from_buckets(neg, pos)
     p_total, n_total = pos.sum(axis=-1), neg.sum(axis=-1)
@@ -434,9 +443,12 @@ def auc_parts(
     smooth_p, smooth_n = pos - e_p, neg - e_n
     lower_p, upper_p = smooth_p[..., 0::2], smooth_p[..., 1::2]
     lower_n, upper_n = smooth_n[..., 0::2], smooth_n[..., 1::2]
-    crossed = (lower_p * upper_n - upper_p * lower_n).sum(axis=-1)
+    pairs = lower_p * upper_n - upper_p * lower_n
     with np.errstate(divide="ignore", invalid="ignore"):
-        bias = crossed / (6.0 * p_total * n_total)
+        if shares is None:
+            bias = pairs.sum(axis=-1) / (6.0 * p_total * n_total)
+        else:
+            bias = (pairs * shares).sum(axis=-1) / (2.0 * p_total * n_total)
     bias = np.where(np.isfinite(bias), bias, 0.0)
     # Over the noisy totals, as the raw AUC (unbiased for P·N); the clamped counts' sums are
     # biased up by every noise-only leaf, which shrank the worst case of a class on one value
