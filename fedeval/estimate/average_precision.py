@@ -46,7 +46,7 @@ STEP_TRUSTED_FROM = 32
 
 
 def leaf_ap_candidates(
-    leaves: np.ndarray, estimate: float, shares: np.ndarray | None = None
+    leaves: np.ndarray, estimate: float, shares: np.ndarray | None = None, keep_step: bool = False
 ) -> np.ndarray:
     """Values of the AP the leaves cannot tell apart: the estimate (the integral rule: examples
     mixed uniformly inside each leaf) and, from the leaves one and two levels coarser (Richardson
@@ -70,7 +70,7 @@ def leaf_ap_candidates(
     interval held it in 73% of 40 releases; with the step rule kept, see benchmarks/hard.py).
     """
     candidates: npt.NDArray[np.float64] = leaf_ap_candidate_rows(
-        leaves[None], np.array([estimate]), shares=shares
+        leaves[None], np.array([estimate]), shares=shares, keep_step=keep_step
     )[0]
     return candidates
 
@@ -80,12 +80,14 @@ def leaf_ap_candidate_rows(
     estimate: np.ndarray,
     tails: tuple[np.ndarray, np.ndarray] | None = None,
     shares: np.ndarray | None = None,
+    keep_step: bool = False,
 ) -> np.ndarray:
     """`leaf_ap_candidates` of each of a stack of leaves (R, 2, L) with their estimates (R,),
     shape (R, number of candidates); `tails` are the stack's `leaf_tails` where already known.
     Each level's tails are fitted once and shared by the candidates that read them. `shares`:
     the smooth candidate's Richardson share per parent where the leaves' widths differ
-    (`shared_step`; None: ⅓ each)."""
+    (`shared_step`; None: ⅓ each). `keep_step`: the step rule stays a candidate at any number of
+    leaves (`rough_throughout`)."""
     fp, tp = leaf_tails(leaves) if tails is None else tails
     step = leaf_ap_rows(fp, tp, "step")
     n_leaves = leaves.shape[-1]
@@ -105,9 +107,48 @@ def leaf_ap_candidate_rows(
     # error), 2·step_{h−1} − step_{h−2}, then a second (Romberg) step.
     tied_c = 2.0 * step_c - leaf_ap_rows(*leaf_tails(_coarser(coarse)), "step")
     romberg = tied + (tied - tied_c) / 3.0
-    if n_leaves < STEP_TRUSTED_FROM:
+    if n_leaves < STEP_TRUSTED_FROM or keep_step:
         return np.stack([estimate, smooth, tied, romberg, step], axis=1)
     return np.stack([estimate, smooth, tied, romberg], axis=1)
+
+
+ROUGH_THROUGHOUT_SHARE = 0.15
+"""The share of a class's occupied parents whose split the release shows departing from
+smooth (`fedeval.estimate.smoothness.departures`) from which its leaves are not read as smooth
+anywhere (`rough_throughout`). On smooth scores at most one parent in 15–128 departs (a
+density bending faster than the check's quadratic); on scores on a 0.01 grid at 64–128 leaves,
+7–52%."""
+
+ROUGH_THROUGHOUT_PARENTS = 3
+"""The fewest departing parents of a class that make it rough throughout (a rare class's
+handful of occupied parents can show one bend without any structure below the leaves)."""
+
+
+def rough_throughout(leaves: np.ndarray, departing: np.ndarray) -> bool:
+    """Whether the release shows structure below its leaves across the range: in a class, at
+    least ROUGH_THROUGHOUT_PARENTS and ROUGH_THROUGHOUT_SHARE of the parents that hold more
+    than 0.5% of it depart from smooth (the end leaves, departing by design, left out).
+
+    The step rule (each leaf's examples tied) leaves the AP's candidates from 32 leaves up
+    because smooth scores are O(w) from it; that presumes the scores smooth inside the leaves.
+    A grid of values finer than the leaves aliases with them, and where it does not alias
+    evenly every few parents split unlike a smooth density: then the release cannot tell
+    tied leaves from smooth ones, and the tie reading stays. Scores on a 0.01 grid (5%
+    positives, 500,000 rows, distdp ε = 1, 64 leaves) sit below every smooth candidate by
+    ≈ 4e-3 and the AP's interval held them in 11 of 29 releases without it."""
+    counts = np.clip(leaves, 0.0, None)
+    parents = counts[..., 0::2] + counts[..., 1::2]
+    moved = np.where(np.isfinite(departing), departing, 0.0)
+    moved[..., 0] = moved[..., -1] = 0.0
+    flagged = (moved[..., 0::2] + moved[..., 1::2]) > 0
+    totals = parents.sum(axis=-1, keepdims=True)
+    occupied = parents > 0.005 * totals
+    n_flagged = (flagged & occupied).sum(axis=-1)
+    n_occupied = occupied.sum(axis=-1)
+    rough = (n_flagged >= ROUGH_THROUGHOUT_PARENTS) & (
+        n_flagged >= ROUGH_THROUGHOUT_SHARE * n_occupied
+    )
+    return bool(rough.any())
 
 
 TOP_BLOCK_Z = Z90
@@ -226,23 +267,25 @@ def leaf_ap_interval_parts(
     the hull, the spread the order's (`hull` set).
     """
     ap_lo, ap_hi = hull
-    if draws is None:
-        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing, shares)
     if departing is None:
         departing = np.zeros(leaves.shape, np.float64)
+    keep_step = rough_throughout(leaves, departing)
+    if draws is None:
+        return _exact_leaf_ap(leaves, estimate, hull, shuffled_mean, departing, shares, keep_step)
     below, above = (float(x) for x in rough_ap_reach(leaves, departing))
     order_mean, order_sd = shuffled_ap(leaves)
     if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
         lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
         return (lo, hi), APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
     candidates = np.clip(
-        np.append(leaf_ap_candidates(leaves, estimate, shares), order_mean), ap_lo, ap_hi
+        np.append(leaf_ap_candidates(leaves, estimate, shares, keep_step), order_mean), ap_lo, ap_hi
     )
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = leaves + draws[:AP_DRAWS]
     if tails is None:
         tails = leaf_tails(renoised)
-    resampled = leaf_ap_candidate_rows(renoised, leaf_ap_rows(*tails, "integral"), tails, shares)
+    estimates = leaf_ap_rows(*tails, "integral")
+    resampled = leaf_ap_candidate_rows(renoised, estimates, tails, shares, keep_step)
     spread = noise_sd(resampled)  # of each candidate; [0] is the integral rule
     # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
     # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
@@ -276,17 +319,16 @@ def _exact_leaf_ap(
     estimate: float,
     hull: tuple[float, float],
     shuffled_mean: float | None,
-    departing: np.ndarray | None,
+    departing: np.ndarray,
     shares: np.ndarray | None = None,
+    keep_step: bool = False,
 ) -> tuple[tuple[float, float], APParts]:
     """On exact counts (no draws): the interval (`_order_interval` widened by the departing
     examples' reach, inside the hull) and the parts (its span widened by the reach, inside the
     hull, the order's spread) from one reach and one span."""
     ap_lo, ap_hi = hull
-    if departing is None:
-        departing = np.zeros(leaves.shape, np.float64)
     below, above = (float(x) for x in rough_ap_reach(leaves, departing))
-    span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean, shares)
+    span_lo, span_hi, order = _order_span(leaves, estimate, hull, shuffled_mean, shares, keep_step)
     lo, hi = _span_interval(span_lo, span_hi, order, hull)
     # ROUNDING on both ends, not only where the hull bounds them: where every leaf holds one
     # example the span, the hull and the spread collapse onto the estimate, whose sum runs in
@@ -517,6 +559,7 @@ def _order_span(
     hull: tuple[float, float],
     shuffled_mean: float | None = None,
     shares: np.ndarray | None = None,
+    keep_step: bool = False,
 ) -> tuple[float, float, float]:
     """(low, high, sd) of `_order_interval`: the span of the values the exact leaves cannot
     tell apart, kept inside the hull, and the random order's spread; where that spread cannot
@@ -533,6 +576,6 @@ def _order_span(
         else:
             tails = leaf_tails(leaves[None]), leaf_tails(_coarser(leaves)[None])
             values.append(mean - float(shared_step(*tails, shares, "shuffled")[0]))
-    values.extend(leaf_ap_candidates(leaves, estimate, shares)[2:])
+    values.extend(leaf_ap_candidates(leaves, estimate, shares, keep_step)[2:])
     span = np.clip(values, ap_lo, ap_hi)
     return float(span.min()), float(span.max()), sd
