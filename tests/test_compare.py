@@ -157,14 +157,16 @@ def test_difference_without_noise_is_exact_at_declared_thresholds_and_holds_auc_
 
 @pytest.mark.slow
 def test_gate_false_failures_and_power_where_the_planner_says_enough():
-    """distdp ε = 1, margin 0.05, 2% positives: at 36,000 rows the planner's rule for ≤ 5%
+    """distdp ε = 1, margin 0.05, 2% positives: at 38,000 rows the planner's rule for ≤ 5%
     false failures holds (half-width·(1 + z₀.₉₅/z₀.₉₇₅) ≤ margin, what `detect` bisects on, over
     the baseline's scores and two recalibrations of them as the candidate). There the gate fails
     a candidate of exactly the baseline's AUC at most 5% of 200 releases (other populations:
     4.0%, 2.5%, 2.0% over 200 each) and one exactly 0.1 worse at least 80%. Planned with the
     baseline's own scores as the candidate, 31,000 rows were called enough and a population
-    there failed 8.0% (benchmarks/compare.py)."""
-    margin, rows = 0.05, 36_000
+    there failed 8.0% (benchmarks/compare.py). (36,000 rows were enough before the AUC's
+    interval weighed the Richardson step by the unequal leaves at the thresholds' level, which
+    widened the planner's predicted half-width 4%.)"""
+    margin, rows = 0.05, 38_000
     w = difference_half_width(rows, "auc", positives_fraction=0.02, auc=0.92)
     assert w * (1 + Z90 / Z95) <= margin  # the planner calls this population sufficient
     assert (
