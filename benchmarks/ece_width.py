@@ -13,8 +13,11 @@ DP setting keeps data draw 0, a federated one draws afresh), the scores' 15-bin 
 - |err|: the estimate against the truth (the raw scores' ECE), split into |e_nz| (against
   the smooth reading of the exact leaf counts, `split_gaps`) and |e_dsc| (that reading
   against the truth);
-- cov: how often the interval holds the truth; covN and covR: how often the noise's part
-  alone holds the truth and the exact counts' reading; worst: the share of [0, 1] intervals.
+- cov: how often the interval holds the truth; covA and widthA: the same parts added side by
+  side (noise + disc + samp, the combination before the bias-aware half-width of
+  `fedeval.estimate.ece.bias_aware_half`), on the same releases; covN and covR: how often the
+  noise's part alone holds the truth and the exact counts' reading; worst: the share of [0, 1]
+  intervals.
 
 `--old` gives the interval before the smooth reading (every example anywhere in its leaf, the
 leaves read whole at their midpoints), for comparison on the same releases.
@@ -90,9 +93,16 @@ def one(
     )
     reading = midpoint_reading(y, s, edges, mid)
     lo, hi = est.ci95 if est.ci95 is not None else (np.nan, np.nan)
+    # The same parts added side by side (the combination before the bias-aware half-width).
+    add_lo = min(max(n_lo - below - s_below, 0.0), value)
+    add_hi = max(min(n_hi + above + s_above, 1.0), value)
+    if est.note is not None:
+        add_lo, add_hi = lo, hi
     return {
         "covered": float(lo <= truth <= hi),
         "width": hi - lo,
+        "cov_add": float(add_lo <= truth <= add_hi),
+        "width_add": add_hi - add_lo,
         "noise_lo": value - n_lo,
         "noise_hi": n_hi - value,
         "disc_lo": below,
@@ -144,7 +154,7 @@ def main() -> None:
     print(
         f"{'family':<13} {'model':<9} {'R':>4} {'L':>6} {'cov':>6} {'width':>8} "
         f"{'noise-':>8} {'noise+':>8} {'disc-':>8} {'disc+':>8} {'samp-':>8} {'samp+':>8} "
-        f"{'|err|':>8} "
+        f"{'|err|':>8} {'covA':>6} {'widthA':>8} "
         f"{'|e_nz|':>8} {'|e_dsc|':>8} {'truth':>7} {'worst':>5} {'covN':>5} {'covR':>5}"
     )
     for fam in args.families:
@@ -160,6 +170,7 @@ def main() -> None:
                 f"{med['noise_lo']:>8.2e} {med['noise_hi']:>8.2e} {med['disc_lo']:>8.2e} "
                 f"{med['disc_hi']:>8.2e} {med['samp_lo']:>8.2e} {med['samp_hi']:>8.2e} "
                 f"{np.median(np.abs(col['err'])):>8.2e} "
+                f"{col['cov_add'].mean():>6.3f} {med['width_add']:>8.2e} "
                 f"{np.median(np.abs(col['err_noise'])):>8.2e} "
                 f"{np.median(np.abs(col['err_disc'])):>8.2e} {med['truth']:>7.4f} "
                 f"{col['worst'].mean():>5.2f} {col['cov_noise'].mean():>5.2f} "

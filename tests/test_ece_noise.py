@@ -154,3 +154,27 @@ def test_ece_interval_holds_where_most_bins_hold_no_gap():
         below += truth < e.ci95[0]
     lo, _ = coverage_bounds(trials)
     assert hits / trials >= lo, (hits / trials, below, truth)
+
+
+def test_bias_aware_half_holds_95_percent_at_any_offset_within_its_bound():
+    # A normal estimate (σ = 1, so its 95 % half-width is Z95) whose fixed offset is at most
+    # B: the half-width h covers with probability Φ(h − b) − Φ(−h − b) at offset b, least at
+    # b = ±B, where it is 0.95 exactly; the old sum B + Z95 covered 0.975-1 there (a range on
+    # a range), and the noise alone (h = Z95) covers 0.5 at B = Z95.
+    from scipy.special import ndtr
+
+    from fedeval.estimate.ece import bias_aware_half
+
+    z = 1.959963984540054
+    for bound in (0.0, 0.1, 0.5, 1.0, 2.0, 5.0, 9.0):
+        h = bias_aware_half(z, bound)
+        held = [float(ndtr(h - b) - ndtr(-h - b)) for b in np.linspace(0.0, bound, 21)]
+        assert min(held) == pytest.approx(0.95, abs=1e-8), (bound, held)
+        assert z <= h <= bound + z + 1e-12
+        if bound >= 0.5:  # strictly narrower than the sum once the offset counts
+            assert h < bound + z - 0.1, (bound, h)
+    # No noise: the offset's bound alone; no offset: the noise's half-width.
+    assert bias_aware_half(0.0, 0.3) == 0.3
+    assert bias_aware_half(0.3, 0.0) == 0.3
+    # An offset thousands of σ wide (its far tail below rounding): the one-sided point.
+    assert bias_aware_half(z, 1e4) == pytest.approx(1e4 + 1.6448536269514722, rel=1e-12)

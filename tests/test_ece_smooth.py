@@ -112,3 +112,44 @@ def test_smooth_scores_get_an_ece_interval_narrower_than_a_leaf():
     lo, hi = r.ece.ci95
     assert hi - lo < 0.3 / 128, (lo, hi)
     assert lo <= r.ece.estimate <= hi
+
+
+def test_a_coin_flip_at_a_sign_change_is_in_the_range():
+    # Exact counts (no noise), 512 leaves: the gaps change sign at the bin edge 7/15, which
+    # leaf 238 crosses with a share f = 0.933 on its left; it holds two negatives (smooth: its
+    # neighbours hold the same counts, so no slope tilts the split), every other leaf its
+    # examples at its centre and no other leaf across a bin edge holds any. Data with these
+    # counts put k ~ Binomial(2, f) of the two on the left: k = 1 (chance 2f(1 − f) = 0.125)
+    # moves Σ|D_b| by 2·(2f − 1)·s ≈ 1.6 examples' gap, beyond the normal band's 1.96 SDs
+    # (2·√(2f(1 − f))·s ≈ 0.65 a SD: ±1.3), which held k = 2 alone (0.871 of such data).
+    n_leaves, leaf = 512, 238
+    edges = np.linspace(0.0, 1.0, n_leaves + 1)
+    mid = (edges[:-1] + edges[1:]) / 2
+    counts = np.where(mid < 7 / 15, [[10.0], [2.0]], [[2.0], [10.0]])
+    counts[:, [leaf - 1, leaf + 1]] = 6.0
+    lo_e, hi_e = edges[:-1], edges[1:]
+    crosses = np.floor(lo_e * 15) != np.floor(hi_e * 15)
+    counts[:, crosses] = 0.0
+    counts[:, leaf] = [2.0, 0.0]
+    f = (7 / 15 - lo_e[leaf]) * n_leaves
+    assert 0.93 < f < 0.94
+    departing = np.zeros_like(counts)
+    below, above = discretisation_range(
+        counts, edges, departing, 15, smooth=smooth_offsets(counts, edges)
+    )
+    reading = float(np.abs(split_gaps(counts, edges, 15)).sum() / counts.sum())
+    # The examples: each leaf's at its centre, the two negatives of leaf 238 k on the left.
+    base = np.repeat(np.tile(mid, 2), counts.ravel().astype(np.int64))
+    label = np.repeat([0.0, 1.0], counts.sum(axis=1).astype(np.int64))
+    keep = base != mid[leaf]
+    held = 0.0
+    for k in range(3):
+        side = np.array([7 / 15 - 1e-4] * k + [7 / 15 + 1e-4] * (2 - k))
+        s = np.concatenate([base[keep], side])
+        y = np.concatenate([label[keep], np.zeros(2)])
+        b = np.minimum((s * 15).astype(np.int64), 14)
+        truth = float(np.abs(np.bincount(b, y - s, minlength=15)).sum() / y.size)
+        if reading - below <= truth <= reading + above:
+            held += binom.pmf(k, 2, f)
+    # The range is a 95 % one of the data's sampling given the counts.
+    assert held >= 0.95, held

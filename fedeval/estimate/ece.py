@@ -27,7 +27,8 @@ made 0.096 of a true 0.046 on a 569-row data set; capped at 1 it made [0.967, 1]
   is estimate − the 97.5 % and 2.5 % quantiles of err, taken as the hull over the truths, then
   widened on each side by the discretisation term (`fedeval.estimate.ece_range`'s
   `discretisation_range`: how far placing the examples anywhere inside their leaves, a leaf
-  across a bin edge split once between its two bins, moves Σ|D_b|/N).
+  across a bin edge split once between its two bins, moves Σ|D_b|/N), a fixed offset for one
+  data set, so combined with the noise's side as a bias (`bias_aware_half`), not added to it.
 - **Smooth reading** (a release, `fedeval.api.calibrate.release_ece`). Placing every example
   anywhere inside its leaf is the worst case, attained by data with the same counts
   (`tests/test_coverage_limits.py`), and it was 20–40× the noise's part on smooth scores
@@ -59,6 +60,8 @@ from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+from scipy.optimize import brentq
+from scipy.special import ndtr
 
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.estimate.uncertainty import Z95
@@ -73,6 +76,9 @@ anything; nearer 0 the interval is the worst case."""
 
 TAIL = 0.025
 """Each tail of the 95 % interval."""
+
+ONE_SIDED = 1.6448536269514722
+"""Φ⁻¹(0.95): the one-sided 95 % point of a normal."""
 
 
 def leaf_bins(score: np.ndarray, n_bins: int) -> np.ndarray:
@@ -303,6 +309,36 @@ def ece_estimate(
         err = np.where(total + n_noise > 0, est - t, 1.0)
         q_lo, q_hi = np.quantile(err, [TAIL, 1 - TAIL])
         lo, hi = min(lo, value - float(q_hi)), max(hi, value - float(q_lo))
-    lo = min(max(lo - below, 0.0), value)
-    hi = max(min(hi + above, 1.0), value)
-    return Estimate(value, None, (lo, hi))
+    lo = value - bias_aware_half(max(value - lo, 0.0), below)
+    hi = value + bias_aware_half(max(hi - value, 0.0), above)
+    return Estimate(value, None, (min(max(lo, 0.0), value), max(min(hi, 1.0), value)))
+
+
+def bias_aware_half(noise: float, bias: float) -> float:
+    """The half-width that holds 95 % of a normal estimate whose error is its noise (95 %
+    half-width `noise`, σ = noise/Z95) plus a fixed offset of at most `bias`: σ·cv(bias/σ),
+    cv(t) the 95 % point of |N(t, 1)|, Φ(cv − t) − Φ(−cv − t) = 0.95 (Armstrong & Kolesár,
+    "Simple and honest confidence intervals in nonparametric regression", Quantitative
+    Economics 2020, eq. 2.3). Between the noise's 1.96σ (no offset) and bias + 1.645σ (an
+    offset many σ wide), and never above the sum bias + 1.96σ: a fixed offset at its bound
+    leaves only one tail of the noise to miss on. The ECE's offsets (where the examples sit
+    inside their leaves, the data's sampling given the counts) are fixed for one data set
+    while the noise is drawn, so they are a bias, not a spread to add in quadrature: added
+    as a range they held 0.99–1.00 where the noise alone held 0.72–0.98."""
+    if not bias > 0:
+        return noise
+    if not noise > 0:
+        return bias
+    sigma = noise / Z95
+    t = bias / sigma
+
+    def miss(h: float) -> float:
+        return float(ndtr(h - t) - ndtr(-h - t)) - (1 - 2 * TAIL)
+
+    # cv lies in [t + Φ⁻¹(0.95), t + Z95]: at the lower end the far tail's mass is missing
+    # (miss ≤ 0), at the upper end it is counted twice over (miss ≥ 0).
+    # Where the far tail's mass is below rounding (an offset many σ wide), the lower end.
+    low, high = t + ONE_SIDED, t + Z95
+    if miss(low) >= 0.0 or miss(high) <= 0.0:
+        return sigma * low
+    return sigma * float(brentq(miss, low, high, xtol=1e-10))
