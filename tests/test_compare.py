@@ -135,13 +135,23 @@ def test_difference_without_noise_is_exact_at_declared_thresholds_and_holds_auc_
     sums of whole leaves: the difference is exact and its interval the point. AUC and AP carry
     the order inside the leaves; their ranges and order spreads add (`difference_parts`): at
     least 93%. At h = 10 (1,024 leaves, a few examples each) that order matters; the auto
-    height (65,536 leaves for 3,000 rows) makes almost every estimate exact, and is 40× slower."""
+    height (65,536 leaves for 3,000 rows) makes almost every estimate exact, and is 40× slower.
+    Each comparison is `compare(*data, model="federated", thresholds=[0.5], height=10)`'s, made
+    by `compare_data` without the ECE no difference reads (the same differences, checked on the
+    first)."""
     rng = np.random.default_rng(3)
+    spec = ReleaseSpec.of(model="federated", height=10)
+    axis = threshold_axis((0.0, 1.0), (0.5,), spec.height)
     hits: dict[str, list[bool]] = {"auc": [], "ap": []}
     for r in range(120):
-        c = compare(
-            *scenario(KINDS[r % 4], 3_000, rng), model="federated", thresholds=[0.5], height=10
-        )
+        y, base, cand = data = scenario(KINDS[r % 4], 3_000, rng)
+        tables = [
+            ReadOptions(exact=True).arrays(y, s, None, spec, scale=axis) for s in (base, cand)
+        ]
+        c = compare_data(*tables, model="federated", thresholds=[0.5], height=10, ece=False)
+        if r == 0:
+            one = compare(*data, model="federated", thresholds=[0.5], height=10)
+            assert one.differences == c.differences
         for m in ("precision@0.5", "recall@0.5", "accuracy@0.5"):
             d = c[m].difference
             if d.exact is None or not math.isfinite(d.exact):

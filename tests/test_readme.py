@@ -3,10 +3,11 @@
 lines run as chains that share no file (`chains`), each chain a test case, so that they spread
 over the test workers rather than run one after another in one of them.
 
-The first example and every line with shell syntax beyond `[cat F |] fedeval ARGS [> OUT]
-[| jq …]` run in bash through the installed console script; the plain ones run in-process through
-Typer's runner (the same command, stdin from F and stdout to OUT as the shell would), which
-spares a Python start-up and the library's import per line (about half of the test's time)."""
+The first example and every line with shell syntax beyond `[cat F |] fedeval ARGS [| fedeval
+ARGS …] [> OUT] [| jq …]` run in bash through the installed console script; the plain ones run
+in-process through Typer's runner (the same commands, stdin from F, each one's stdout the next
+one's stdin and the last one's to OUT, as the shell would), which spares a Python start-up and
+the library's import per command (about half of the test's time)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -58,9 +60,28 @@ def in_process(line: str) -> tuple[list[str], str | None, str | None] | None:
         stdout, words = words[-1], words[:-2]
     if words[:1] != ["fedeval"] or any(w in {"|", ">", "<", ";", "&&", "||", "&"} for w in words):
         return None
-    if any(c in line for c in "$`(){}*?"):
+    # Expansions, globs, subshells: in the words, so a comment's `cal_prob_*` is not one.
+    if any(c in w for w in words for c in "$`(){}*?"):
         return None
     return words[1:], stdin, stdout
+
+
+def pipeline(line: str) -> list[tuple[list[str], str | None, str | None]] | None:
+    """`in_process` of each command of a line that pipes plain fedeval commands into each
+    other (`fedeval calibrate s -o - | fedeval apply - n.csv > c.csv`): the first may read a
+    file on stdin, the last may write one; else None (the line runs in bash)."""
+    parts = line.split("| jq")[0].split(" | ")
+    if parts[0].startswith("cat "):
+        parts = [f"{parts[0]} | {parts[1]}", *parts[2:]] if len(parts) > 1 else parts
+    stages = [in_process(part) for part in parts]
+    if any(s is None for s in stages):
+        return None
+    plain = cast(list[tuple[list[str], str | None, str | None]], stages)
+    if any(stdin is not None for _, stdin, _ in plain[1:]):
+        return None
+    if any(stdout is not None for _, _, stdout in plain[:-1]):
+        return None
+    return plain
 
 
 def make_inputs(d: Path) -> None:
@@ -182,16 +203,18 @@ def test_every_readme_shell_example_runs(chain, inputs, tmp_path, monkeypatch):
     runner = CliRunner()
     for i in chain:
         line = LINES[i]
-        plain = in_process(line) if i > 0 else None
-        if plain is not None:
-            args, stdin, stdout = plain
-            data = None if stdin is None else (tmp_path / stdin).read_bytes()
-            result = runner.invoke(app, args, input=data)
-            assert result.exit_code == 0, (
-                f"README example failed: {line}\n{result.stderr[-2000:]}\n{result.exception!r}"
-            )
+        stages = pipeline(line) if i > 0 else None
+        if stages is not None:
+            data = None if stages[0][1] is None else (tmp_path / stages[0][1]).read_bytes()
+            for args, _, _ in stages:  # each command's stdout is the next one's stdin
+                result = runner.invoke(app, args, input=data)
+                assert result.exit_code == 0, (
+                    f"README example failed: {line}\n{result.stderr[-2000:]}\n{result.exception!r}"
+                )
+                data = result.stdout_bytes
+            stdout = stages[-1][2]
             if stdout is not None:
-                (tmp_path / stdout).write_bytes(result.stdout_bytes)
+                (tmp_path / stdout).write_bytes(data)
             continue
         command = line
         if "| jq" in command and shutil.which("jq") is None:
@@ -246,6 +269,11 @@ def test_chains_follow_the_files_lines_share(lines, expected):
             (["evaluate", "-", "-f", "json"], None, None),
         ),
         ("fedeval plan --rows 9   # a comment", (["plan", "--rows", "9"], None, None)),
+        (
+            "fedeval apply m.json n.parquet   # adds p_* columns",
+            (["apply", "m.json", "n.parquet"], None, None),
+        ),
+        ("fedeval evaluate '*.parquet'", None),
         ("fedeval evaluate $(ls *.parquet)", None),
         ("fedeval encode a -o r/ && fedeval aggregate r/", None),
         ("python -c 'print(1)'", None),
@@ -253,6 +281,35 @@ def test_chains_follow_the_files_lines_share(lines, expected):
 )
 def test_plain_lines_run_in_process_and_the_rest_in_bash(line, parsed):
     assert in_process(line) == parsed
+
+
+@pytest.mark.parametrize(
+    ("line", "stages"),
+    [
+        (
+            "fedeval calibrate s.parquet -o - | fedeval apply - n.csv > c.csv",
+            [
+                (["calibrate", "s.parquet", "-o", "-"], None, None),
+                (["apply", "-", "n.csv"], None, "c.csv"),
+            ],
+        ),
+        (
+            "cat n.csv | fedeval apply m.json - | fedeval evaluate - -f json | jq .x",
+            [
+                (["apply", "m.json", "-"], "n.csv", None),
+                (["evaluate", "-", "-f", "json"], None, None),
+            ],
+        ),
+        ("fedeval evaluate s.parquet", [(["evaluate", "s.parquet"], None, None)]),
+        # a file written mid-pipe, a file read mid-pipe, another program: bash
+        ("fedeval calibrate s -o - > m.json | fedeval apply - n.csv", None),
+        ("fedeval calibrate s -o - | cat m.json | fedeval apply - n.csv", None),
+        ("fedeval calibrate s -o - | gzip > m.gz", None),
+        ("fedeval encode a -o r/ && fedeval aggregate r/", None),
+    ],
+)
+def test_pipes_of_plain_commands_run_in_process(line, stages):
+    assert pipeline(line) == stages
 
 
 @pytest.mark.parametrize("fence", ["```sh\nfedeval a \\\n  --b\nmake demo\n# c\n```\n"])
