@@ -256,7 +256,7 @@ def leaf_ap_interval_parts(
     ε = 1, 32 leaves) were held in 22% of 200 releases, scores squeezed into [0.45, 0.55] in
     none.
 
-    `shares` (`fedeval.estimate.smoothness.richardson_shares` of the leaves' edges): the smooth
+    `shares` (`fedeval.estimate.richardson.richardson_shares` of the leaves' edges): the smooth
     candidates' Richardson share per parent where the leaves' widths differ (None: ⅓).
 
     The parts (`fedeval.estimate.interval_parts`, before the critical value): the span (widened
