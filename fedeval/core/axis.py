@@ -300,11 +300,14 @@ class LeafLookup:
         # their leaf at the least score and the first edge inside (more than one edge inside a
         # cell, in a steep stretch of the warp: a binary search among all the edges).
         cut, first, inside = np.unique(cell[~lowest], return_index=True, return_counts=True)
-        self.cut_leaf = table[cut]
-        self.cut_edge = finite[~lowest][first]
+        self.table = table  # the leaf at each cell's least score
+        # A cut cell's first edge inside it (+inf elsewhere): the leaf is one more from there.
+        self.next_edge = np.full(len(table), d(np.inf), self.dtype)
+        self.next_edge[cut] = finite[~lowest][first]
         self.cut_more = inside > 1
-        table[cut] = -1 - np.arange(len(cut))
-        self.table = table
+        self.more = np.zeros(len(table), bool)
+        self.more[cut[self.cut_more]] = True
+        self.has_more = bool(self.cut_more.any())
 
     def _leaf(self, axis: ScoreAxis, x: np.ndarray, n_leaves: int) -> np.ndarray:
         leaf = (axis.to_unit(x) * n_leaves).astype(np.int64)
@@ -356,29 +359,37 @@ class LeafLookup:
             cells = ((x - self.lo) * self.scale).astype(np.intp)
         return cells
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
+    def __call__(self, x: np.ndarray, chunk: int = LOOKUP_CHUNK) -> np.ndarray:
         """Leaf indices (int32) of the scores `x` (of this lookup's dtype, inside the range),
-        LOOKUP_CHUNK scores at a time: the cells' temporaries (the scaled scores, their int64
-        cell) stay a chunk long, in cache, instead of 12 bytes a score of the whole batch."""
+        `chunk` scores at a time: the cells' temporaries (the scaled scores, their int64 cell,
+        the next edge) stay a chunk long, in cache, instead of 17 bytes a score of the whole
+        batch (`lookup_chunk`: larger chunks where many threads share the GIL)."""
         if x.dtype != self.dtype:  # the cells of another width are not this table's
             raise TypeError(f"scores of {x.dtype} given to a look-up made for {self.dtype}")
         leaf = np.empty(len(x), self.table.dtype)
-        for a in range(0, len(x), LOOKUP_CHUNK):
-            self._look_up(x[a : a + LOOKUP_CHUNK], leaf[a : a + LOOKUP_CHUNK])
+        for a in range(0, len(x), chunk):
+            self._look_up(x[a : a + chunk], leaf[a : a + chunk])
         return leaf
 
     def _look_up(self, x: np.ndarray, leaf: np.ndarray) -> None:
-        """`__call__` of one chunk, written into `leaf`."""
-        self.table.take(self._cells(x), mode="clip", out=leaf)
-        cut = np.flatnonzero(leaf < 0)
-        if cut.size:
-            k = -1 - leaf[cut]
-            x_cut = x[cut]
-            fixed = self.cut_leaf[k] + (x_cut >= self.cut_edge[k])
-            more = np.flatnonzero(self.cut_more[k])
+        """`__call__` of one chunk, written into `leaf`: the leaf at the cell's least score,
+        plus one at or above the edge that cuts the cell, in five numpy calls with no branch
+        on the data (each call hands the GIL over: with many reading threads the hand-overs,
+        not the arithmetic, set the pace); cells that several edges cut take a binary search."""
+        cells = self._cells(x)
+        self.table.take(cells, mode="clip", out=leaf)
+        leaf += x >= self.next_edge.take(cells, mode="clip")
+        if self.has_more:
+            more = np.flatnonzero(self.more.take(cells, mode="clip"))
             if more.size:
-                fixed[more] = np.searchsorted(self.edges, x_cut[more], side="right")
-            leaf[cut] = fixed
+                leaf[more] = np.searchsorted(self.edges, x[more], side="right")
+
+
+def lookup_chunk(threads: int) -> int:
+    """Scores a `LeafLookup` call maps at a time on `threads` reading threads: LOOKUP_CHUNK on
+    one or two, larger on more (up to 2^20), so that the numpy calls of all the threads, each
+    handing the GIL over, stay as many per second as on two."""
+    return int(min(LOOKUP_CHUNK * max(1, threads // 2), 1 << 20))
 
 
 def _key(v: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fedeval.core.axis import ScoreAxis, leaf_lookup
+from fedeval.core.axis import ScoreAxis, leaf_lookup, lookup_chunk
 from fedeval.core.errors import InputError, UsageError
 from fedeval.core.hierarchy import cell_index, coarsen
 from fedeval.estimate.exact import SortedScores, pack, widen
@@ -177,7 +177,7 @@ class _Accumulator:
         if not (self.identity or self.keep_examples):
             lookup = leaf_lookup(self.axis, self.resolution, b.scores.dtype.str)
         if lookup is not None:  # a warped or shifted axis: the leaves by one table look-up
-            idx = lookup(b.scores)
+            idx = lookup(b.scores, lookup_chunk(self.threads))
         else:
             # Same cells as hierarchy.cell_index, in fewer passes: scaling by 2^h is exact in
             # any float width; on [0, 1] the clamp is needed only when a score sits on the top
