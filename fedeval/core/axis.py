@@ -244,20 +244,24 @@ def release_axis(
     return threshold_axis((lo, hi), thresholds, height)
 
 
-CELLS_PER_LEAF = 64
-"""Fine cells per leaf of `LeafLookup`'s table: a score in a cell that a leaf edge cuts (about
-one in this many) takes a binary search instead of the table."""
+CELLS_PER_LEAF = 4
+"""Fine cells per leaf of `LeafLookup`'s tables: few, so that both tables (the leaf at each
+cell's least score, the edge inside it) stay in cache (at h = 16, 1 MB each for float32): the
+look-up is two random reads a score, and a cell that an edge cuts costs no more than another.
+(1M float32 scores, default axis at h = 16, loaded 2-core machine: 9.2 ns a score with 2^18
+cells against 18.0 with 2^21 and 10.2–15.1 for the earlier one-table look-up.) A cell that
+several edges cut (a steep stretch of the warp) takes a binary search."""
 
 LOOKUP_CHUNK = 1 << 16
-"""Scores `LeafLookup` maps at a time: its temporaries (12 bytes a score) stay in cache beside
-the table. On a loaded 2-core machine, 1M float32 scores: 21 and 37 ns a score against 26 and
-53 for the whole batch at once (two runs, best of 15); `evaluate --no-exact` on 10M rows with
-2 threads 0.381 against 0.401 CPU-s (best of 8, alternated), peak RSS 324-334 against
-335-345 MB with exact values."""
+"""Scores `LeafLookup` maps at a time on one or two threads (`lookup_chunk`): its temporaries
+(about 17 bytes a score) stay in cache beside the tables. (Measured with the earlier one-table
+look-up, loaded 2-core machine, 1M float32 scores: 21 and 37 ns a score against 26 and 53 for
+the whole batch at once; `evaluate --no-exact` on 10M rows with 2 threads 0.381 against 0.401
+CPU-s, best of 8, alternated.)"""
 
 MAX_TABLE_CELLS = 1 << 21
-"""At most this many fine cells (an 8 MB table of int32; at h = 16, 32 a leaf: 4.9 ns a
-score, against 5.5 with 16)."""
+"""At most this many fine cells (tables of 8 MB of int32 and as many edges: heights above 19
+only)."""
 
 
 class LeafLookup:
