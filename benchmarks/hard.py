@@ -44,7 +44,10 @@ sites with disjoint score ranges (tworanges: 0–0.2 and 0.5–1, the site is th
 fivetop, where the AP interval held 93.4% under distdp ε = 1 and 87.5% under localdp ε = 5
 over 1000 releases until it kept the world of an all-positive top, `top_block_high`: 98.8%
 and 99.6%). inverted,
-majority, saturated and lowrange sit on the Zipf clients too.
+majority, saturated and lowrange sit on the Zipf clients too. Three more (session 18, found by
+a sweep on unseen data): every positive above every negative with a gap between (separated:
+precision and recall exactly 1 at the thresholds in the gap), 30% of rows on exactly a declared
+threshold (massat), and scores independent of the labels (useless: AUC 0.5).
 At --quick sizes they run at 100k rows; the issue measured them at 50k
 (`--rows inverted=50000 …`, 100 DP releases, distdp ε = 1 and localdp ε = 5):
 
@@ -124,6 +127,9 @@ FAMILIES = (
     "minimal",
     "fewtop",
     "fivetop",
+    "separated",
+    "massat",
+    "useless",
 )
 SMALL_ROWS = {
     "rare-small": 20_000,
@@ -211,6 +217,9 @@ THRESHOLDS = {
     "minimal": (0.13, 0.3, 0.47, 0.62, 0.85),
     "fewtop": (0.2, 0.4, 0.6, 0.8, 0.9),
     "fivetop": (0.2, 0.4, 0.6, 0.8, 0.9),
+    "separated": (0.2, 0.45, 0.5, 0.55, 0.8),  # three in the empty gap: precision, recall 1
+    "massat": (0.3, 0.45, 0.5, 0.55, 0.7),  # 0.5 holds 30% of the rows
+    "useless": (0.13, 0.3, 0.47, 0.62, 0.85),
 }
 
 THRESHOLDS["peaks"] = THRESHOLDS["pointmass"]
@@ -352,7 +361,13 @@ def adversarial_scores(
     - minimal: smooth binormal, 20% positives, 300 rows;
     - fewtop: 10 positives together at the top (scores in [0.98, 1]) above every negative
       (uniform on [0, 0.5]): AUC and AP exactly 1, each leaf's few positives hidden by the noise;
-    - fivetop: the same with 5 positives.
+    - fivetop: the same with 5 positives;
+    - separated: every positive above every negative with an empty gap between (negatives
+      0.4·Beta(2, 3), positives 0.6 + 0.4·Beta(3, 2)), 10% positives: AUC, AP, and precision
+      and recall at thresholds in the gap exactly 1, on the bound every interval is clipped to;
+    - massat: 30% of rows on exactly 0.5, a declared threshold (labels Bernoulli(0.25)), the
+      rest Beta(4, 2) / Beta(2, 4), 25% positives: the mass sits on a cell's lower edge;
+    - useless: scores independent of labels (uniform), 30% positives: AUC 0.5, AP the share.
     """
     if family in ("inverted", "majority", "lowrange", "minimal"):
         share = {"inverted": 0.3, "majority": 0.98, "lowrange": 0.2, "minimal": 0.2}[family]
@@ -375,6 +390,16 @@ def adversarial_scores(
         y = np.zeros(n, dtype=bool)
         y[rng.choice(n, 10 if family == "fewtop" else 5, replace=False)] = True
         return y, np.where(y, 0.98 + 0.02 * rng.random(n), 0.5 * rng.random(n))
+    if family == "separated":
+        y = rng.random(n) < 0.1
+        return y, np.where(y, 0.6 + 0.4 * rng.beta(3.0, 2.0, n), 0.4 * rng.beta(2.0, 3.0, n))
+    if family == "massat":
+        y = rng.random(n) < 0.25
+        s = np.where(y, rng.beta(4.0, 2.0, n), rng.beta(2.0, 4.0, n))
+        s[rng.random(n) < 0.3] = 0.5
+        return y, s
+    if family == "useless":
+        return rng.random(n) < 0.3, rng.random(n)
     if family == "tworanges":
         low = rng.random(n) < 0.8
         y = rng.random(n) < np.where(low, 0.05, 0.6)
