@@ -115,14 +115,27 @@ def split_gaps(leaves: np.ndarray, edges: np.ndarray, n_bins: int) -> npt.NDArra
     flat = leaves.reshape(rows, 2, -1)
     g = split_geometry(edges, n_bins)
     leaf, b, c = g.leaf, g.b, g.c
-    # (rows, pairs): each pair's part of its leaf's gap, summed into its bin per row.
-    part = g.f * ((1 - c) * flat[:, 1, leaf] - c * flat[:, 0, leaf])
-    tilt = class_tilt(flat, g)
-    part = part + (1 - c) * tilt[:, 1] - c * tilt[:, 0]
-    cell = (b + n_bins * np.arange(rows)[:, None]).ravel()
-    out = np.bincount(cell, part.ravel(), minlength=rows * n_bins).astype(np.float64)
+    out = np.empty((rows, n_bins))
+    # A chunk of rows at a time: each row's sums are its own (the same values), and the
+    # temporaries, a dozen (rows, pairs) arrays, stay a few MB (200 draws of 1,024 leaves took
+    # 36 MB at once, held while the exact pass holds the scores).
+    step = max(1, SPLIT_CHUNK // max(len(leaf), 1))
+    for r0 in range(0, rows, step):
+        chunk = flat[r0 : r0 + step]
+        k = len(chunk)
+        # (k, pairs): each pair's part of its leaf's gap, summed into its bin per row.
+        part = g.f * ((1 - c) * chunk[:, 1, leaf] - c * chunk[:, 0, leaf])
+        tilt = class_tilt(chunk, g)
+        part = part + (1 - c) * tilt[:, 1] - c * tilt[:, 0]
+        cell = (b + n_bins * np.arange(k)[:, None]).ravel()
+        sums = np.bincount(cell, part.ravel(), minlength=k * n_bins)
+        out[r0 : r0 + k] = sums.reshape(k, n_bins)
     gaps: npt.NDArray[np.float64] = out.reshape(*lead, n_bins)
     return gaps
+
+
+SPLIT_CHUNK = 1 << 16
+"""(row, pair) entries `split_gaps` computes at a time."""
 
 
 class SplitGeometry(NamedTuple):
