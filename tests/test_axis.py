@@ -130,6 +130,20 @@ def test_leaf_lookup_gives_the_leaf_of_to_unit_bit_for_bit(axis, height, dtype):
     assert np.array_equal(lookup(x), _leaf_reference(axis, x, height))
 
 
+def test_leaf_lookup_gives_the_same_leaves_in_any_chunk():
+    # Many reading threads take larger chunks (fewer numpy calls, each handing the GIL over);
+    # the leaves are elementwise, so any chunk gives the same ones.
+    from fedeval.core.axis import LeafLookup, lookup_chunk
+
+    lookup = LeafLookup(AXES[3], 16, np.float64)  # cells that several edges cut
+    x = np.random.default_rng(8).random(300_001) * (AXES[3].hi - AXES[3].lo) + AXES[3].lo
+    whole = lookup(x, len(x))
+    for chunk in (1000, lookup_chunk(2), lookup_chunk(16)):
+        assert np.array_equal(lookup(x, chunk), whole)
+    assert lookup_chunk(1) == lookup_chunk(2) < lookup_chunk(16) <= 1 << 20
+    assert np.array_equal(whole, _leaf_reference(AXES[3], x, 16))
+
+
 def test_leaf_lookup_edges_are_the_least_score_of_each_leaf():
     from fedeval.core.axis import LeafLookup
 

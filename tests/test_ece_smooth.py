@@ -75,6 +75,20 @@ def _exact_range(y: np.ndarray, s: np.ndarray, height: int):
     return truth, reading, below, above, worst
 
 
+def test_split_gaps_in_chunks_of_draws_are_the_same_sums(monkeypatch):
+    # A stack of draws is read a few rows at a time (bounded temporaries): each row's sums are
+    # its own, so the gaps are identical to the whole stack read at once.
+    import fedeval.estimate.ece as ece
+
+    rng = np.random.default_rng(5)
+    edges = np.sort(np.r_[0.0, rng.random(255), 1.0])
+    leaves = rng.normal(40.0, 30.0, (3, 7, 2, 256))
+    whole = split_gaps(leaves, edges, 15)
+    monkeypatch.setattr(ece, "SPLIT_CHUNK", 700)  # 2 rows of 270-odd pairs a chunk
+    assert np.array_equal(split_gaps(leaves, edges, 15), whole)
+    assert whole.shape == (3, 7, 15)
+
+
 def test_the_smooth_reading_holds_the_truth_over_data_draws():
     # Exact counts (no noise), so the interval is the discretisation term alone, and the truth
     # varies with the data draw: smooth binormal scores and two bumps per class (sd 0.05, so
