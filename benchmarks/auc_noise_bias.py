@@ -10,7 +10,7 @@ release's error, estimate − truth, is split on the same release at its own (au
 - reading part: raw(exact leaves at h) − truth, fixed for the data draw and the height: where
   the truth sits against the ½-counting of its own leaves (the range then covers it or not);
 - fresh part: raw(exact leaves + the release's own fresh noise draws, `noise_draws`) −
-  raw(exact leaves), over every draw: the same noise model, ci_draws times the sample.
+  raw(exact leaves), over `--fresh` draws per release: the same noise law, a larger sample.
 
 Each mean comes with its standard error (sd/√k). A noise part several standard errors from 0
 while the fresh part is at 0 would be a bias of the release's noise or of the decoding; a noise
