@@ -438,6 +438,7 @@ class Setting:
     ci_draws: int
     height: int | str = "auto"
     level_split: str = DEFAULT_LEVEL_SPLIT
+    first_seed: int = 0  # seeds first_seed … first_seed + releases − 1
 
     @property
     def label(self) -> str:
@@ -484,7 +485,7 @@ def run_setting(st: Setting) -> tuple[Setting, list[tuple], float, int]:
     redraw = st.model == "federated" or st.family in REDRAWN
     data = None if redraw else build(st.family, st.n, 0)
     dropped = 0
-    for r in range(st.releases):
+    for r in range(st.first_seed, st.first_seed + st.releases):
         d = build(st.family, st.n, r) if data is None else data
         ev = evaluate_data(d, seed=r, **kw)
         dropped = ev.run.dropped
@@ -608,6 +609,14 @@ def main() -> None:
         help=f"distdp: the tree's ε over its levels (off|auto|F:S; default {DEFAULT_LEVEL_SPLIT})",
     )
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (settings in parallel)")
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds S … S + R − 1 (noise seeds; data draws where each release draws its data; a "
+        "DP setting's one data set stays draw 0): a row that reads low at seeds 0 … R − 1 is "
+        "re-measured on fresh ones",
+    )
     args = ap.parse_args()
 
     sizes = {f: 100_000 for f in FAMILIES} if args.quick else {f: 300_000 for f in FAMILIES}
@@ -647,12 +656,14 @@ def main() -> None:
                         args.ci_draws,
                         height,
                         args.level_split,
+                        args.first_seed,
                     )
                 )
 
     print(
         f"95% interval coverage on hard data: R = {releases} data draws per federated setting, "
         f"{dp_releases} noise seeds per DP setting, ci_draws = {args.ci_draws}"
+        + (f", seeds from {args.first_seed}" if args.first_seed else "")
     )
     print("federated: coverage over R data draws (a release is deterministic given the data);")
     print("DP: one data set, R noise seeds. P/R/A pool 5 thresholds; min cov = worst threshold;")
