@@ -254,6 +254,112 @@ def dp_hard(jobs: int) -> None:
     print(f"elapsed {time.perf_counter() - t0:.0f} s", file=sys.stderr)
 
 
+EXTRA_SETTINGS = {
+    # name: (clients, classes, ε, rare-class share or None)
+    "K = 100 (as --dp-hard)": (100, 10, 1.0, None),
+    "K = 20 clients": (20, 10, 1.0, None),
+    "K = 10 clients": (10, 10, 1.0, None),
+    "c = 30 classes": (100, 30, 1.0, None),
+    "rare class (0.5 %)": (100, 10, 1.0, 0.005),
+    "ε = 0.5": (100, 10, 0.5, None),
+}
+EXTRA_SEEDS = 5
+
+
+def generate_extra(n: int, c: int, rare: float | None, calibrated: bool, rng: np.random.Generator):
+    """--dp-extra's data: class prior π (uniform, or class 0 at `rare` and the rest equal),
+    x ~ N(μ·e_y, λ_i²·I) with λ_i = e^{0.3·N(0,1)} (over-confident: logits T₀·μ·x, as
+    `generate_hard`) or λ_i = 1 (calibrated: the exact posterior's logits μ·x + log π)."""
+    prior = np.full(c, 1.0 / c)
+    if rare is not None:
+        prior = np.full(c, (1.0 - rare) / (c - 1))
+        prior[0] = rare
+    y = rng.choice(c, n, p=prior)
+    if calibrated:
+        mu = SETTINGS[10][0]
+        x = mu * np.eye(c)[y] + rng.standard_normal((n, c))
+        return y, mu * x + np.log(prior)
+    spread = np.exp(HARD_SPREAD * rng.standard_normal(n))
+    x = HARD_MU * np.eye(c)[y] + spread[:, None] * rng.standard_normal((n, c))
+    return y, HARD_T0 * HARD_MU * x
+
+
+def extra_seed(task: tuple[str, str, int]) -> dict:
+    """One seed of --dp-extra: cwECE (%) of every DP method on one setting and family."""
+    setting, family, seed = task
+    warnings.simplefilter("ignore")
+    k, c, eps, rare = EXTRA_SETTINGS[setting]
+    rng = np.random.default_rng([seed, 25, c, k])
+    y, z = generate_extra(HARD_ROWS, c, rare, family == "calibrated", rng)
+    out: dict = {"setting": setting, "family": family, "seed": seed, "fell_back": {}}
+    for method in HARD_METHODS:
+        r = calibrate_multiclass(
+            y,
+            logits=z,
+            method=method,
+            clients=k,
+            beta=0.5,
+            rounds=ROUNDS,
+            epsilon=eps,
+            delta=DELTA,
+            seed=seed,
+        )
+        out["uncalibrated"] = 100 * r.before.cw_ece
+        out[method] = 100 * r.after.cw_ece
+        out["fell_back"][method] = bool(r.fell_back)
+        if rare is not None:  # the rare class's own ECE (its one-vs-all column, 15 bins)
+            out.setdefault("rare_before", 100 * class_ece(r, y, z, 0, before=True))
+            out[f"rare {method}"] = 100 * class_ece(r, y, z, 0, before=False)
+    return out
+
+
+def class_ece(r, y: np.ndarray, z: np.ndarray, j: int, *, before: bool) -> float:
+    """ECE (15 equal-width bins) of class j's one-vs-all column on the held-out rows."""
+    from fedeval.multiclass.maps import calibrated_probs
+
+    ev = r.eval_mask
+    p = softmax(z[ev]) if before else calibrated_probs(r.calibrator, r.input_kind, z[ev])
+    q, hit = p[:, j], (y[ev] == j).astype(float)
+    b = np.minimum((q * 15).astype(int), 14)
+    gap = np.bincount(b, hit - q, minlength=15)
+    return float(np.abs(gap).sum() / len(q))
+
+
+def dp_extra(jobs: int) -> None:
+    """--dp-extra: data the benchmark's tables lack (fewer clients, more classes, a rare class,
+    ε = 0.5), both families, β = 0.5; per setting the seeds worse than uncalibrated."""
+    t0 = time.perf_counter()
+    tasks = [(s, f, i) for s in EXTRA_SETTINGS for f in HARD_FAMILIES for i in range(EXTRA_SEEDS)]
+    with ProcessPoolExecutor(jobs) as pool:
+        rows = list(pool.map(extra_seed, tasks))
+    print(
+        f"DP multiclass, data the tables lack: {HARD_ROWS:,} rows (20 % held out), β = 0.5, "
+        f"T = {ROUNDS}, δ = {DELTA:g}; cwECE % median [worst] over {EXTRA_SEEDS} seeds, "
+        "seeds worse than uncalibrated, fallbacks to the identity"
+    )
+    ok = True
+    for setting in EXTRA_SETTINGS:
+        for family in HARD_FAMILIES:
+            sel = [r for r in rows if (r["setting"], r["family"]) == (setting, family)]
+            raw = med(r["uncalibrated"] for r in sel)
+            cells = []
+            for m in HARD_METHODS:
+                worse = [r["seed"] for r in sel if r[m] > r["uncalibrated"] + 1e-9]
+                ok &= not worse
+                fb = sum(r["fell_back"][m] for r in sel)
+                cells.append(
+                    f"{m} {med(r[m] for r in sel):.3f} [{max(r[m] for r in sel):.3f}] "
+                    f"worse {len(worse)} fb {fb}"
+                )
+            print(f"  {setting:<24}{family:<15}uncal {raw:.3f} | " + " | ".join(cells))
+            if "rare_before" in sel[0]:
+                rb = med(r["rare_before"] for r in sel)
+                rare = " ".join(f"{m} {med(r[f'rare {m}'] for r in sel):.3f}" for m in HARD_METHODS)
+                print(f"  {'':<24}{'':<15}rare class's ECE: uncal {rb:.3f} | {rare}")
+    print(f"  no DP method worse than uncalibrated in any seed: {'PASS' if ok else 'FAIL'}")
+    print(f"elapsed {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
 def med(xs) -> float:
     return float(np.median(list(xs)))
 
@@ -266,9 +372,17 @@ def main() -> None:
     parser.add_argument("--classes", type=int, nargs="+", default=sorted(SETTINGS))
     parser.add_argument("--no-speed", action="store_true", help="skip the 1M×10 fit timing")
     parser.add_argument("--dp-hard", action="store_true", help="only the DP hard-data table")
+    parser.add_argument(
+        "--dp-extra",
+        action="store_true",
+        help="only DP on data the tables lack (fewer clients, 30 classes, a rare class, ε 0.5)",
+    )
     args = parser.parse_args()
     if args.dp_hard:
         dp_hard(args.jobs)
+        return
+    if args.dp_extra:
+        dp_extra(args.jobs)
         return
     seeds = 3 if args.quick else args.seeds
     t0 = time.perf_counter()

@@ -22,6 +22,7 @@ from fedeval.multiclass import (
 from fedeval.multiclass.binning import central_binning
 from fedeval.multiclass.data import read_multiclass, softmax
 from fedeval.multiclass.metrics import measure
+from fedeval.multiclass.privacy import DEFAULT_POOLED_CLIP
 from fedeval.multiclass.temperature import fit_temperature
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "multiclass.parquet"
@@ -99,7 +100,7 @@ def test_dp_result_states_the_full_claim(sample):
     # Each client's data counted once: the class-pooled pair of histograms, one noisy sum.
     assert mech["releases"] == 2 and mech["releases_per_round"] == 2
     assert "each client counted once" in mech["composition"]
-    assert mech["clip"] == {"positive": 10.0, "negative": 1.0}
+    assert mech["clip"] == dict(zip(("positive", "negative"), DEFAULT_POOLED_CLIP, strict=True))
     assert set(mech["sigma"]) == {"positive", "negative"} and mech["rho"] > 0
     assert mech["rounds"] == 3 and mech["participation"] == 0.2
     assert priv["dp_event"] == {
@@ -110,7 +111,7 @@ def test_dp_result_states_the_full_claim(sample):
     assert "NOT private" in priv["guarantee"] and priv["reproducible_simulation"] is True
     assert d["pooled"] is True and d["calibrator"]["bins"] == 32
     fed = d["federation"]
-    assert fed["clip"] == {"positive": 10.0, "negative": 1.0}
+    assert fed["clip"] == dict(zip(("positive", "negative"), DEFAULT_POOLED_CLIP, strict=True))
     assert fed["partition"] == "dirichlet" and fed["beta"] == 0.5 and fed["clients"] == 100
     # The report is the simulation's: exact metrics, marked so.
     assert d["exact_values"] is True and d["metrics"]["exact"] is True

@@ -101,6 +101,47 @@ def test_reference_population_has_the_requested_rows_and_positives(like):
     assert pop.negatives == 12_345 - round(12_345 * 0.3)
 
 
+def test_a_pilots_point_masses_stay_tied_in_the_population():
+    # A pilot whose scores are exactly 0 or 1 (both classes at each, as saturated scores are):
+    # each point mass is one value of the population, so the population's own AUC (at the
+    # reference resolution) is the ties' AUC, pairs at one value counting half, whatever the
+    # draw. Spread over the fine cells a pilot cell covers (the old population), the order
+    # inside a mass was drawn at random: the truth moved by ~1e-4 from draw to draw and the
+    # AUC error predicted for saturated scores was 2.8x the measured.
+    rng = np.random.default_rng(3)
+    y = rng.random(4000) < 0.4
+    s = np.where(rng.random(4000) < np.where(y, 0.8, 0.2), 1.0, 0.0)
+    pilot = scored_from_arrays(y.astype(np.int8), s)
+    pop = reference_population(50_000, 0.4, rng, like=pilot)
+    fine = pop.leaf_counts(20)
+    assert np.count_nonzero(fine.sum(axis=0)) == 2
+    neg, pos = fine.astype(float)
+    ties = float(auc_from_buckets(neg, pos))
+    coarse = float(auc_from_buckets(*pop.leaf_counts(1).astype(float)))
+    assert ties == pytest.approx(coarse, abs=1e-12)
+
+
+def test_a_pilots_singletons_are_spread_over_their_cells():
+    # Distinct smooth scores (one example a pilot cell) are spread evenly over the fine cells
+    # each pilot cell covers: the population is smooth below the pilot's resolution.
+    rng = np.random.default_rng(4)
+    y, s = binormal_arrays(500, 0.8, rng)
+    pilot = scored_from_arrays(y, s)
+    held = np.count_nonzero(pilot.leaf_counts(pilot.resolution).sum(axis=0))
+    pop = reference_population(200_000, 0.5, rng, like=pilot)
+    # each pilot cell of 2^-16 covers ~16 fine cells: about 16x as many are occupied
+    assert np.count_nonzero(pop.leaf_counts(20).sum(axis=0)) > 10 * held
+
+
+@pytest.mark.parametrize("label", [0, 1])
+def test_a_pilot_without_a_class_is_refused_with_its_reason(label):
+    rng = np.random.default_rng(5)
+    pilot = scored_from_arrays(np.full(300, label, np.int8), rng.random(300))
+    for fraction in (None, 0.3):  # the pilot's own share (0 or 1) or one given
+        with pytest.raises(UsageError, match=r"pilot holds no (positive|negative) examples"):
+            plan(20_000, like=pilot, positives_fraction=fraction)
+
+
 def test_binormal_population_follows_the_model_on_its_own_axis():
     # The cells are those of evaluate's axis (default thresholds on edges), not equal ones: the
     # expected count of each cell is the binormal mass between the axis's edges. A density

@@ -68,6 +68,21 @@ def test_a_coarse_pilot_carries_a_caveat_on_the_threshold_metrics(make, model, e
     assert f"h = {pred.config.height}" in caveat.reason
 
 
+def test_the_caveat_reads_the_pilot_not_a_population_drawn_from_it():
+    # A 0.01-grid pilot holds 95% of its scores in 4 of the 16 cells at h = 4, at the
+    # CONCENTRATED boundary (4.8): counted on each population drawn from it (the old rule) the
+    # count was 4 or 5 with the draw, and the caveat came and went with plan's seed.
+    pilot = pilot_of(grid(np.random.default_rng(3)))
+    share = pilot.positives / pilot.rows  # the pilot's own, as plan takes it by default
+    draws = [
+        reference_population(ROWS, share, np.random.default_rng(s), like=pilot) for s in range(4)
+    ]
+    found = {pilot_caveats(population, pilot, 4) for population in draws}
+    assert len(found) == 1
+    (caveat,) = found.pop()
+    assert "4 of the 16 cells" in caveat.reason
+
+
 @pytest.mark.parametrize(("model", "epsilon"), [("distdp", 1.0), ("localdp", 5.0)])
 def test_a_smooth_pilot_carries_no_caveat(model, epsilon):
     pilot = pilot_of(smooth(np.random.default_rng(3)))

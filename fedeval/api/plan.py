@@ -32,8 +32,8 @@ from scipy.stats import norm
 from fedeval.api.calibrate import auto_buckets
 from fedeval.api.evaluate import estimate_auc, threshold_axis
 from fedeval.api.plan_caveats import BINORMAL_CAVEAT, Caveat, pilot_caveats
-from fedeval.core.axis import DEFAULT_THRESHOLDS
-from fedeval.core.config import PrivacyConfig, PrivacyModel, Shape
+from fedeval.core.axis import DEFAULT_THRESHOLDS, ScoreAxis
+from fedeval.core.config import DEFAULT_LEVEL_SPLIT, PrivacyConfig, PrivacyModel, Shape
 from fedeval.core.errors import UsageError
 from fedeval.core.params import (
     auto_quantiles,
@@ -94,6 +94,39 @@ def _reference_densities(auc: float) -> tuple[np.ndarray, np.ndarray]:
     return out[0], out[1]
 
 
+def check_pilot(like: ScoredData) -> None:
+    """A pilot without an example of a class shows nothing of that class's scores: refused."""
+    if min(like.positives, like.rows - like.positives) <= 0:
+        label = "positive" if like.positives <= 0 else "negative"
+        raise UsageError(
+            f"the pilot holds no {label} examples: it cannot show that class's scores, and no "
+            "error can be predicted from it (give a pilot with both classes)."
+        )
+
+
+def pilot_densities(like: ScoredData, axis: ScoreAxis) -> list[np.ndarray]:
+    """Each class's probability of each of the 2^RESOLUTION cells of `axis`, from the pilot's
+    cells (`reference_population`): a cell holding one example spread evenly over the fine
+    cells it covers, one holding several placed in the fine cell of its midpoint."""
+    n_cells = 1 << RESOLUTION
+    fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
+    k = fine.shape[-1]
+    tied = fine.sum(axis=0) >= 2
+    edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
+    own = np.asarray(like.axis.from_unit(np.linspace(0.0, 1.0, k + 1)))
+    mids = like.axis.from_unit((np.arange(k) + 0.5) / k)
+    cell = np.minimum((axis.to_unit(mids) * n_cells).astype(np.int64), n_cells - 1)
+    out = []
+    for f in fine:
+        spread = np.where(tied, 0.0, f)
+        cdf = np.interp(edges, own, np.r_[0.0, np.cumsum(spread)])
+        d = np.clip(np.diff(cdf), 0.0, None) + np.bincount(
+            cell, np.where(tied, f, 0.0), minlength=n_cells
+        )
+        out.append(d / d.sum())
+    return out
+
+
 def reference_population(
     rows: int,
     positives_fraction: float,
@@ -103,17 +136,20 @@ def reference_population(
     like: ScoredData | None = None,
 ) -> ScoredData:
     """A population of `rows` examples as fine per-class counts: multinomial draws from the
-    binormal model (or from `like`'s own per-class score distribution, uniform inside its
-    cells), on the axis evaluate reads data on (the default thresholds are cell edges)."""
-    n_cells = 1 << RESOLUTION
+    binormal model (or from `like`'s own per-class score distribution), on the axis evaluate
+    reads data on (the default thresholds are cell edges).
+
+    A pilot cell that holds one example is spread evenly over the fine cells it covers (smooth
+    scores); one that holds several (a point mass, ties) is one value of the population — the
+    fine cell holding its midpoint — so its examples of both classes stay tied, as in the data.
+    Spread, their order below the pilot's resolution was drawn at random and the population's
+    own AUC moved with it, by as much as the estimator's whole error
+    (`benchmarks/plan_families.py`, saturated scores — 35 % exactly 0 or 1 — distdp ε = 1: the
+    AUC's error predicted 2.8× the measured)."""
     axis = threshold_axis((0.0, 1.0) if like is None else like.score_range, None)
     if like is not None:
-        edges = np.asarray(axis.from_unit(np.linspace(0.0, 1.0, n_cells + 1)), dtype=np.float64)
-        fine = like.leaf_counts(min(RESOLUTION, like.resolution)).astype(float)
-        own = np.asarray(like.axis.from_unit(np.linspace(0.0, 1.0, fine.shape[-1] + 1)))
-        cdf = [np.interp(edges, own, np.r_[0.0, np.cumsum(f)] / f.sum()) for f in fine]
-        dens = [np.clip(np.diff(c), 0.0, None) for c in cdf]
-        dens = [d / d.sum() for d in dens]
+        check_pilot(like)
+        dens = pilot_densities(like, axis)
     else:
         dens = list(_reference_densities(auc))
     n_pos = round(rows * positives_fraction)
@@ -281,6 +317,31 @@ def predict(
     return Prediction(config, population.rows, float(auc), errors, sparse_at, unsteady_at)
 
 
+def evaluate_config(
+    model: PrivacyModel | str,
+    rows: int,
+    epsilon: float | None,
+    floor: int,
+    *,
+    height: int | str = "auto",
+    height_for: tuple[str, ...] = (),
+) -> PrivacyConfig:
+    """The configuration `evaluate` resolves for `rows` examples on an axis whose alignment
+    floor is `floor` (`fedeval.core.spec.ReleaseSpec.config`): its default level split too — a
+    distdp tree's ε split over its levels from the thresholds' level up. Without it the planner
+    drew an even tree where evaluate splits (distdp ε = 5 on the sample data, 10,000-300,000 rows:
+    the AUC's and the precision's errors predicted 2-3× the measured, `benchmarks/plan.py`)."""
+    return resolve_config(
+        model,
+        n=rows,
+        epsilon=epsilon,
+        height=height,
+        min_height=floor,
+        height_for=height_for,
+        level_split=DEFAULT_LEVEL_SPLIT,
+    )
+
+
 def recommended_config(
     rows: int,
     population: ScoredData,
@@ -295,10 +356,10 @@ def recommended_config(
     fixed h is taken as given. `predict` then draws the probe in every release, as evaluate
     does, and reports the height those draws chose most often."""
     h_given, height_for = parse_height(height)
-    if h_given != "auto":
-        return resolve_config(model, n=rows, epsilon=epsilon, height=h_given)
     floor = population.axis.auto_floor(RESOLUTION)
-    cfg = resolve_config(model, n=rows, epsilon=epsilon, min_height=floor, height_for=height_for)
+    if h_given != "auto":
+        return evaluate_config(model, rows, epsilon, floor, height=h_given)
+    cfg = evaluate_config(model, rows, epsilon, floor, height_for=height_for)
     if not cfg.probed:
         return cfg
     level = probe.probe_level(cfg.model, RESOLUTION)
@@ -351,15 +412,16 @@ def plan(
     `positives_fraction` defaults to the pilot's (`like`), else 0.5, as `plan_report` and the
     command do. `progress(done, total)` is told after each prediction.
     """
+    if like is not None:
+        check_pilot(like)
     positives_fraction = _fraction(positives_fraction, like)
     _check(rows, positives_fraction, auc, seed)
     rng = np.random.default_rng(seed)
     population = reference_population(rows, positives_fraction, rng, auc=auc, like=like)
     best = recommended_config(rows, population, model, epsilon, height)
     truth = population_truth(population, rng)
-    todo = [best] + [
-        resolve_config(model, n=rows, epsilon=epsilon, height=h) for h in heights or []
-    ]
+    floor = population.axis.auto_floor(RESOLUTION)
+    todo = [best] + [evaluate_config(model, rows, epsilon, floor, height=h) for h in heights or []]
     done = []
     for cfg in todo:
         done.append(predict(population, cfg, rng, runs=runs, truth=truth))

@@ -66,9 +66,14 @@ a small C₊ clips little and keeps the noise on the positive counts (which set 
 (appendix A.3.4); negatives are c−1 times as many, hence the larger C₋. Raise both for clients
 holding thousands of examples each."""
 
-DEFAULT_POOLED_CLIP = (10.0, 1.0)
-"""C₊, C₋ for the class-pooled histograms (bin 0 not sent). Only their ratio sets the signal to
-noise once both bind (the client's histograms are scaled by one factor, the noise by the clip):
-it should be at or below the ratio of a typical client's norms, ‖h₋‖/‖h₊‖ ≈ 0.3 measured on
-overconfident 10- and 100-class outputs (most positives sit in the top bin, negatives above
-bin 0 are spread). Small clips make every client weigh about equally."""
+DEFAULT_POOLED_CLIP = (1.0, 1.0)
+"""C₊, C₋ for the class-pooled histograms (bin 0 not sent). A client's two histograms are
+scaled by one factor f = min(C₊/‖h₊‖, C₋/‖h₋‖) and the noise is σ₊ = z·C₊, σ₋ = z·C₋ (z set by
+(ε, δ) alone), so only the ratio C₊/C₋ matters once both bind, and a C₊ above C₋·‖h₊‖/‖h₋‖
+adds noise to the positive counts with no more signal: the variance of a bin's frequency g,
+((1 − g)²·σ₊² + g²·σ₋²)/A², grows with C₊² while its mass A stays. The earlier (10, 1) put
+that noise where the map is read (measured on over-confident 10- and 30-class outputs, K = 100,
+(1, 1e-5)-DP, 10 seeds: the map was kept in 2 and 0 of 10 seeds; at (1, 1), 5 and 8 of 10,
+median cwECE 5.39 → 5.17 % and 2.58 → 2.31 %, never worse than uncalibrated; a client's ratio
+‖h₊‖/‖h₋‖ was 1.3–3.3 there, and (1.5, 1), (3, 1) kept fewer). Small clips make every client
+weigh about equally."""
