@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from scipy.special import ndtr
 
+from fedeval.estimate.ap_order import shuffled_ap
 from fedeval.estimate.average_precision import (
     AP_DRAWS,
     end_spreads,
     ends_interval,
     leaf_ap_interval_parts,
-    shuffled_ap,
 )
 from fedeval.estimate.roc_pr import leaf_ap, leaf_tails, within_leaf_bounds
 from fedeval.estimate.smoothness import rough_ap_reach, with_end_leaves

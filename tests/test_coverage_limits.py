@@ -28,7 +28,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from fedeval.api.evaluate import evaluate_data
 from fedeval.core.hierarchy import cell_index
-from fedeval.estimate.average_precision import shuffled_ap
+from fedeval.estimate.ap_order import shuffled_ap
 from fedeval.estimate.metrics import auc_from_buckets
 from fedeval.estimate.uncertainty import within_bucket_auc_variance
 from fedeval.tables.scored import scored_from_arrays

@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 import fedeval.api.plan
 from fedeval.api.evaluate import DEFAULT_THRESHOLDS, estimate_metrics, threshold_axis
-from fedeval.api.plan import binormal_density, plan, population_needed, reference_population
+from fedeval.api.plan import plan, population_needed
+from fedeval.api.plan_population import binormal_density, reference_population
 from fedeval.cli import app
 from fedeval.core.config import PrivacyModel
 from fedeval.core.errors import UsageError

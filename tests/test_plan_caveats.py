@@ -13,8 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from fedeval.api.plan import plan, reference_population
+from fedeval.api.plan import plan
 from fedeval.api.plan_caveats import BINORMAL_CAVEAT, cells_holding, pilot_caveats
+from fedeval.api.plan_population import reference_population
 from fedeval.cli.app import app
 from fedeval.estimate.metric_registry import THRESHOLD_METRIC_NAMES
 from fedeval.tables.scored import scored_from_arrays

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from families import family_scores
 
+from fedeval.estimate.ap_order import shuffled_ap
 from fedeval.estimate.average_precision import (
     AP_DRAWS,
     FIT_BIAS_FACTOR,
@@ -13,7 +14,6 @@ from fedeval.estimate.average_precision import (
     leaf_ap_candidate_rows,
     leaf_ap_candidates,
     leaf_ap_interval_parts,
-    shuffled_ap,
 )
 from fedeval.estimate.roc_pr import (
     leaf_ap,

@@ -7,7 +7,8 @@ import pytest
 from families import family_scores
 from sklearn.metrics import average_precision_score
 
-from fedeval.estimate.average_precision import leaf_ap_interval_parts, shuffled_ap
+from fedeval.estimate.ap_order import shuffled_ap
+from fedeval.estimate.average_precision import leaf_ap_interval_parts
 from fedeval.estimate.roc_pr import leaf_ap, leaf_tails, within_leaf_bounds
 
 # (negatives, positives) per leaf, lowest leaf first: a top leaf of 3 positives among 60
@@ -58,7 +59,7 @@ def test_closed_form_order_variance_far_below_the_top_matches_the_sum_over_posit
     # sum over every position (ORDER_NODES raised so that no quadrature is used). The weights'
     # curvature over a leaf is O(ORDER_LINEAR_BELOW) = 1%, so the spread agrees to ~1e-4; 1e-3
     # fails for a step read at the leaf's top or an (m² − 1)/12 off by one position.
-    from fedeval.estimate import average_precision as curves
+    from fedeval.estimate import ap_order as curves
 
     rng = np.random.default_rng(5)
     leaves, _ = draw_leaves("smooth", 300_000, 12, rng)
@@ -156,7 +157,7 @@ def test_federated_curves_report_the_random_order_mean():
 def test_exact_leaves_interval_takes_the_callers_random_order_mean():
     # The curves pass the random-order mean they already computed as the AP on exact counts:
     # the same interval as computing it again, and it is that mean which the interval uses.
-    from fedeval.estimate.average_precision import shuffled_ap_mean
+    from fedeval.estimate.ap_order import shuffled_ap_mean
 
     leaves, _ = draw_leaves("smooth", 20_000, 10, np.random.default_rng(4))
     mean = shuffled_ap_mean(leaves)

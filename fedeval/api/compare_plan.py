@@ -3,8 +3,9 @@
 `fedeval plan --detect auc=0.005 --model distdp -e 1`. The comparison of `fedeval.compare`
 makes two releases (ε split between them); the half-width w(n) of its 95% interval on
 candidate − baseline at population n is measured the planner's way: the baseline's release drawn
-from a reference population of n examples (`fedeval.api.plan.reference_population`, the binormal
-model or a pilot file's scores), the candidate's from the same scores or the same ranking
+from a reference population of n examples
+(`fedeval.api.plan_population.reference_population`, the binormal model or a pilot file's
+scores), the candidate's from the same scores or the same ranking
 recalibrated (`RECALIBRATIONS`: both models equally good, the widest reading kept), and the
 interval computed as `compare` computes it. With σ(n) = w(n)/1.96 the noise's spread, a
 non-inferiority gate ``--fail-if-worse METRIC=δ`` (fail unless the lower bound of
@@ -37,7 +38,8 @@ import numpy as np
 from fedeval.api.compare import _shares, check_split
 from fedeval.api.compare_intervals import differences
 from fedeval.api.evaluate import evaluate_run, threshold_axis
-from fedeval.api.plan import _check, reference_population
+from fedeval.api.plan import _check
+from fedeval.api.plan_population import reference_population
 from fedeval.core.config import DEFAULT_EPSILON, PrivacyModel
 from fedeval.core.errors import UsageError
 from fedeval.core.spec import ReleaseSpec
