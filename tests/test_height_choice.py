@@ -57,6 +57,9 @@ def _family(name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
         ]
         y[on] = rng.random(on.sum()) < s[on]
         return y, s
+    if name == "lowrange":  # smooth scores squeezed into [0, 0.01] on the [0, 1] axis
+        y = rng.random(n) < 0.2
+        return y, 0.01 * _sigmoid(rng.normal(np.where(y, 1.0, -1.0), 1.0))
     y = rng.random(n) < 0.015  # rare: positives concentrated in the top cells
     return y, np.where(y, rng.beta(5.0, 2.0, n), rng.beta(1.0, 6.0, n))
 
@@ -100,6 +103,21 @@ def test_squeezed_scores_get_a_finer_tree_than_class_totals_give(model):
     # (benchmarks/height.py: 1.7e-3 at h = 6 against 2.4e-4 at 9).
     old, new = _heights("squeezed", 100_000, model)
     assert all(h >= old + 2 for h in new), (old, new)
+
+
+@pytest.mark.parametrize(("model", "finest"), [("distdp", 12), ("localdp", 9)])
+def test_data_the_probe_holds_in_one_cell_get_a_tree_that_divides_them(model, finest):
+    # 100k scores in [0, 0.01] on the [0, 1] axis: one cell of the probe at every level, so
+    # every step it reads is 0. Read as no bias, the choice went to the noise alone (distdp
+    # h = 6, localdp 4), whose leaves hold every score in one: AUC 0.5 with [0, 1] against a
+    # truth of 0.92. The pairs sharing that cell (all of them) are now the bias at the probe's
+    # level, halved per level beyond it.
+    old, new = _heights("lowrange", 100_000, model)
+    assert all(h >= finest for h in new), (old, new)
+    y, s = _family("lowrange", 100_000)
+    ev = fedeval.evaluate(y.astype(int), s, model=model, seed=1)
+    lo, hi = ev.auc.ci95
+    assert lo <= ev.auc.exact <= hi and hi - lo < 0.1, (ev.config.height, ev.auc)
 
 
 def test_rare_class_concentrated_at_the_top_gets_a_finer_tree_under_localdp():

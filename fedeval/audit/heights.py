@@ -162,6 +162,10 @@ def _discretisation(hist: np.ndarray, variance: np.ndarray, candidates: np.ndarr
             out[:, i, j] = np.maximum(
                 out[:, i, j], np.minimum(out[:, i, j + 1] / hc.SLOWEST_RATE, most)
             )
+    for t in np.flatnonzero(occupied < hc.ONE_CELL).tolist():  # data the probe holds in a cell
+        out[t, 0] = np.maximum(
+            out[t, 0], hc.unresolved_floor(hist[t], sd[t], candidates, occupied[t])
+        )
     unreadable = np.isnan(values[:, :, 0]).all(axis=-1)  # (2, T)
     out[unreadable.T] = np.nan
     return out

@@ -127,6 +127,12 @@ of 100k such rows under localdp ε = 5 from 7 to 6 (tests/test_height_choice.py)
 quarter of SMOOTH_CELLS: squeezed scores fill 1–6 cells at every probe level, point masses
 16–32 at levels 5–6."""
 
+ONE_CELL = 1.5
+"""Data the probe holds in fewer cells than this (`occupied_cells`: exp(entropy) of the smaller
+class's counts above the noise) are unresolved at its finest level: no level's split divides
+them, so the steps it reads are 0 whatever the bias (`unresolved_floor`). Scores in [0, 0.01]
+on the [0, 1] axis fill 1.0 cell of 64 at level 6; scores in [0.45, 0.55], 1–6."""
+
 SPREAD_SHARE = 0.5
 """Data whose every class fills at least this share of the probe's cells are taken as smooth at
 its resolution whatever the count (smooth binormal scores: 0.67–0.69 of 64 and of 16 cells,
@@ -278,12 +284,43 @@ def discretisation(hist: np.ndarray, variance: np.ndarray, heights: np.ndarray) 
             h = int(heights[j])
             most = direct_most[i, h] + tail[0] if h < k and divided[h] else np.inf
             out[i, j] = max(out[i, j], min(out[i, j + 1] / SLOWEST_RATE, most))
+    # Data the probe shows in one cell (every class's counts above the noise, but filling
+    # fewer than ONE_CELL cells): no level divides them, so every step reads 0 and the rule
+    # above would take the bias for none. It is unknown; the AUC's is at most the share of
+    # pairs sharing a cell, Σ pᵢnᵢ/(2PN) at the probe's finest level (scores in [0, 0.01] on
+    # the [0, 1] axis: ½, every pair tied), carried down at the slowest rate.
+    out[0] = np.maximum(out[0], unresolved_floor(hist, sd, heights, occupied))
     # A metric the probe cannot read at all (undefined at every level) has an unknown bias,
     # not none: nan, which leaves it out of the choice (`choose_height`) instead of voting for
     # the coarsest tree as a bias-free metric would.
     unreadable = np.isnan(values[:, 0]).all(axis=-1)
     out[unreadable] = np.nan
     return out
+
+
+def unresolved_floor(
+    hist: np.ndarray, sd: np.ndarray, heights: np.ndarray, occupied: float
+) -> np.ndarray:
+    """The AUC's bias floor at each candidate height where the probe holds the data in fewer
+    than ONE_CELL cells (0 elsewhere): the pairs sharing a cell at the probe's finest level k,
+    Σ pᵢnᵢ/(2PN) over cells above two noise sds (every pair in a cell counted ½ is off by at
+    most that), halved per level beyond k (SLOWEST_RATE: a mass or a narrow range inside a
+    cell); at a level ≤ k the same share there, which never falls as cells merge. Only where
+    those cells hold at least half of each class's noisy total."""
+    k = int(np.log2(hist.shape[-1]))
+    kept = np.where(hist > 2.0 * sd, hist, 0.0)
+    neg, pos = kept
+    total = float(neg.sum() * pos.sum())
+    # The cells above the noise must hold most of each class (a small probe whose counts are
+    # mostly under the noise shows one cell by chance, not data in one cell).
+    held = bool(np.all(kept.sum(axis=-1) >= 0.5 * np.asarray(hist).sum(axis=-1)))
+    if occupied >= ONE_CELL or not total > 0 or not held:
+        return np.zeros(len(heights))
+    levels = coarsen_levels(kept)
+    shared = np.array([float((x[0] * x[1]).sum()) / (2.0 * total) for x in levels])
+    h = np.asarray(heights, dtype=np.int64)
+    beyond = shared[k] * SLOWEST_RATE ** np.maximum(h - k, 0)
+    return np.where(h <= k, shared[np.minimum(h, k)], beyond)
 
 
 def significant(readings: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
