@@ -47,7 +47,9 @@ def collect(
     x = np.empty((2, releases, 2, len(thr)))
     sd = np.empty_like(x)
     heights = np.empty(releases, np.int64)
-    kw = {"model": model, "epsilon": hard.EPSILON[model], "ci_draws": 200}
+    kw: dict = {"model": model, "epsilon": hard.EPSILON[model], "ci_draws": 200}
+    if model == "distdp":
+        kw["level_split"] = hard.DEFAULT_LEVEL_SPLIT  # as hard.py releases it
     for r in range(releases):
         seed = start + r
         auto = simulate(data, height="auto", seed=seed, **kw)
