@@ -283,11 +283,16 @@ def test_localdp_probe_reports_measure_their_level():
     # rows, 4-5 levels). Over R releases and the 32 cells, z = (decoded − truth)/sd is
     # mean 0 and mean z² is 1 within 5 SE of the mean over R·32 (nearly independent) values;
     # the interval draws (`measurement_noise`) carry the same variance.
+    # Every other level of the tree after a probe is measured as at that fixed height: from
+    # its own reports, rescaled to all reports (the probe's too), at `cell_variance` of its
+    # own n_k; z likewise over those levels' cells (issue 25: auto's tree must not read the
+    # data otherwise than the fixed height's).
     data = _data(40_000, 12_000)
     cfg = _auto("localdp", epsilon=5.0)
     truth = data.leaf_counts(4).astype(float)
+    exact = {level: data.leaf_counts(level).astype(float) for level in range(2, 9)}
     rng = np.random.default_rng(7)
-    z, drawn = [], []
+    z, drawn, others = [], [], []
     for _ in range(80):
         rel = fast_release(data, cfg, rng)
         levels = list(rel.config.levels)
@@ -299,8 +304,18 @@ def test_localdp_probe_reports_measure_their_level():
         z.append((measured[i] - truth) / sd)
         draws = localdp.measurement_noise(decode(rel), 40, rng)[i]
         drawn.append(draws.var(axis=0, ddof=1) / sd**2)
+        for j, level in enumerate(levels):
+            if j != i:
+                c = exact[level]
+                n_j = int(rel.reporters[j])
+                sd_j = np.sqrt(localdp.cell_variance(rel.total_reports, n_j, c, 5.0))
+                others.append(((measured[j] - c) / sd_j).ravel())
     z = np.array(z)
     k = z.size
     assert abs(z.mean()) < 5 / math.sqrt(k)
     assert abs(np.mean(z**2) - 1.0) < 5 * math.sqrt(2 / k)
     assert abs(np.mean(drawn) - 1.0) < 5 * math.sqrt(2 / (39 * k))
+    rest = np.concatenate(others)
+    assert rest.size >= 80 * 2 * (4 + 8 + 32)  # levels 2, 3 and 5 at least
+    assert abs(rest.mean()) < 5 / math.sqrt(rest.size)
+    assert abs(np.mean(rest**2) - 1.0) < 5 * math.sqrt(2 / rest.size)
