@@ -383,7 +383,9 @@ def leaf_ap_interval_parts(
     if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
         lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
         return (lo, hi), APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
-    trend = float(trend_ap(leaves, edges))
+    # Where the release shows structure below its leaves throughout (`rough_throughout`), a
+    # smooth trend inside them is no reading it can claim: the uniform mix (the estimate) stands.
+    trend = estimate if keep_step else float(trend_ap(leaves, edges))
     candidates = np.clip(
         np.append(leaf_ap_candidates(leaves, estimate, shares, keep_step), [order_mean, trend]),
         ap_lo,
@@ -402,7 +404,7 @@ def leaf_ap_interval_parts(
     # the order mean's noise: the integral rule's; the trend's its own where the sub-cells of
     # every draw are few enough (TREND_DRAWS_UP_TO), else the integral rule's too
     trend_sd = spread[0]
-    if leaves.shape[-1] <= TREND_DRAWS_UP_TO:
+    if leaves.shape[-1] <= TREND_DRAWS_UP_TO and not keep_step:
         trend_sd = float(np.fmax(noise_sd(trend_ap(renoised, edges)), spread[0]))
     spread = np.append(spread, [spread[0], trend_sd])
     sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
