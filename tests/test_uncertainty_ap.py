@@ -14,6 +14,7 @@ from fedeval.estimate.average_precision import (
     leaf_ap_candidate_rows,
     leaf_ap_candidates,
     leaf_ap_interval_parts,
+    trend_ap,
 )
 from fedeval.estimate.roc_pr import (
     leaf_ap,
@@ -45,7 +46,10 @@ def test_ap_interval_takes_the_spread_of_the_candidates_at_its_ends():
     (lo, hi), _ = leaf_ap_interval_parts(release, estimate, (ap_lo, ap_hi), draws)
 
     order_mean, order_sd = shuffled_ap(release)
-    candidates = np.clip(np.append(leaf_ap_candidates(release, estimate), order_mean), ap_lo, ap_hi)
+    trend = float(trend_ap(release, None))  # the leaves read along their neighbours' trend
+    candidates = np.clip(
+        np.append(leaf_ap_candidates(release, estimate), [order_mean, trend]), ap_lo, ap_hi
+    )
     again = np.array(
         [
             leaf_ap_candidates(release + d, leaf_ap(*leaf_tails(release + d), "integral"))
@@ -53,7 +57,9 @@ def test_ap_interval_takes_the_spread_of_the_candidates_at_its_ends():
         ]
     )
     spread = again.std(axis=0, ddof=1)
-    spread = np.append(spread, spread[0])  # the order mean's noise taken as the integral rule's
+    # the order mean's noise taken as the integral rule's; the trend's its own, at least that
+    trend_sd = max(float(trend_ap(release + draws, None).std(ddof=1)), spread[0])
+    spread = np.append(spread, [spread[0], trend_sd])
     ends = [int(np.argmin(candidates)), int(np.argmax(candidates))]
     assert ends[0] == 3 and spread[3] > 1.04 * spread[[0, 2]].max()  # the case that changed
     fit_bias = FIT_BIAS_FACTOR * (again[:, 0].mean() - estimate)

@@ -220,9 +220,10 @@ def _leaf_ap_interval(
     mean = estimate if _exact_counts(run) else None
     leaves = run.histogram.leaves
     ends = _departing(run) if departing is None else with_end_leaves(departing)
-    shares = richardson_shares(run.axis.leaf_edges(leaves.shape[-1]))
+    edges = run.axis.leaf_edges(leaves.shape[-1])
+    shares = richardson_shares(edges)
     return leaf_ap_interval_parts(
-        leaves, estimate, hull, run.noise_draws, tails, mean, ends, shares
+        leaves, estimate, hull, run.noise_draws, tails, mean, ends, shares, edges
     )
 
 

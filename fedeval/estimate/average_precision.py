@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.ap_order import shuffled_ap, shuffled_ap_mean
 from fedeval.estimate.interval_parts import IntervalParts
 from fedeval.estimate.richardson import shared_step
@@ -117,6 +118,82 @@ def leaf_ap_candidate_rows(
     return np.stack([estimate, smooth, tied, romberg], axis=1)
 
 
+TREND_CELLS = 8
+"""Equal sub-cells each leaf is spread over by `trend_split` (the AP of 8 against 16 sub-cells:
+within 1.5e-3 at 16 leaves, 2e-5 at 64, on Beta(5, 2) / Beta(1, 6) scores)."""
+
+
+TREND_DRAWS_UP_TO = 1 << 10
+"""Leaves up to which the trend candidate's noise is read on every draw (AP_DRAWS × 2 ×
+TREND_CELLS × L sub-cells at once: 8 MB and ≈ 0.06 CPU-s at 2^10 leaves, 0.25 s at 2^12);
+above, the integral rule's, which it follows where leaves are that fine."""
+
+
+def _log_slopes(density: np.ndarray, mid: np.ndarray) -> np.ndarray:
+    """Per leaf, the slope of the log density read from its neighbours' (centred where both
+    hold mass, one-sided against the leaf's own where one does, 0 where neither can say)."""
+    occupied = density > 0
+    log_d = np.where(occupied, np.log(np.where(occupied, density, 1.0)), np.nan)
+    pad = np.full((*density.shape[:-1], 1), np.nan)
+    below = np.concatenate([pad, log_d[..., :-1]], axis=-1)
+    above = np.concatenate([log_d[..., 1:], pad], axis=-1)
+    mid_below = np.concatenate([[np.nan], mid[:-1]])
+    mid_above = np.concatenate([mid[1:], [np.nan]])
+    with np.errstate(invalid="ignore"):
+        centred = (above - below) / (mid_above - mid_below)
+        from_below = (log_d - below) / (mid - mid_below)
+        from_above = (above - log_d) / (mid_above - mid)
+    slope = np.where(np.isfinite(centred), centred, np.nan)
+    slope = np.where(np.isnan(slope) & np.isfinite(from_below), from_below, slope)
+    slope = np.where(np.isnan(slope) & np.isfinite(from_above), from_above, slope)
+    out: npt.NDArray[np.float64] = np.nan_to_num(slope, nan=0.0)
+    return out
+
+
+def trend_split(leaves: np.ndarray, edges: np.ndarray, cells: int = TREND_CELLS) -> np.ndarray:
+    """The leaves (..., 2, L) spread over `cells` equal sub-cells each, (..., 2, cells·L): each
+    class's fitted count in a leaf (`monotone_cumulative`, non-negative) split as a density
+    exp(g·x) inside the leaf would split it, g the slope of the log density that the
+    neighbouring leaves' counts per unit width show (`_log_slopes`). Post-processing of the
+    release; `edges` (L + 1) the leaves' edges in score units.
+
+    A sub-cell centred at t (in leaf widths from the leaf's middle) takes a share
+    ∝ exp(g·w·t) of the leaf's count (the integral of exp(g·x) over equal sub-cells is that
+    up to one factor). Exact for a log-linear density; a uniform mix (the integral rule) is
+    g = 0."""
+    edges = np.asarray(edges, dtype=np.float64)
+    width = np.diff(edges)
+    mid = (edges[:-1] + edges[1:]) / 2.0
+    counts = np.diff(monotone_cumulative(leaves), axis=-1)
+    slopes = _log_slopes(counts / width, mid)
+    t = (np.arange(cells) + 0.5) / cells - 0.5
+    weights = np.exp(np.clip(slopes[..., None] * width[:, None] * t, -700.0, 700.0))
+    shares = weights / weights.sum(axis=-1, keepdims=True)
+    split: np.ndarray = (counts[..., None] * shares).reshape(*counts.shape[:-1], -1)
+    return split
+
+
+def trend_ap(leaves: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
+    """The AP (the integral rule) of the leaves (..., 2, L) spread by the trend their
+    neighbours show (`trend_split`), shape (...); equal widths on [0, 1] where `edges` is None.
+
+    Why: the other candidates read a leaf as a uniform mix, or ties, or extrapolate those in
+    leaf width as if the leaves were fine enough for an O(w²) error. Where a class's density
+    changes several-fold across a leaf they are not: 1% Beta(5, 2) positives among Beta(1, 6)
+    negatives at 16 leaves (50,000 rows), where the negatives' density falls 7× across one
+    top leaf, put the AP 0.006–0.015 below the truth with every candidate (they sit at the
+    bottom of their leaves, under the positives), while the leaves read along their
+    neighbours' trend came within 1e-3 to 4e-3 of it; at 64 leaves and more the two agree
+    within 1e-3."""
+    if edges is None:
+        edges = np.linspace(0.0, 1.0, leaves.shape[-1] + 1)
+    split = trend_split(leaves, edges)
+    fp, tp = leaf_tails(split)
+    return leaf_ap_rows(
+        fp.reshape(-1, fp.shape[-1]), tp.reshape(-1, tp.shape[-1]), "integral"
+    ).reshape(leaves.shape[:-2])
+
+
 ROUGH_THROUGHOUT_SHARE = 0.15
 """The share of a class's occupied parents whose split the release shows departing from
 smooth (`fedeval.estimate.smoothness.departures`) from which its leaves are not read as smooth
@@ -161,7 +238,9 @@ TOP_BLOCK_Z = Z90
 world kept needs: each test is one-sided (none, more, fewer), so the one-sided 95% quantile."""
 
 
-def top_block_high(leaves: np.ndarray, draws: np.ndarray) -> float | None:
+def top_block_high(
+    leaves: np.ndarray, draws: np.ndarray, edges: np.ndarray | None = None
+) -> float | None:
     """The AP where the release's top is all positives ranked first, where the release cannot
     rule that out; None where it can. Post-processing of the release and its noise draws.
 
@@ -169,11 +248,18 @@ def top_block_high(leaves: np.ndarray, draws: np.ndarray) -> float | None:
     FP_k above the k-th edge) are within z·s_k of none (z = TOP_BLOCK_Z), s_k the spread of
     that tail's noise over `draws` (the raw tails of the draws: the noise of the top k leaves'
     sum). The world kept: the block's positives ranked above its negatives (the noise cannot
-    place those few negatives; they may all sit below). Where the block's positives TP_k are
-    themselves within z·s_k of none (their noise as large as their count), the block may hold
-    TP_k + z·s_k positives and the leaves below z·s' fewer than the release shows (s' the noise
-    of their sum), each leaf's share of them scaled pro rata. Its AP: the integral rule (the
-    estimate's) over the block's positives, its negatives and the leaves below, in that order.
+    place those few negatives; they may all sit below), and the leaves below read along their
+    neighbours' trend (`trend_split`, `edges` the leaves' edges; None: equal widths). Where the
+    block's positives TP_k are themselves within z·s_k of none (their noise as large as their
+    count), the block may hold TP_k + z·s_k positives and the leaves below z·s' fewer than the
+    release shows (s' the noise of their sum), each sub-cell's share of them scaled pro rata.
+    Its AP: the integral rule (the estimate's) over the block's positives, its negatives and
+    the leaves below, in that order.
+
+    The leaves below the block were read as uniform mixes before; where the negatives' density
+    falls several-fold across each leaf below the top (Beta(1, 6) negatives under 1% Beta(5, 2)
+    positives, 16 leaves) that world sat below the truth with the candidates (0.785 against
+    0.803 on average over 100 distdp releases).
 
     Why: the candidates assume the release's order inside the leaves and the monotone fit's
     placement of a few noisy counts; where a handful of positives sits at the top above every
@@ -196,7 +282,11 @@ def top_block_high(leaves: np.ndarray, draws: np.ndarray) -> float | None:
     if k == 0 or not tp[-1] > 0:
         return None
     top, total = float(tp[k]), float(tp[-1])
-    below = np.diff(tp[k:])  # positives per leaf below the block, top first
+    # the leaves below the block read along their neighbours' trend (`trend_split`), top first
+    if edges is None:
+        edges = np.linspace(0.0, 1.0, leaves.shape[-1] + 1)
+    split = trend_split(leaves, edges)[:, ::-1][:, k * TREND_CELLS :]
+    below = split[1]  # positives per sub-cell below the block, top first
     spread = float(s_pos[k - 1])
     if top <= TOP_BLOCK_Z * spread:  # the block's positives are noise-dominated: more may sit there
         rest = total - top
@@ -206,7 +296,7 @@ def top_block_high(leaves: np.ndarray, draws: np.ndarray) -> float | None:
         below = below * (max(rest - TOP_BLOCK_Z * rest_spread, 0.0) / rest if rest > 0 else 0.0)
     # top first: the block's positives, then its negatives, then the leaves below
     pos = np.concatenate([[top, 0.0], below])
-    neg = np.concatenate([[0.0, fp[k]], np.diff(fp[k:])])
+    neg = np.concatenate([[0.0, fp[k]], split[0]])
     return leaf_ap(*leaf_tails(np.stack([neg[::-1], pos[::-1]])), "integral")
 
 
@@ -219,6 +309,7 @@ def leaf_ap_interval_parts(
     shuffled_mean: float | None = None,
     departing: np.ndarray | None = None,
     shares: np.ndarray | None = None,
+    edges: np.ndarray | None = None,
 ) -> tuple[tuple[float, float], APParts]:
     """95% interval of the 'leaves' AP, and its parts from the same pass over the release (what
     an evaluation keeps, so that a difference of two releases reuses them).
@@ -252,6 +343,16 @@ def leaf_ap_interval_parts(
     at the top, as noisy as they are few: the fitted leaves, and so every candidate and their
     re-noised spread, smear them among the negatives).
 
+    Under noise the candidates also hold `trend_ap`, the leaves read along the trend their
+    neighbours show (`edges`: the leaves' edges in score units; None: equal widths), with its
+    own re-noised spread (up to TREND_DRAWS_UP_TO leaves; the integral rule's above, and never
+    less than it). Where a class's density changes several-fold across a leaf every other
+    candidate reads it as if it did not: 1% Beta(5, 2) positives among Beta(1, 6) negatives,
+    6 more at the top, 50,000 rows, distdp ε = 1, auto h = 4 (16 leaves), every exact-count
+    candidate 0.006–0.015 below the truth and the fit's bias −0.006 more: the interval held
+    0.910 of 200 releases (truth above in all 18 misses); 0.945 with the trend among the
+    candidates and in the top block's world (`top_block_high`).
+
     `departing` ((2, L); `fedeval.estimate.smoothness.departures`): the examples of each leaf
     the release shows departing from smooth. The candidates extrapolate in leaf width as if
     every leaf were smooth or one tie; the departing examples may sit anywhere their leaves'
@@ -282,8 +383,13 @@ def leaf_ap_interval_parts(
     if not np.isfinite(order_sd):  # too many examples at the top to sum: the worst case
         lo, hi = float(min(estimate, ap_lo)), float(max(estimate, ap_hi))
         return (lo, hi), APParts(lo, hi, 0.0, 0.0, order_sd, reach=(below, above))
+    # Where the release shows structure below its leaves throughout (`rough_throughout`), a
+    # smooth trend inside them is no reading it can claim: the uniform mix (the estimate) stands.
+    trend = estimate if keep_step else float(trend_ap(leaves, edges))
     candidates = np.clip(
-        np.append(leaf_ap_candidates(leaves, estimate, shares, keep_step), order_mean), ap_lo, ap_hi
+        np.append(leaf_ap_candidates(leaves, estimate, shares, keep_step), [order_mean, trend]),
+        ap_lo,
+        ap_hi,
     )
     lo, hi = min(estimate, float(candidates.min())), max(estimate, float(candidates.max()))
     renoised = leaves + draws[:AP_DRAWS]
@@ -295,7 +401,12 @@ def leaf_ap_interval_parts(
     # σ of the two candidates that bound the span: the interval is exact at the span's ends, so
     # it is their noise that counts (the Romberg step's, where it bounds the span, is ~10%
     # above the others': point masses under localdp covered 0.930 with the other two's σ).
-    spread = np.append(spread, spread[0])  # the order mean's noise: the integral rule's
+    # the order mean's noise: the integral rule's; the trend's its own where the sub-cells of
+    # every draw are few enough (TREND_DRAWS_UP_TO), else the integral rule's too
+    trend_sd = spread[0]
+    if leaves.shape[-1] <= TREND_DRAWS_UP_TO and not keep_step:
+        trend_sd = float(np.fmax(noise_sd(trend_ap(renoised, edges)), spread[0]))
+    spread = np.append(spread, [spread[0], trend_sd])
     sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
     reach_below, reach_above = rough_ap_reach(renoised, departing)
     # Each end takes its own side's reach noise (`end_spreads`); `sd` and `noise`, the larger
@@ -313,7 +424,7 @@ def leaf_ap_interval_parts(
     if finite.size:
         fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
         lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
-    top_high = top_block_high(leaves, draws)
+    top_high = top_block_high(leaves, draws, edges)
     if top_high is not None:
         hi = max(hi, top_high)
     if not sd < ap_hi - ap_lo:
