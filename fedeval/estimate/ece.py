@@ -99,6 +99,10 @@ def bin_gaps(leaves: np.ndarray, score: np.ndarray, n_bins: int) -> np.ndarray:
     return out.reshape(*lead, n_bins)
 
 
+SPLIT_CHUNK = 1 << 16
+"""(row, pair) entries `split_gaps` computes at a time."""
+
+
 def split_gaps(leaves: np.ndarray, edges: np.ndarray, n_bins: int) -> npt.NDArray[np.float64]:
     """D_b of a stack of leaves (..., 2, L) read as a smooth density reads them: each leaf's
     examples of each class split between the bins it overlaps as a density linear across the
@@ -132,10 +136,6 @@ def split_gaps(leaves: np.ndarray, edges: np.ndarray, n_bins: int) -> npt.NDArra
         out[r0 : r0 + k] = sums.reshape(k, n_bins)
     gaps: npt.NDArray[np.float64] = out.reshape(*lead, n_bins)
     return gaps
-
-
-SPLIT_CHUNK = 1 << 16
-"""(row, pair) entries `split_gaps` computes at a time."""
 
 
 class SplitGeometry(NamedTuple):
