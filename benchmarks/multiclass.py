@@ -171,9 +171,15 @@ HARD_FAMILIES = ("over-confident", "calibrated")
 def generate_hard(n: int, c: int, rng: np.random.Generator):
     """Labels and logits whose overconfidence varies by example (module docstring, --dp-hard)."""
     y = rng.integers(0, c, n)
-    spread = np.exp(HARD_SPREAD * rng.standard_normal(n))
-    x = HARD_MU * np.eye(c)[y] + spread[:, None] * rng.standard_normal((n, c))
-    return y, HARD_T0 * HARD_MU * x
+    return y, hard_logits(y, c, rng)
+
+
+def hard_logits(y: np.ndarray, c: int, rng: np.random.Generator) -> np.ndarray:
+    """Over-confident logits of labels y: x ~ N(μ·e_y, λ_i²·I), λ_i = e^{HARD_SPREAD·N(0,1)},
+    logits T₀·μ·x (`generate_hard`, `generate_extra`)."""
+    spread = np.exp(HARD_SPREAD * rng.standard_normal(len(y)))
+    x = HARD_MU * np.eye(c)[y] + spread[:, None] * rng.standard_normal((len(y), c))
+    return HARD_T0 * HARD_MU * x
 
 
 def hard_seed(task: tuple[str, float, int]) -> dict:
@@ -279,9 +285,7 @@ def generate_extra(n: int, c: int, rare: float | None, calibrated: bool, rng: np
         mu = SETTINGS[10][0]
         x = mu * np.eye(c)[y] + rng.standard_normal((n, c))
         return y, mu * x + np.log(prior)
-    spread = np.exp(HARD_SPREAD * rng.standard_normal(n))
-    x = HARD_MU * np.eye(c)[y] + spread[:, None] * rng.standard_normal((n, c))
-    return y, HARD_T0 * HARD_MU * x
+    return y, hard_logits(y, c, rng)
 
 
 def extra_seed(task: tuple[str, str, int]) -> dict:
