@@ -247,7 +247,11 @@ def test_parquet_rows_come_from_the_footers_and_only_for_parquet(tmp_path):
     assert parquet_rows(tmp_path / "missing.parquet") is None
 
 
-def test_a_buffer_sized_ahead_sorts_like_one_that_grows():
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_buffer_sized_ahead_sorts_like_one_that_grows(mapped):
+    """A buffer sized ahead (in numpy's memory, or a private anonymous map: how the keys are
+    kept when the rows are known), exactly or too small (it then leaves the map and grows),
+    sorts to what joining the parts and sorting gives."""
     from fedeval.tables.scored import _Growing
 
     rng = np.random.default_rng(9)
@@ -256,8 +260,10 @@ def test_a_buffer_sized_ahead_sorts_like_one_that_grows():
     results = []
     for capacity in (0, total, total // 3):  # none, exact, too small (then it grows)
         g = _Growing(capacity)
+        g.mapped = mapped and capacity > 0
         for p in parts:
             g.extend(p)
+        assert (g.source is not None) == (mapped and capacity == total)
         results.append(g.sorted())
     for r in results:
         np.testing.assert_array_equal(r, np.sort(np.concatenate(parts)))
