@@ -1,6 +1,7 @@
 """Many-file sources and threaded reading give exactly what one file read serially gives."""
 
 import json
+import mmap
 
 import numpy as np
 import pyarrow as pa
@@ -10,6 +11,8 @@ import pytest
 
 import fedeval
 from fedeval.core.errors import InputError, UsageError
+from fedeval.estimate.exact import pack
+from fedeval.estimate.parallel_sort import RELEASE
 from fedeval.tables.scored import read_scored
 
 
@@ -267,3 +270,20 @@ def test_a_buffer_sized_ahead_sorts_like_one_that_grows(mapped):
         results.append(g.sorted())
     for r in results:
         np.testing.assert_array_equal(r, np.sort(np.concatenate(parts)))
+
+
+@pytest.mark.skipif(RELEASE is None, reason="no private anonymous maps here")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_keys_of_a_file_of_known_rows_are_kept_in_an_anonymous_map(tmp_path, threads):
+    """With the rows known from the Parquet footers, the packed keys are copied into a private
+    anonymous map (not a numpy allocation, for which numpy asks the system for huge pages,
+    and the system may compact memory on their first touch), and sort like every key."""
+    table = _table(seed=5)
+    pq.write_table(table, tmp_path / "t.parquet")
+    keys = read_scored(tmp_path / "t.parquet", threads=threads).sorted_scores.keys
+    root = keys
+    while isinstance(root, np.ndarray) and root.base is not None:
+        root = root.base
+    assert isinstance(root.obj if isinstance(root, memoryview) else root, mmap.mmap)
+    s, y = table.column("score").to_numpy(), table.column("label").to_numpy() == 1
+    np.testing.assert_array_equal(keys, np.sort(pack(s, y)))
