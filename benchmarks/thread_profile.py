@@ -5,7 +5,10 @@ CPython's) and keeps the innermost frame inside fedeval: the main thread's timel
 function of at least 50 ms) and, per thread group (`fedeval-read`, `fedeval-merge`,
 `fedeval-exact`, ...), the seconds spent at each line. A thread waiting in a pool has no fedeval
 frame ("-"). A thread holding the GIL in a long numpy call is seen where it is, but the sampler
-itself needs the GIL, so work that never lets go of it is under-counted.
+itself needs the GIL, so work that never lets go of it is under-counted. Beside it, the CPU
+seconds of each thread group, exact (each thread's `time.thread_time()` when it ends; the main
+thread's over the evaluation): a group's samples count its wall time, waits included, and its
+CPU seconds what it costs on a loaded machine.
 
     .venv/bin/python benchmarks/thread_profile.py DATA [--model M] [--no-exact] [--threads N]
 
@@ -38,6 +41,24 @@ def innermost(frame: FrameType | None) -> str:
     return "-"
 
 
+def thread_cpu() -> collections.Counter[str]:
+    """CPU seconds of every thread started from now on, by group (its name less the number),
+    added as each one ends: `threading.Thread.run` is wrapped to read `time.thread_time()`."""
+    spent: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
+    run = threading.Thread.run
+
+    def timed(self: threading.Thread) -> None:
+        try:
+            run(self)
+        finally:
+            with lock:
+                spent[re.sub(r"_\d+$", "", self.name)] += time.thread_time()
+
+    threading.Thread.run = timed  # type: ignore[method-assign]
+    return spent
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path")
@@ -49,6 +70,7 @@ def main() -> int:
 
     rng = np.random.default_rng(0)
     fedeval.evaluate(rng.integers(0, 2, 1000), rng.random(1000), seed=1, model=args.model)
+    cpu = thread_cpu()
     by: collections.Counter[tuple[str, str]] = collections.Counter()
     timeline: list[tuple[float, str]] = []
     stop = threading.Event()
@@ -67,16 +89,20 @@ def main() -> int:
             time.sleep(INTERVAL)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0, c0, m0 = time.perf_counter(), time.process_time(), time.thread_time()
     sampler.start()
     fedeval.evaluate_file(
         args.path, model=args.model, exact=not args.no_exact, threads=args.threads
     )
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    wall, used = time.perf_counter() - t0, time.process_time() - c0
+    cpu["MainThread"] += time.thread_time() - m0
     stop.set()
     sampler.join()
     mode = "no-exact" if args.no_exact else "default"
-    print(f"{args.model} {mode} wall {wall:.2f} s cpu {cpu:.2f} s")
+    print(f"{args.model} {mode} wall {wall:.2f} s cpu {used:.2f} s")
+    print("CPU seconds by thread group (threads still running are left out):")
+    for name, seconds in cpu.most_common():
+        print(f"  {seconds:7.2f} s  {name}")
     runs: list[tuple[float, str, float]] = []  # (start, function, end)
     for t, fn in timeline:
         if runs and runs[-1][1] == fn:

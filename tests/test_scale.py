@@ -1,6 +1,7 @@
 """Many-file sources and threaded reading give exactly what one file read serially gives."""
 
 import json
+import mmap
 
 import numpy as np
 import pyarrow as pa
@@ -10,6 +11,8 @@ import pytest
 
 import fedeval
 from fedeval.core.errors import InputError, UsageError
+from fedeval.estimate.exact import pack
+from fedeval.estimate.parallel_sort import RELEASE
 from fedeval.tables.scored import read_scored
 
 
@@ -247,7 +250,11 @@ def test_parquet_rows_come_from_the_footers_and_only_for_parquet(tmp_path):
     assert parquet_rows(tmp_path / "missing.parquet") is None
 
 
-def test_a_buffer_sized_ahead_sorts_like_one_that_grows():
+@pytest.mark.parametrize("mapped", [False, True])
+def test_a_buffer_sized_ahead_sorts_like_one_that_grows(mapped):
+    """A buffer sized ahead (in numpy's memory, or a private anonymous map: how the keys are
+    kept when the rows are known), exactly or too small (it then leaves the map and grows),
+    sorts to what joining the parts and sorting gives."""
     from fedeval.tables.scored import _Growing
 
     rng = np.random.default_rng(9)
@@ -256,8 +263,27 @@ def test_a_buffer_sized_ahead_sorts_like_one_that_grows():
     results = []
     for capacity in (0, total, total // 3):  # none, exact, too small (then it grows)
         g = _Growing(capacity)
+        g.mapped = mapped and capacity > 0
         for p in parts:
             g.extend(p)
+        assert (g.source is not None) == (mapped and capacity == total)
         results.append(g.sorted())
     for r in results:
         np.testing.assert_array_equal(r, np.sort(np.concatenate(parts)))
+
+
+@pytest.mark.skipif(RELEASE is None, reason="no private anonymous maps here")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_keys_of_a_file_of_known_rows_are_kept_in_an_anonymous_map(tmp_path, threads):
+    """With the rows known from the Parquet footers, the packed keys are copied into a private
+    anonymous map (not a numpy allocation, for which numpy asks the system for huge pages,
+    and the system may compact memory on their first touch), and sort like every key."""
+    table = _table(seed=5)
+    pq.write_table(table, tmp_path / "t.parquet")
+    keys = read_scored(tmp_path / "t.parquet", threads=threads).sorted_scores.keys
+    root = keys
+    while isinstance(root, np.ndarray) and root.base is not None:
+        root = root.base
+    assert isinstance(root.obj if isinstance(root, memoryview) else root, mmap.mmap)
+    s, y = table.column("score").to_numpy(), table.column("label").to_numpy() == 1
+    np.testing.assert_array_equal(keys, np.sort(pack(s, y)))

@@ -155,6 +155,11 @@ class _Accumulator:
         self.presort = False
         self.runs: list[int] = []  # where each sorted run starts in `keys`
         self.keys = _Growing(rows or 0)
+        # With the rows known, the keys' buffer is a private anonymous map (`_Growing.mapped`),
+        # not numpy's allocation: numpy asks for transparent huge pages on large arrays, and
+        # where the system then compacts memory to find them (THP defrag `madvise`, a common
+        # default) the first touch of 100M keys cost 0.27-0.58 CPU-s against 0.16 in 4 kB pages.
+        self.keys.mapped = bool(rows) and RELEASE is not None
         self.neg = _Growing(0 if self.packed else rows or 0)
         self.pos = _Growing(0 if self.packed else rows or 0)
         self.unit: list[np.ndarray] = []
