@@ -179,7 +179,7 @@ def discretisation_parts(
     if offset is None:
         plug = float(np.abs(bin_gaps(counts, mid, n_bins)).sum())
     else:  # about the smooth reading, which the estimate then reads (`ece_estimate`'s edges)
-        gaps = split_gaps(counts, edges, n_bins)
+        gaps = split_gaps(counts, edges, n_bins, tilt=tilt)
         plug = float(np.abs(gaps).sum())
         m, part = place.parts(hi_s)
         left = np.flatnonzero(one_edge)[0::2]
