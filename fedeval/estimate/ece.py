@@ -132,9 +132,7 @@ def split_gaps(
         k = len(chunk)
         # (k, pairs): each pair's part of its leaf's gap, summed into its bin per row.
         part = g.f * ((1 - c) * chunk[:, 1, leaf] - c * chunk[:, 0, leaf])
-        moved = (
-            class_tilt(chunk, g) if tilt is None else tilt.reshape(rows, 2, -1)[r0 : r0 + step]
-        )
+        moved = class_tilt(chunk, g) if tilt is None else tilt.reshape(rows, 2, -1)[r0 : r0 + step]
         part = part + (1 - c) * moved[:, 1] - c * moved[:, 0]
         cell = (b + n_bins * np.arange(k)[:, None]).ravel()
         sums = np.bincount(cell, part.ravel(), minlength=k * n_bins)
