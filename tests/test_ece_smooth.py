@@ -127,29 +127,6 @@ def test_class_tilt_by_leaf_slices_is_the_pairwise_formula_bit_for_bit():
         )
 
 
-def test_split_geometry_is_kept_per_edges_bit_pattern_and_bins():
-    # A geometry is found again for the same edges (another array, the same bits) and M, and
-    # never for edges one ulp away, a -0.0 for a 0.0, or another M; past the kept few, it is
-    # computed afresh, the same values.
-    from fedeval.estimate import ece
-
-    edges = np.linspace(0.0, 1.0, 65)
-    g = ece.split_geometry(edges, 15)
-    assert ece.split_geometry(edges.copy(), 15) is g
-    assert ece.split_geometry(edges, 16) is not g
-    moved = edges.copy()
-    moved[7] = np.nextafter(moved[7], 1.0)
-    assert ece.split_geometry(moved, 15) is not g
-    signed = edges.copy()
-    signed[0] = -0.0
-    assert ece.split_geometry(signed, 15) is not g
-    for k in range(ece.GEOMETRIES_KEPT + 1):
-        ece.split_geometry(np.linspace(0.0, 1.0, 66 + k), 15)
-    again = ece.split_geometry(edges, 15)
-    assert again is not g
-    assert all(np.array_equal(a, b) for a, b in zip(again, g, strict=True))
-
-
 def test_the_smooth_reading_holds_the_truth_over_data_draws():
     # Exact counts (no noise), so the interval is the discretisation term alone, and the truth
     # varies with the data draw: smooth binormal scores and two bumps per class (sd 0.05, so

@@ -54,8 +54,8 @@ Everything here reads the noisy release and fresh noise drawn by the analyst: po
 
 from __future__ import annotations
 
+import functools
 import math
-import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -170,36 +170,12 @@ def split_geometry(edges: np.ndarray, n_bins: int) -> SplitGeometry:
     """The `SplitGeometry` of these L + 1 edges against `n_bins` bins (computed once per
     edges and M: a pure function of them)."""
     edges = np.ascontiguousarray(edges, dtype=np.float64)
-    bits = edges.view(np.int64)
-    # The last few edges' geometries, found by comparing the edges' bit patterns (one pass,
-    # no copy: hashing the bytes of a fine axis took longer than the comparison).
-    with _GEOMETRIES_LOCK:  # (a release's intervals may be read from several threads)
-        for i, (known, m, geometry) in enumerate(_GEOMETRIES):
-            if m == n_bins and known.shape == bits.shape and np.array_equal(known, bits):
-                _GEOMETRIES.insert(0, _GEOMETRIES.pop(i))
-                return geometry
-    geometry = _split_geometry(edges.copy(), n_bins)
-    with _GEOMETRIES_LOCK:
-        _GEOMETRIES.insert(0, (geometry_key(edges), n_bins, geometry))
-        del _GEOMETRIES[GEOMETRIES_KEPT:]
-    return geometry
+    return _split_geometry(edges.tobytes(), n_bins)
 
 
-GEOMETRIES_KEPT = 8
-"""How many edges' `SplitGeometry` `split_geometry` keeps (the most recently used)."""
-
-_GEOMETRIES: list[tuple[np.ndarray, int, SplitGeometry]] = []
-_GEOMETRIES_LOCK = threading.Lock()
-
-
-def geometry_key(edges: np.ndarray) -> np.ndarray:
-    """The read-only copy of the edges' bit patterns a kept geometry is found by."""
-    key = np.array(edges, dtype=np.float64).view(np.int64)
-    key.setflags(write=False)
-    return key
-
-
-def _split_geometry(edges: np.ndarray, n_bins: int) -> SplitGeometry:
+@functools.lru_cache(maxsize=8)
+def _split_geometry(edges_bytes: bytes, n_bins: int) -> SplitGeometry:
+    edges = np.frombuffer(edges_bytes, dtype=np.float64)
     lo_e, hi_e = edges[:-1], edges[1:]
     assigned_bin = leaf_bins((lo_e + hi_e) / 2, n_bins)
     leaf, b = touching_pairs(lo_e, hi_e, assigned_bin, n_bins)
