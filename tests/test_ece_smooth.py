@@ -89,6 +89,44 @@ def test_split_gaps_in_chunks_of_draws_are_the_same_sums(monkeypatch):
     assert whole.shape == (3, 7, 15)
 
 
+def _tilt_by_pairs(flat, g):
+    # The classes' slopes read pair by pair, each pair's leaf's neighbours gathered afresh
+    # (the formula `class_tilt` states): its reference.
+    up, down = g.nxt[g.leaf], g.prv[g.leaf]
+    w_up, w_down = g.width[up], g.width[down]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d_up = np.where(w_up > 0, flat[..., up] / np.where(w_up > 0, w_up, 1.0), 0.0)
+        d_down = np.where(w_down > 0, flat[..., down] / np.where(w_down > 0, w_down, 1.0), 0.0)
+    return (d_up - d_down) * g.inv[g.leaf] * g.lever
+
+
+def test_class_tilt_by_leaf_slices_is_the_pairwise_formula_bit_for_bit():
+    # Each leaf's density and its neighbours' difference are taken once per leaf (slices, the
+    # ends one-sided) and gathered at the pairs: the same values as the pairwise formula, on
+    # uneven edges with leaves of no width (repeated edges), 2 and 3 leaves, M above L.
+    from fedeval.estimate.ece import class_tilt, split_geometry
+
+    rng = np.random.default_rng(11)
+    uneven = np.sort(np.r_[0.0, rng.random(300), 1.0])
+    cases = [
+        (np.r_[uneven[:100], uneven[100:103], uneven[100:]], 15),  # 3 leaves of no width
+        (uneven, 1),
+        (np.array([0.0, 0.4, 1.0]), 15),
+        (np.array([0.0, 0.3, 0.3, 1.0]), 4),
+        (np.linspace(0.0, 1.0, 9), 40),
+    ]
+    for edges, n_bins in cases:
+        g = split_geometry(edges, n_bins)
+        flat = rng.normal(30.0, 20.0, (4, 2, len(edges) - 1))
+        got = class_tilt(flat, g)
+        assert np.array_equal(got, _tilt_by_pairs(flat, g))
+        assert np.any(got != 0)
+        # split_gaps given the tilt it would compute gives the same sums.
+        assert np.array_equal(
+            split_gaps(flat, edges, n_bins, tilt=got), split_gaps(flat, edges, n_bins)
+        )
+
+
 def test_the_smooth_reading_holds_the_truth_over_data_draws():
     # Exact counts (no noise), so the interval is the discretisation term alone, and the truth
     # varies with the data draw: smooth binormal scores and two bumps per class (sd 0.05, so

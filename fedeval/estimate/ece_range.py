@@ -179,7 +179,7 @@ def discretisation_parts(
     if offset is None:
         plug = float(np.abs(bin_gaps(counts, mid, n_bins)).sum())
     else:  # about the smooth reading, which the estimate then reads (`ece_estimate`'s edges)
-        gaps = split_gaps(counts, edges, n_bins)
+        gaps = split_gaps(counts, edges, n_bins, tilt=tilt)
         plug = float(np.abs(gaps).sum())
         m, part = place.parts(hi_s)
         left = np.flatnonzero(one_edge)[0::2]
@@ -262,19 +262,24 @@ class _Placing:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         assigned, ol, oh, lo_l, hi_l, sp, sn = (a[rows] for a in self.arrays)
         inside = share_hi > 0
-        at_lo = np.where(inside, np.maximum(ol, lo_l), 0.0)
-        at_hi = np.where(inside, np.minimum(oh, hi_l), 0.0)
-        at_lo = np.where(assigned & (share_lo == 1.0), lo_l, at_lo)
-        at_hi = np.where(assigned & (share_lo == 1.0), hi_l, at_hi)
+        whole = assigned & (share_lo == 1.0)
+        at_lo = np.where(whole, lo_l, np.where(inside, np.maximum(ol, lo_l), 0.0))
+        at_hi = np.where(whole, hi_l, np.where(inside, np.minimum(oh, hi_l), 0.0))
         g_lo, g_hi = _gap(sp, sn, at_hi), _gap(sp, sn, at_lo)
         if self.offset is not None:  # smooth inside the part: at its centre, ± the bound
             g_mid = _gap(sp, sn, (at_lo + at_hi) / 2)
             off = self.offset[rows]
             g_lo, g_hi = np.maximum(g_lo, g_mid - off), np.minimum(g_hi, g_mid + off)
-        corners = np.stack([share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi])
+        # The four corners' least and most, taken corner after corner (the order a reduce over
+        # their stack takes: the same values, without the (4, pairs) stack).
+        corners = (share_lo * g_lo, share_lo * g_hi, share_hi * g_lo, share_hi * g_hi)
+        least, most = corners[0], corners[0]
+        for corner in corners[1:]:
+            least, most = np.minimum(least, corner), np.maximum(most, corner)
         if self.fixed is not None:
-            corners = np.where(self.fixed[rows], 0.0, corners)
-        return g_lo, g_hi, corners.min(axis=0), corners.max(axis=0)
+            fixed = self.fixed[rows]
+            least, most = np.where(fixed, 0.0, least), np.where(fixed, 0.0, most)
+        return g_lo, g_hi, least, most
 
 
 def _gap(pos: np.ndarray, neg: np.ndarray, score: np.ndarray) -> npt.NDArray[np.float64]:

@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import digamma
 
-from fedeval.core.hierarchy import monotone_cumulative, quantiles
+from fedeval.core.hierarchy import monotone_cumulative, quantiles, quantiles_of
 from fedeval.estimate.smoothness import ap_hull
 
 EVAL_GRID = 4097
@@ -185,6 +185,11 @@ def leaf_tails(leaves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     neg = monotone_cumulative(leaves[..., 0, :])
     pos = monotone_cumulative(leaves[..., 1, :])
+    return _tails(neg, pos)
+
+
+def _tails(neg: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`leaf_tails` from each class's `monotone_cumulative`."""
     return neg[..., -1:] - neg[..., ::-1], pos[..., -1:] - pos[..., ::-1]
 
 
@@ -268,7 +273,9 @@ def leaf_curves(
     examples or, under noise, of a few the fit put at the top, the PR curve takes the precision
     of that whole top region: it starts at the right height, with no spike towards 0 at recall 0.
     """
-    fp, tp = leaf_tails(leaves)
+    # Each class's monotone prefix sums fitted once, for its tails and its quantiles.
+    neg_cs, pos_cs = monotone_cumulative(leaves[0]), monotone_cumulative(leaves[1])
+    fp, tp = _tails(neg_cs, pos_cs)
     n_leaves = fp.size - 1
     positives, negatives = tp[-1], fp[-1]
     ap = leaf_ap(fp, tp, ap_rule)
@@ -288,7 +295,7 @@ def leaf_curves(
 
     # The points worth printing: the curves at both classes' Q-quantiles, linear inside a leaf.
     ranks = np.linspace(0.0, 1.0, n_quantiles + 1)
-    knots = np.union1d(quantiles(leaves[0], ranks), quantiles(leaves[1], ranks))[::-1]
+    knots = np.union1d(quantiles_of(neg_cs, ranks), quantiles_of(pos_cs, ranks))[::-1]
     ascending = np.arange(n_leaves + 1) / n_leaves  # the edges of tp[::-1], fp[::-1]
     tp_k = np.interp(knots, ascending, tp[::-1])
     fp_k = np.interp(knots, ascending, fp[::-1])
