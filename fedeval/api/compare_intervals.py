@@ -169,7 +169,7 @@ def threshold_pieces(ev: Evaluation) -> dict[str, tuple[float, float, float]]:
     if ev.parts is None or not ev.thresholds:
         return {}
     out = {}
-    for name, (sd, bounds) in zip(THRESHOLD_METRIC_NAMES, ev.parts.thresholds, strict=True):
+    for name, (sd, bounds, _) in zip(THRESHOLD_METRIC_NAMES, ev.parts.thresholds, strict=True):
         for i, t in enumerate(ev.thresholds):
             key = f"{name}@{t.threshold!r}"
             out[key] = (float(sd[i]), float(bounds[i, 0]), float(bounds[i, 1]))

@@ -261,7 +261,7 @@ def bounded_normal_interval(x: npt.ArrayLike, sd: npt.ArrayLike) -> npt.NDArray[
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(BISECTIONS):
             mid = (lo + hi) / 2
-            reach = _belt_edge(mid, ss, upper)
+            reach = belt_edge(mid, ss, upper)
             move_up = np.where(upper, reach < xx, reach <= xx)
             lo, hi = np.where(move_up, mid, lo), np.where(move_up, hi, mid)
     ends = [hi[0], lo[1]]
@@ -271,7 +271,7 @@ def bounded_normal_interval(x: npt.ArrayLike, sd: npt.ArrayLike) -> npt.NDArray[
     return np.stack([low, high], axis=-1)
 
 
-def _belt_edge(mu: np.ndarray, sd: np.ndarray, upper: np.ndarray) -> np.ndarray:
+def belt_edge(mu: np.ndarray, sd: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """`_belt(mu, sd)[1]` where `upper`, else `_belt(mu, sd)[0]`, by the same operations."""
     top = mu >= 0.5
     d = np.where(top, 1.0 - mu, mu) / sd
