@@ -27,6 +27,7 @@ from fedeval.estimate.uncertainty import (
     BoundsFormula,
     CountFormula,
     count_corners,
+    interval_around,
     noise_sd,
     precision_bounds,
     worst_case,
@@ -153,5 +154,13 @@ def threshold_parts_of(
 def threshold_interval(estimate: npt.ArrayLike, parts: ThresholdParts) -> npt.NDArray[np.float64]:
     """95% interval (T, 2) of a threshold metric at each threshold from its estimate and parts
     (`threshold_parts_of`): Fieller's pivot over the worst case of the threshold's leaf
-    (`fedeval.estimate.ratio_interval.ratio_interval`)."""
-    return ratio_interval(estimate, parts.pivot)
+    (`fedeval.estimate.ratio_interval.ratio_interval`). Without noise (no draws: federated)
+    the pivot's roots are the range's ends, and the interval is the range around the estimate
+    (`interval_around` with σ = 0), computed as it always was."""
+    pivot = parts.pivot
+    out = ratio_interval(estimate, pivot)
+    noiseless = (pivot.var_num == 0) & (pivot.var_den == 0) & (parts.sd == 0)
+    if np.any(noiseless):
+        est = np.asarray(estimate, dtype=np.float64)
+        out[noiseless] = interval_around(est[noiseless], 0.0, parts.bounds[noiseless])
+    return out

@@ -15,8 +15,10 @@ Two sources of error:
   case of where the mass of the leaf that holds t sits: anything from none to all of its
   (clamped, non-negative) count may score ≥ t (`threshold_bounds`). That holds for any score
   distribution, including thresholds asked for later from a saved release; it is zero when t
-  lies on a leaf edge. The noise spread z·σ is added on each side of that range
-  (`interval_around`).
+  lies on a leaf edge. The noise is added on each side of that range by Fieller's pivot on
+  the metric's ratio A/D, read at the range's corners (`fedeval.estimate.ratio_interval`);
+  `interval_around` (z·σ of the ratio's own spread on each side) remains for a difference of
+  two releases and where there is no noise.
 """
 
 from __future__ import annotations
