@@ -96,8 +96,11 @@ def report(table: np.ndarray, thresholds: tuple[float, ...]) -> None:
             )
         share = covered.mean(axis=1)  # each release's covered share of its thresholds
         se = share.std(ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pooled_ratio = np.nanmedian((hi - lo) / (old_hi - old_lo))
         print(
-            f"{name:9s} pooled {share.mean():.3f} (σ-interval {old_covered.mean():.3f}) over "
+            f"{name:9s} pooled {share.mean():.3f} (σ-interval {old_covered.mean():.3f}, width "
+            f"÷ σ-interval's: median {pooled_ratio:.4f}) over "
             f"{releases} releases × {len(thresholds)} thresholds; band ±"
             f"{1.96 * se / np.sqrt(releases):.3f} (at 200 releases ±{1.96 * se / np.sqrt(200):.3f};"
             " binomial of 1,000 ±0.014)"
