@@ -7,7 +7,9 @@ the leaves' corners, unclipped) and the noise σ of its 200 re-noised draws. Ove
 one data set (DP: the noise varies) with the truth μ fixed, z = (x − μ)/σ should have mean 0
 and spread 1: a mean away from 0 is a bias the interval does not hold, a spread above 1 a σ
 that is too small. ``miss lo`` is the share of releases whose interval lies above μ, ``miss
-hi`` below it.
+hi`` below it. The interval is Fieller's pivot on the metric's ratio; ``σ-cov`` is what main's
+interval before it (x ± z·σ around the worst-case range, `interval_around`) held on the same
+releases, ``width÷σ-int`` the median ratio of the two widths.
 
 The thresholds' intervals share the release's noise (the class totals, nested sums), so the
 pooled coverage of T thresholds over R releases is not a binomial count of R·T trials: its
