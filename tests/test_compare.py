@@ -389,9 +389,12 @@ def test_evaluation_keeps_the_parts_compare_reads(model):
         )  # fmt: skip
         assert ap == parts.ap
         fresh = threshold_parts(run, run.to_unit(np.array([0.5])))
-        for (sd, bounds), (sd_kept, bounds_kept) in zip(fresh, parts.thresholds, strict=True):
-            np.testing.assert_array_equal(sd, sd_kept)
-            np.testing.assert_array_equal(bounds, bounds_kept)
+        for (sd, bounds, pivot), kept in zip(fresh, parts.thresholds, strict=True):
+            np.testing.assert_array_equal(sd, kept.sd)
+            np.testing.assert_array_equal(bounds, kept.bounds)
+            assert vars(pivot).keys() == vars(kept.pivot).keys()
+            for key, value in vars(pivot).items():
+                np.testing.assert_array_equal(value, vars(kept.pivot)[key])
         assert set(threshold_pieces(ev)) == {f"{m}@0.5" for m in THRESHOLD_METRIC_NAMES}
     no_ci = compare(*paired_scores(3_000, rng), model=model, exact=False, ci_draws=0)
     assert no_ci.baseline.parts is None and area_parts(no_ci.baseline) == {}

@@ -118,10 +118,11 @@ def test_shared_noisy_counts_as_each_reader_takes_them() -> None:
     thr = np.linspace(0.05, 0.95, 7)
     noisy = noisy_threshold_counts(run, thr)
     assert noisy is not None
-    for (sd, bounds), (sd0, bounds0) in zip(
+    for (sd, bounds, pivot), (sd0, bounds0, pivot0) in zip(
         threshold_parts(run, thr, noisy), threshold_parts(run, thr), strict=True
     ):
         assert _same(sd, sd0) and _same(bounds, bounds0)
+        assert all(_same(vars(pivot)[k], vars(pivot0)[k]) for k in vars(pivot))
     shared, alone = sparse_precision(run, thr, noisy), sparse_precision(run, thr)
     assert np.array_equal(shared[0], alone[0]) and shared[1] == alone[1]
     assert _same(shared[2], alone[2])

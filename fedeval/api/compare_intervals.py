@@ -169,7 +169,7 @@ def threshold_pieces(ev: Evaluation) -> dict[str, tuple[float, float, float]]:
     if ev.parts is None or not ev.thresholds:
         return {}
     out = {}
-    for name, (sd, bounds) in zip(THRESHOLD_METRIC_NAMES, ev.parts.thresholds, strict=True):
+    for name, (sd, bounds, _) in zip(THRESHOLD_METRIC_NAMES, ev.parts.thresholds, strict=True):
         for i, t in enumerate(ev.thresholds):
             key = f"{name}@{t.threshold!r}"
             out[key] = (float(sd[i]), float(bounds[i, 0]), float(bounds[i, 1]))
@@ -185,8 +185,10 @@ def threshold_difference(
     """95% interval of candidate − baseline of precision, recall or accuracy at a threshold:
     each release's range [min(estimate, low), max(estimate, high)] (the worst case of where
     the examples of the leaf holding t sit; a nan bound adds nothing) added linearly, ± z·σ
-    with σ² = σ_b² + σ_c² (independent noise), as `interval_around` builds each release's.
-    On a leaf edge (a declared threshold) the ranges are points and this is MOVER."""
+    with σ² = σ_b² + σ_c² (independent noise), as `interval_around` built each release's
+    before its interval became Fieller's pivot on the ratio (`fedeval.estimate.ratio_interval`:
+    a difference of two ratios is not a ratio, and keeps each release's σ). On a leaf edge (a
+    declared threshold) the ranges are points and this is MOVER."""
     (sd_b, lo_b, hi_b), (sd_c, lo_c, hi_c) = pieces_b, pieces_c
 
     def reach(est: float, lo: float, hi: float) -> tuple[float, float]:

@@ -43,6 +43,8 @@ from fedeval.estimate.metric_registry import (
     THRESHOLD_METRIC_NAMES,
     THRESHOLD_METRICS,
     ThresholdMetric,
+    ThresholdParts,
+    threshold_interval,
     threshold_parts_of,
     threshold_values,
 )
@@ -55,7 +57,6 @@ from fedeval.estimate.metrics import (
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS
 from fedeval.estimate.sparse_precision import sparse_note, sparse_precision_of
 from fedeval.estimate.uncertainty import (
-    interval_around,
     noise_sd,
     shared_pairs_half_width,
     within_bucket_auc_variance,
@@ -226,21 +227,20 @@ def metric_intervals(
     parts: ReleaseParts | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None, None]:
     """95% intervals of AUC (`auc_interval`) and of P/R/A at each threshold
-    (`fedeval.estimate.uncertainty`): the worst case over where the examples of the leaf that
-    holds t sit (`threshold_bounds`, none of it to all of it ≥ t; nothing when t is on a leaf
-    edge), widened by z·σ of the noise on each side. All None when intervals are switched off
-    (ci_draws = 0). `parts`: the run's (`release_parts`), where already computed."""
+    (`threshold_interval`): Fieller's pivot over the worst case of where the examples of the
+    leaf that holds t sit (none of it to all of it ≥ t; nothing when t is on a leaf edge). All
+    None when intervals are switched off (ci_draws = 0). `parts`: the run's (`release_parts`),
+    where already computed."""
     if run.ci_draws == 0:
         return None, None, None, None
     if parts is None:
         parts = release_parts(run, unit_thresholds, buckets, None)
     by_name = dict(zip(THRESHOLD_METRIC_NAMES, parts.thresholds, strict=True))
-    (sd_p, bp), (sd_r, br), (sd_a, ba) = (by_name[n] for n in ("precision", "recall", "accuracy"))
     return (
         np.clip(parts.auc.interval(), 0.0, 1.0),
-        interval_around(est.precision, sd_p, bp),
-        interval_around(est.recall, sd_r, br),
-        interval_around(est.accuracy, sd_a, ba),
+        threshold_interval(est.precision, by_name["precision"]),
+        threshold_interval(est.recall, by_name["recall"]),
+        threshold_interval(est.accuracy, by_name["accuracy"]),
     )
 
 
@@ -266,11 +266,12 @@ def threshold_parts(
     run: Simulated,
     unit_thresholds: np.ndarray,
     noisy_counts: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """(noise σ (T,), worst-case bounds (T, 2)) of each threshold metric (`THRESHOLD_METRICS`,
-    in its order) at each threshold (`fedeval.estimate.metric_registry.threshold_parts_of`):
-    the parts of their intervals, which a difference of two releases combines (ranges
-    linearly, noise in quadrature). `noisy_counts`: the run's `noisy_threshold_counts`, where
+) -> tuple[ThresholdParts, ...]:
+    """(noise σ (T,), worst-case bounds (T, 2), Fieller pieces) of each threshold metric
+    (`THRESHOLD_METRICS`, in its order) at each threshold
+    (`fedeval.estimate.metric_registry.threshold_parts_of`): the parts of their intervals; a
+    difference of two releases combines σ and the bounds (ranges linearly, noise in
+    quadrature). `noisy_counts`: the run's `noisy_threshold_counts`, where
     already computed."""
     leaves, draws = run.histogram.leaves, run.noise_draws
     return threshold_parts_of(leaves, draws, unit_thresholds, noisy_counts)
@@ -434,8 +435,8 @@ def evaluate_run(
     cis: dict[str, np.ndarray | None] = dict.fromkeys(THRESHOLD_METRIC_NAMES)
     if parts is not None:
         auc_ci = np.clip(parts.auc.interval(), 0.0, 1.0)
-        for m, (sd, bounds) in zip(THRESHOLD_METRICS, parts.thresholds, strict=True):
-            cis[m.name] = interval_around(values[m.name], sd, bounds)
+        for m, part in zip(THRESHOLD_METRICS, parts.thresholds, strict=True):
+            cis[m.name] = threshold_interval(values[m.name], part)
     sparse, top_precision, predicted = sparse_precision(run, unit_thr, noisy)
 
     exact_auc_value: float | None = None

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedeval.estimate.metric_registry import ThresholdParts
 from fedeval.estimate.richardson import richardson_shares
 from fedeval.estimate.smoothness import (
     RICHARDSON_MIN_CELLS,
@@ -139,9 +140,9 @@ class ReleaseParts:
     """The parts of one release's intervals, kept where the evaluation computes them so that a
     difference of two releases reuses them instead of reading the release again: the AUC's and
     the 'leaves' AP's (None where not computed: the 'pchip' curves), and at each threshold
-    (precision, recall, accuracy) × (noise σ (T,), worst-case bounds (T, 2))
+    (precision, recall, accuracy) × (noise σ (T,), worst-case bounds (T, 2), Fieller pieces)
     (`fedeval.api.evaluate.threshold_parts`)."""
 
     auc: IntervalParts
     ap: IntervalParts | None
-    thresholds: tuple[tuple[np.ndarray, np.ndarray], ...]
+    thresholds: tuple[ThresholdParts, ...]

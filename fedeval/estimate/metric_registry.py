@@ -6,26 +6,51 @@ Everything that lists threshold metrics iterates `THRESHOLD_METRICS`: the evalua
 (`fedeval.api.evaluate`: estimate, noise spread, interval, exact value), the report's JSON
 (`fedeval.views.dicts`: one key per name in each threshold row), the table (`fedeval.views.
 terminal`: one column per label), and the quality gates (`fedeval.api.gates`: ``name@t``).
-Adding a metric is its formula on (TP, FP, P, N), its worst case (`worst_case` for one that
-rises with TP and falls with FP), and one entry here.
+Adding a metric is its formula on (TP, FP, P, N) as a ratio A/D of sums of counts (its
+numerator and denominator), its worst case (`worst_case` for one that rises with TP and falls
+with FP), and one entry here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from fedeval.core.release import ScoreHistogram
 from fedeval.estimate.metrics import accuracy, clip_unit, precision, recall, threshold_counts
+from fedeval.estimate.ratio_interval import RatioPivot, noise_moments, ratio_interval
 from fedeval.estimate.uncertainty import (
     BoundsFormula,
     CountFormula,
     count_corners,
+    interval_around,
     noise_sd,
     precision_bounds,
     worst_case,
 )
+
+RatioFormula = Callable[[Any, Any, Any, Any], tuple[Any, Any]]
+"""A threshold metric's (numerator A, denominator D) from (TP, FP, P, N), each a sum of counts:
+the metric is A/D, and its interval Fieller's pivot on them (`fedeval.estimate.ratio_interval`)."""
+
+
+def precision_ratio(tp: Any, fp: Any, positives: Any, negatives: Any) -> tuple[Any, Any]:
+    """Precision = TP/(TP + FP)."""
+    return tp, tp + fp
+
+
+def recall_ratio(tp: Any, fp: Any, positives: Any, negatives: Any) -> tuple[Any, Any]:
+    """Recall = TP/P."""
+    return tp, positives
+
+
+def accuracy_ratio(tp: Any, fp: Any, positives: Any, negatives: Any) -> tuple[Any, Any]:
+    """Accuracy = (TP + N − FP)/(P + N)."""
+    return tp + negatives - fp, positives + negatives
 
 
 @dataclass(frozen=True)
@@ -34,8 +59,10 @@ class ThresholdMetric:
 
     `name`: the report's key in each threshold row, the gate's name before '@' and the key of
     `fedeval.api.evaluate.ThresholdMetrics`; `label`: the table's column (before "± 95%");
-    `value`: the formula on (TP, FP, P, N), nan where undefined; `bounds`: its worst case
-    (T, 2) from the corners of `fedeval.estimate.uncertainty.count_corners`.
+    `value`: the formula on (TP, FP, P, N), nan where undefined; `ratio`: the same as
+    (numerator, denominator), each rising with TP and falling with FP or not moving with them;
+    `bounds`: its worst case (T, 2) from the corners of
+    `fedeval.estimate.uncertainty.count_corners`.
 
     `sparse_limit`: where few or no examples are predicted positive the metric is noise
     divided by noise, and is reported as its limit from the top scores with the full [0, 1]
@@ -46,14 +73,17 @@ class ThresholdMetric:
     name: str
     label: str
     value: CountFormula
+    ratio: RatioFormula
     bounds: BoundsFormula
     sparse_limit: bool = False
 
 
 THRESHOLD_METRICS: tuple[ThresholdMetric, ...] = (
-    ThresholdMetric("precision", "precision", precision, precision_bounds, sparse_limit=True),
-    ThresholdMetric("recall", "recall", recall, worst_case(recall)),
-    ThresholdMetric("accuracy", "accuracy", accuracy, worst_case(accuracy)),
+    ThresholdMetric(
+        "precision", "precision", precision, precision_ratio, precision_bounds, sparse_limit=True
+    ),
+    ThresholdMetric("recall", "recall", recall, recall_ratio, worst_case(recall)),
+    ThresholdMetric("accuracy", "accuracy", accuracy, accuracy_ratio, worst_case(accuracy)),
 )
 """In the order the report's threshold rows and the table's columns show them."""
 
@@ -71,19 +101,34 @@ def threshold_values(hist: ScoreHistogram, unit_thresholds: np.ndarray) -> dict[
     }
 
 
+class ThresholdParts(NamedTuple):
+    """The parts of one threshold metric's interval at each threshold: the noise σ (T,) (the
+    metric's spread over the re-noised releases), its worst-case bounds (T, 2) (the formula at
+    the corners of `count_corners`), and its Fieller pieces (`RatioPivot`): `threshold_interval`
+    makes the interval of them; a difference of two releases reads σ and the bounds."""
+
+    sd: np.ndarray
+    bounds: np.ndarray
+    pivot: RatioPivot
+
+
 def threshold_parts_of(
     leaves: np.ndarray,
     draws: np.ndarray | None,
     unit_thresholds: np.ndarray,
     noisy_counts: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
-    """(noise σ (T,), worst-case bounds (T, 2)) of each threshold metric, in the registry's
-    order, from consistent leaves (2, L) and fresh noise draws on them (draws, 2, L) or None:
-    σ is the metric's spread over the re-noised releases (`noise_sd`), the bounds its formula at
-    the corners of `count_corners`. `interval_around` makes the interval of them.
+) -> tuple[ThresholdParts, ...]:
+    """`ThresholdParts` of each threshold metric, in the registry's order, from consistent
+    leaves (2, L) and fresh noise draws on them (draws, 2, L) or None: σ is the metric's spread
+    over the re-noised releases (`noise_sd`), the bounds its formula at the corners of
+    `count_corners`, the pivot its numerator and denominator at the low and high corners and
+    their noise's moments over the same re-noised releases (zeros without draws).
     `noisy_counts`: `threshold_counts(leaves + draws, unit_thresholds)` where already taken."""
     corners = count_corners(leaves, unit_thresholds)
-    sds = [np.zeros(len(unit_thresholds))] * len(THRESHOLD_METRICS)
+    tp_lo, tp_hi, fp_lo, fp_hi, p_total, n_total = corners
+    zero = np.zeros(len(unit_thresholds))
+    sds = [zero] * len(THRESHOLD_METRICS)
+    moments = [(zero, zero, zero)] * len(THRESHOLD_METRICS)
     if draws is not None:
         noisy = leaves + draws
         if noisy_counts is None:
@@ -92,4 +137,30 @@ def threshold_parts_of(
         p = noisy[..., 1, :].sum(axis=-1)[..., None]
         n = noisy[..., 0, :].sum(axis=-1)[..., None]
         sds = [noise_sd(m.value(tp, fp, p, n)) for m in THRESHOLD_METRICS]
-    return tuple((sd, m.bounds(*corners)) for sd, m in zip(sds, THRESHOLD_METRICS, strict=True))
+        moments = [noise_moments(*m.ratio(tp, fp, p, n)) for m in THRESHOLD_METRICS]
+    out = []
+    for sd, moment, m in zip(sds, moments, THRESHOLD_METRICS, strict=True):
+        a_lo, d_lo = m.ratio(tp_lo, fp_hi, p_total, n_total)
+        a_hi, d_hi = m.ratio(tp_hi, fp_lo, p_total, n_total)
+        a_lo, d_lo, a_hi, d_hi = (
+            np.broadcast_to(np.asarray(v, dtype=np.float64), zero.shape)
+            for v in (a_lo, d_lo, a_hi, d_hi)
+        )
+        pivot = RatioPivot(a_lo, d_lo, a_hi, d_hi, *moment)
+        out.append(ThresholdParts(sd, m.bounds(*corners), pivot))
+    return tuple(out)
+
+
+def threshold_interval(estimate: npt.ArrayLike, parts: ThresholdParts) -> npt.NDArray[np.float64]:
+    """95% interval (T, 2) of a threshold metric at each threshold from its estimate and parts
+    (`threshold_parts_of`): Fieller's pivot over the worst case of the threshold's leaf
+    (`fedeval.estimate.ratio_interval.ratio_interval`). Without noise (no draws: federated)
+    the pivot's roots are the range's ends, and the interval is the range around the estimate
+    (`interval_around` with σ = 0), computed as it always was."""
+    pivot = parts.pivot
+    out = ratio_interval(estimate, pivot)
+    noiseless = (pivot.var_num == 0) & (pivot.var_den == 0) & (parts.sd == 0)
+    if np.any(noiseless):
+        est = np.asarray(estimate, dtype=np.float64)
+        out[noiseless] = interval_around(est[noiseless], 0.0, parts.bounds[noiseless])
+    return out

@@ -15,8 +15,10 @@ Two sources of error:
   case of where the mass of the leaf that holds t sits: anything from none to all of its
   (clamped, non-negative) count may score ≥ t (`threshold_bounds`). That holds for any score
   distribution, including thresholds asked for later from a saved release; it is zero when t
-  lies on a leaf edge. The noise spread z·σ is added on each side of that range
-  (`interval_around`).
+  lies on a leaf edge. The noise is added on each side of that range by Fieller's pivot on
+  the metric's ratio A/D, read at the range's corners (`fedeval.estimate.ratio_interval`);
+  `interval_around` (z·σ of the ratio's own spread on each side) remains for a difference of
+  two releases and where there is no noise.
 """
 
 from __future__ import annotations
@@ -261,7 +263,7 @@ def bounded_normal_interval(x: npt.ArrayLike, sd: npt.ArrayLike) -> npt.NDArray[
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(BISECTIONS):
             mid = (lo + hi) / 2
-            reach = _belt_edge(mid, ss, upper)
+            reach = belt_edge(mid, ss, upper)
             move_up = np.where(upper, reach < xx, reach <= xx)
             lo, hi = np.where(move_up, mid, lo), np.where(move_up, hi, mid)
     ends = [hi[0], lo[1]]
@@ -271,7 +273,7 @@ def bounded_normal_interval(x: npt.ArrayLike, sd: npt.ArrayLike) -> npt.NDArray[
     return np.stack([low, high], axis=-1)
 
 
-def _belt_edge(mu: np.ndarray, sd: np.ndarray, upper: np.ndarray) -> np.ndarray:
+def belt_edge(mu: np.ndarray, sd: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """`_belt(mu, sd)[1]` where `upper`, else `_belt(mu, sd)[0]`, by the same operations."""
     top = mu >= 0.5
     d = np.where(top, 1.0 - mu, mu) / sd
