@@ -10,6 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 from fedeval.api.evaluate import auc_buckets, auc_discretisation_bias, auc_interval
 from fedeval.estimate.metrics import auc_from_buckets
+from fedeval.estimate.richardson import step_variance
 from fedeval.estimate.uncertainty import (
     bias_aware_interval,
     noise_sd,
@@ -69,7 +70,8 @@ def test_auc_discretisation_bias_of_stacked_leaves_is_each_ones():
 
 
 def test_auc_interval_spread_is_the_noisier_end_of_its_range():
-    # σ is max(sd raw, sd corrected) over the draws, with the within-leaf variance: the lower
+    # σ is max(sd raw, sd corrected) over the draws, with the within-leaf variance (and the
+    # step's, `step_variance`): the lower
     # end (the upper is clipped at 1 here) is the bias-aware one at that σ, and lower than at
     # the raw AUC's spread, which the corrected end's exceeds by its own noise.
     exact, _, noise = _rare_release_noise(height=5)
@@ -82,6 +84,8 @@ def test_auc_interval_spread_is_the_noisier_end_of_its_range():
     ends = auc_from_buckets(release[0], release[1])
     ends = sorted([float(ends), float(ends - auc_discretisation_bias(release, None))])
     within = within_bucket_auc_variance(release[0], release[1])
+    clamped = np.clip(release, 0.0, None)  # and the Richardson step's own sampling variance
+    within += float(step_variance(*clamped, None, clamped[0].sum() * clamped[1].sum()))
     lo, _ = auc_interval(release, draws, None)
     expected = bias_aware_interval(*ends, math.sqrt(sd_corrected**2 + within))[0]
     assert lo == pytest.approx(expected, rel=1e-12, abs=1e-15)

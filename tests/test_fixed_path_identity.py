@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fedeval.core.hierarchy import _pair_sum, consistent_leaves
+from fedeval.estimate import residual_weights as rw
 from fedeval.estimate import smoothness as sm
 
 
@@ -21,7 +22,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _edges(kind: str, n_leaves: int, rng: np.random.Generator) -> np.ndarray:
     if kind == "uniform":
-        return sm.uniform_edges(n_leaves)
+        return rw.uniform_edges(n_leaves)
     if kind == "warped":  # uniform between knots, as a release axis with thresholds is
         knots = np.r_[0.0, np.sort(rng.random(4)), 1.0]
         return np.interp(np.arange(n_leaves + 1) / n_leaves, np.linspace(0, 1, 6), knots)
@@ -42,8 +43,8 @@ def _solve_each(edges: np.ndarray) -> np.ndarray:
     e = edges[np.clip(2 * j[:, None] + np.arange(-2, 5)[None, :], 0, edges.size - 1)]
     centre, half = (e[:, 2] + e[:, 4]) / 2, (e[:, 4] - e[:, 2]) / 2
     t = ((e - centre[:, None]) / half[:, None])[1:-1]
-    rows = np.stack([sm._moments(t[:, 2 * r], t[:, 2 * r + 2], 3) for r in range(3)], axis=1)
-    target = sm._moments(t[:, 3], t[:, 4], 3)
+    rows = np.stack([rw._moments(t[:, 2 * r], t[:, 2 * r + 2], 3) for r in range(3)], axis=1)
+    target = rw._moments(t[:, 3], t[:, 4], 3)
     return np.asarray(np.linalg.solve(np.swapaxes(rows, 1, 2), target[..., None])[..., 0])
 
 
@@ -52,7 +53,7 @@ def _solve_each(edges: np.ndarray) -> np.ndarray:
 def test_residuals_and_weights_as_the_plain_formulas(n_leaves: int, kind: str) -> None:
     rng = np.random.default_rng([28, n_leaves, len(kind)])
     edges = _edges(kind, n_leaves, rng)
-    w, index, _ = sm._weights_of(edges)
+    w, index, _ = rw._weights_of(edges)
     if n_leaves > 4:  # interior parents exist: their weights from every system solved
         v = _solve_each(edges)
         assert _same(w[1:-1, 0], 0.0 - v[:, 0]) and _same(w[1:-1, 5], 0.0 - v[:, 2])
@@ -60,12 +61,12 @@ def test_residuals_and_weights_as_the_plain_formulas(n_leaves: int, kind: str) -
     rows = np.repeat(np.arange(w.shape[0]), w.shape[1])
     size = int(index.max()) + 1
     uniq, inverse = np.unique(rows * size + index.ravel(), return_inverse=True)
-    parent, leaf, squared = sm._sampling_terms(w, index)
+    parent, leaf, squared = rw._sampling_terms(w, index)
     assert np.array_equal(parent, uniq // size) and np.array_equal(leaf, uniq % size)
     assert _same(squared, np.bincount(inverse, weights=w.ravel()) ** 2)
     # 30 draws of both classes: several of `_residuals`' blocks at 1,024 leaves
     x = _counts((30, 2, n_leaves), rng)
-    assert _same(sm._residuals(x, w, index), np.einsum("...jk,jk->...j", x[..., index], w))
+    assert _same(rw._residuals(x, w, index), np.einsum("...jk,jk->...j", x[..., index], w))
 
 
 @pytest.mark.parametrize("n_leaves", [8, 256])

@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,6 +55,7 @@ from fedeval.estimate.metrics import (
     precision_recall_accuracy,
     threshold_counts,
 )
+from fedeval.estimate.richardson import step_variance
 from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS
 from fedeval.estimate.sparse_precision import sparse_note, sparse_precision_of
 from fedeval.estimate.uncertainty import (
@@ -196,11 +198,13 @@ def auc_interval_parts(
 
 def _bucket_auc_parts(leaves: np.ndarray, draws: np.ndarray | None, buckets: int) -> IntervalParts:
     """`auc_interval` over B equi-depth buckets: the Richardson range from B and B/2 buckets
-    with the buckets' Mann-Whitney variance, or below RICHARDSON_MIN_CELLS the worst case."""
+    with the buckets' Mann-Whitney variance and the step's own (`step_variance`: B/2 equi-depth
+    buckets are the B ones in pairs), or below RICHARDSON_MIN_CELLS the worst case."""
     neg, pos = auc_buckets(leaves, buckets)
     coarse = neg.shape[-1] < RICHARDSON_MIN_CELLS
     order = 0.0 if coarse else within_bucket_auc_variance(neg, pos)
-    variance, noise_variance = order, 0.0
+    step = 0.0 if coarse else float(step_variance(neg, pos))
+    variance, noise_variance = order + step, 0.0
     if draws is not None:
         resampled = leaves + draws
         raws = np.array([auc_from_buckets(*auc_buckets(x, buckets)) for x in resampled])
@@ -216,7 +220,9 @@ def _bucket_auc_parts(leaves: np.ndarray, draws: np.ndarray | None, buckets: int
         corrected = raw - float(auc_discretisation_bias(leaves, buckets))
         lo, hi = min(raw, corrected), max(raw, corrected)
     sd = float(np.sqrt(variance))
-    return IntervalParts(lo, hi, sd, float(np.sqrt(noise_variance)), float(np.sqrt(order)))
+    return IntervalParts(
+        lo, hi, sd, float(np.sqrt(noise_variance)), float(np.sqrt(order)), step_sd=math.sqrt(step)
+    )
 
 
 def metric_intervals(

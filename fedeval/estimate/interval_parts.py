@@ -14,11 +14,14 @@ Every bias-aware interval of the curve areas (`fedeval.api.evaluate.auc_interval
   every release;
 - **order_sd**, the spread of the order of the examples inside a leaf, read as random
   (Mann-Whitney for the AUC, `shuffled_ap` for the AP): a property of the data, not of the
-  release.
+  release;
+- **step_sd**, the sampling spread of a smooth correction read from the same data (the AUC's
+  Richardson step, `fedeval.estimate.richardson.step_variance`; 0 where none is counted):
+  also the data's.
 
-`sd` is what the release's own interval uses (√(noise² + order²), as each builder combines
-them, kept bit for bit). `hull`, where set, holds the value for any data consistent with the
-(exact) counts: the difference of two hulls bounds the difference.
+`sd` is what the release's own interval uses (√(noise² + order² + step²), as each builder
+combines them, kept bit for bit). `hull`, where set, holds the value for any data consistent
+with the (exact) counts: the difference of two hulls bounds the difference.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.estimate.metric_registry import ThresholdParts
-from fedeval.estimate.richardson import richardson_shares
+from fedeval.estimate.richardson import richardson_shares, step_variance
 from fedeval.estimate.smoothness import (
     RICHARDSON_MIN_CELLS,
     auc_parts,
@@ -48,6 +51,7 @@ class IntervalParts:
     noise_sd: float
     order_sd: float
     hull: tuple[float, float] | None = None
+    step_sd: float = 0.0
 
     def interval(self) -> np.ndarray:
         """The release's own interval (unclipped): (lo, hi)."""
@@ -62,9 +66,10 @@ def leaf_auc_parts(
 ) -> IntervalParts:
     """The parts of the leaves' AUC interval (`fedeval.api.evaluate.auc_interval`, whose
     docstring gives the argument): range min/max(raw, raw − bias) ∓ the departing pairs'
-    half-width, order variance the smooth leaves' Mann-Whitney Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)²,
-    noise the larger re-noised spread of the range's four ends. `departing`: `departures` of
-    these leaves, draws and edges where already computed."""
+    half-width, order variance the smooth leaves' Mann-Whitney Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)²
+    plus the Richardson step's sampling variance (`step_variance`, on the smooth parts), noise
+    the larger re-noised spread of the range's four ends. `departing`: `departures` of these
+    leaves, draws and edges where already computed."""
     if departing is None:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     shares = richardson_shares(edges)
@@ -74,7 +79,12 @@ def leaf_auc_parts(
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0
     lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
-    variance = order_variance
+    # The Richardson step's own sampling error (a data property, as the order inside leaves).
+    clamped = np.clip(leaves, 0.0, None)
+    smooth = clamped - np.minimum(departing, clamped)
+    pairs = clamped[0].sum() * clamped[1].sum()
+    step = float(step_variance(smooth[0], smooth[1], shares, pairs))
+    variance = order_variance + step
     noise_variance = 0.0
     if draws is not None:
         resampled = leaves + draws
@@ -84,7 +94,12 @@ def leaf_auc_parts(
         noise_variance = float(np.square(np.fmax.reduce(ends)))
         variance += noise_variance
     return IntervalParts(
-        lo, hi, float(np.sqrt(variance)), math.sqrt(noise_variance), math.sqrt(order_variance)
+        lo,
+        hi,
+        float(np.sqrt(variance)),
+        math.sqrt(noise_variance),
+        math.sqrt(order_variance),
+        step_sd=math.sqrt(step),
     )
 
 
@@ -101,25 +116,31 @@ def difference_parts(baseline: IntervalParts, candidate: IntervalParts) -> Inter
       examples, and the releases do not hold how the two orders relate. Two correlated models
       err alike (their spreads cancel in the difference), but a candidate whose order inside
       each leaf reverses the baseline's gives the same releases and errs by −2× the baseline
-      (correlation −1, the Cauchy–Schwarz bound |cov| ≤ σ_bσ_c).
+      (correlation −1, the Cauchy–Schwarz bound |cov| ≤ σ_bσ_c);
+    - step spreads add linearly too, for the same reason (each Richardson step is read from
+      its own model's leaves of the same examples), apart from the order's: given the counts
+      the order inside the leaves is independent of the step read from them.
 
     The difference's interval is then bias-aware over that range with
-    sd = √(noise² + order²): it covers at ≥ 95% wherever both truths sit in their ranges, and
-    exactly 95% where they sit at opposite ends with the order spreads at correlation −1. The
+    sd = √(noise² + order² + step²): it covers at ≥ 95% wherever both truths sit in their
+    ranges, and exactly 95% where they sit at opposite ends with the spreads at correlation −1
+    (where the two steps' errors are alike, as for two models with the same leaves, more). The
     two hulls (exact counts) bound the difference: [hull_c lo − hull_b hi, hull_c hi − hull_b
     lo]."""
     noise = math.hypot(baseline.noise_sd, candidate.noise_sd)
     order = baseline.order_sd + candidate.order_sd
+    step = baseline.step_sd + candidate.step_sd
     hull = None
     if baseline.hull is not None and candidate.hull is not None:
         hull = (candidate.hull[0] - baseline.hull[1], candidate.hull[1] - baseline.hull[0])
     return IntervalParts(
         candidate.low - baseline.high,
         candidate.high - baseline.low,
-        math.hypot(noise, order),
+        math.hypot(noise, order, step),
         noise,
         order,
         hull,
+        step,
     )
 
 
