@@ -92,7 +92,7 @@ import argparse
 import math
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
@@ -593,6 +593,24 @@ def _verdict(
     return ("PASS" if ok else "FAIL") + ("" if not notes else " (" + ", ".join(notes) + ")")
 
 
+def _judged(st: Setting, row: tuple) -> tuple[str, str]:
+    """(verdict, table line) of one metric row of a setting."""
+    metric, count, nans, cov, min_cov, err, width, band = row
+    v = _verdict(st, metric, nans, cov, min_cov, err, band)
+    if nans == 0 and cov == 1.0 and err <= EXACT_WIDTH and width <= EXACT_WIDTH:
+        # Thresholds on cell edges without noise, or one example per leaf: the estimate is the
+        # exact value up to float rounding, and the interval is that rounding's slack
+        # (`fedeval.estimate.uncertainty.ROUNDING` each side).
+        v = "EXACT"
+    elif width >= UNINFORMATIVE_WIDTH:
+        v = "uninformative (interval is [0, 1])"
+    line = (
+        f"{st.family:<10} {st.label:<29} {metric:<9} {count:>5} {nans:>4} {cov:>8.3f} "
+        f"{band:>6.3f} {min_cov:>7.3f} {err:>9.2e} {width:>9.2e}  {v}"
+    )
+    return v, line
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="n = 100k (rare-small 20k), R = 50")
@@ -698,31 +716,25 @@ def main() -> None:
     results = {}
     with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
         futures = {pool.submit(run_setting, st): st for st in settings}
-        for fut in futures:
+        for fut in as_completed(futures):
             st, rows, elapsed, dropped = fut.result()
             results[st] = (rows, elapsed, dropped)
+            # Each setting's rows as it ends (stderr): a long run stopped early keeps them.
+            for row in rows:
+                print("  " + _judged(st, row)[1], file=sys.stderr, flush=True)
     print(header)
     print("-" * len(header))
     fails: dict[str, list[str]] = {}
     blind: dict[Setting, list[str]] = {}
     for st in settings:
         rows, elapsed, dropped = results[st]
-        for metric, count, nans, cov, min_cov, err, width, band in rows:
-            v = _verdict(st, metric, nans, cov, min_cov, err, band)
-            if nans == 0 and cov == 1.0 and err <= EXACT_WIDTH and width <= EXACT_WIDTH:
-                # Thresholds on cell edges without noise, or one example per leaf: the estimate
-                # is the exact value up to float rounding, and the interval is that rounding's
-                # slack (`fedeval.estimate.uncertainty.ROUNDING` each side).
-                v = "EXACT"
-            elif width >= UNINFORMATIVE_WIDTH:
-                v = "uninformative (interval is [0, 1])"
-                blind.setdefault(st, []).append(metric)
+        for row in rows:
+            v, line = _judged(st, row)
+            if v.startswith("uninformative"):
+                blind.setdefault(st, []).append(row[0])
             if v.startswith("FAIL"):
-                fails.setdefault(f"{st.family} · {st.label}", []).append(metric)
-            print(
-                f"{st.family:<10} {st.label:<29} {metric:<9} {count:>5} {nans:>4} {cov:>8.3f} "
-                f"{band:>6.3f} {min_cov:>7.3f} {err:>9.2e} {width:>9.2e}  {v}"
-            )
+                fails.setdefault(f"{st.family} · {st.label}", []).append(row[0])
+            print(line)
     print("-" * len(header))
     times = ", ".join(
         f"{st.family}·{st.model}{'·client' if st.unit == 'client' else ''} {results[st][1]:.0f}s"
