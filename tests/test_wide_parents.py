@@ -1,5 +1,5 @@
 """Thresholds declared close together warp the axis: a parent far wider than its neighbour
-cannot be checked against it (`fedeval.estimate.residual_weights.WIDE_PARENT`)."""
+cannot be checked against it (`fedeval.estimate.residual_weights.CHECK_VARIANCE`)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,14 @@ HEIGHT, ROWS, DRAWS = 11, 100_000, 6
 
 
 def test_a_parent_much_wider_than_its_neighbour_is_not_read_against_it():
-    edges = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.4, 2.2])  # parents 0.2, 0.2, 0.2, 1.6
-    _, _, readable = residual_weights._weights_of(edges)
-    assert readable.tolist() == [True, True, True, False]
-    ratio2 = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0, 1.2])  # widths in ratio 2: read
-    assert residual_weights._weights_of(ratio2)[2].all()
+    """The residual of a parent 8× as wide as the one below it sums squared weights 3.7 (the
+    neighbour's sampling, extrapolated): blind. Ratios 2 and 4.7 (1.39) are read."""
+    leaf = np.r_[np.ones(8), np.full(8, 8.0)]  # parents of widths 2, 2, 2, 2, 16, 16, 16, 16
+    _, _, readable = residual_weights._weights_of(np.r_[0.0, np.cumsum(leaf)])
+    assert readable.tolist() == [True, True, True, True, False, True, True, True]
+    for ratio in (1.0, 2.0, 4.7):
+        leaf = np.r_[np.ones(8), np.full(8, ratio)]
+        assert residual_weights._weights_of(np.r_[0.0, np.cumsum(leaf)])[2].all(), ratio
 
 
 def _draws(monkeypatch: pytest.MonkeyPatch | None = None) -> list[bool]:
@@ -54,7 +57,7 @@ def test_the_top_of_the_data_in_a_wide_parent_is_held(monkeypatch: pytest.Monkey
     (`benchmarks/hard.py --families lowrange --models federated --height 11`); blind, its pairs
     at their worst, in every one. The same draws read smooth miss in most."""
     assert all(_draws())
-    monkeypatch.setattr(residual_weights, "WIDE_PARENT", np.inf)
+    monkeypatch.setattr(residual_weights, "CHECK_VARIANCE", np.inf)
     monkeypatch.setattr(residual_weights, "_weights_cache", {})
     missed = DRAWS - sum(_draws())
     assert missed > DRAWS // 2, missed
