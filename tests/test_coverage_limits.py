@@ -362,13 +362,14 @@ END_LEAF_AP = [
 def test_under_dp_the_end_leaves_cannot_place_the_ap(family, model, rows, height):
     """The AP's interval reads the range's end leaves whole (`with_end_leaves`: scores clipped
     at the range's ends can sit anywhere in them), how far their orders move the AP its reach
-    below and above. Each reach is met by a data set with the same counts: the data with only
-    the top leaf's examples reordered, its positives above its negatives or below them.
+    below and above. Where the top leaf makes a reach, a data set with the same counts meets it:
+    the data with only the top leaf's examples reordered, its positives above or below its
+    negatives.
 
     - scores independent of the labels (hard.py's useless: AP 1.000, width 1.66e-2 against a
       median error 1.4e-4): the top leaf holds ≈ 1,100 negatives and 500 positives, whose
       order moves the AP +1.16e-2 and −2.3e-3; those two data sets alone span ≥ 0.9 of the
-      interval: forced (the noise, σ 2.9e-4, is the rest);
+      interval: forced (the noise, σ 2.8e-4, is the rest);
     - smooth Beta(2, 1) / Beta(1, 2) scores: the top leaf's 13 negatives above its 1,465
       positives lower the AP by 6.2e-4 (the reach below: 6.9e-4), 0.3 of the interval; the
       orders in every cell span all of it (as `test_under_dp_the_cells_cannot_place_the_truth`

@@ -574,9 +574,7 @@ def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
     # and the fit's bias) is about one noise sd wide. Bias-aware over the span (95% at its ends,
     # less inside) the interval covers within binomial tolerance; the span widened by ± z·σ on
     # both sides covers 0.98.
-    from fedeval.estimate.average_precision import leaf_ap_interval_parts
-
-    old_factor = 1.0 / (math.sqrt(2.0) - 1.0)  # the fit's bias linear in the noise's sd
+    from fedeval.estimate.average_precision import FIT_BIAS_FACTOR, leaf_ap_interval_parts
 
     y, s = _binormal(200_000, 1.0, 3)
     truth = average_precision_score(y, s)
@@ -592,7 +590,7 @@ def test_ap_interval_is_bias_aware_where_its_span_is_about_one_sd():
         new += lo <= truth <= hi
         first = np.clip(leaf_ap_candidates(release, estimate)[:3], ap_lo, ap_hi)
         renoised = leaf_ap_rows(*leaf_tails(release + draws), "integral")  # leaf_ap of each
-        sd, fit_bias = renoised.std(ddof=1), old_factor * (renoised.mean() - estimate)
+        sd, fit_bias = renoised.std(ddof=1), FIT_BIAS_FACTOR * (renoised.mean() - estimate)
         old_lo = min(first.min(), estimate) - max(fit_bias, 0.0) - Z95 * sd
         old_hi = max(first.max(), estimate) - min(fit_bias, 0.0) + Z95 * sd
         old += old_lo <= truth <= old_hi

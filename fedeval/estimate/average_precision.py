@@ -12,7 +12,6 @@ import numpy.typing as npt
 
 from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.ap_order import shuffled_ap, shuffled_ap_mean
-from fedeval.estimate.ap_simex import SIMEX_SCALES, simex_pull
 from fedeval.estimate.interval_parts import IntervalParts
 from fedeval.estimate.richardson import shared_step
 from fedeval.estimate.roc_pr import (
@@ -32,6 +31,12 @@ from fedeval.estimate.uncertainty import (
 AP_DRAWS = 60
 """Noise draws behind the AP interval of the 'leaves' estimator: the AP is O(L) per draw, and
 the fit's bias below is a mean over them (its own spread is sd/√AP_DRAWS)."""
+
+
+FIT_BIAS_FACTOR = 1.0 / (math.sqrt(2.0) - 1.0)
+"""From the bias of a re-noised release to the release's own bias: the monotone fit's bias
+grows like σ where a class has no mass (isotonic regression of pure noise scales with it), so
+adding noise of the same spread (σ → √2σ) adds (√2 − 1)× the release's own bias."""
 
 
 def _coarser(leaves: np.ndarray) -> np.ndarray:
@@ -318,9 +323,8 @@ def leaf_ap_interval_parts(
 
     The span holds (1) `leaf_ap_candidates`, each kept inside the hull: ties or a uniform mix
     inside the leaves; (2) the bias of the monotone, non-negative fit of the noisy tails, from
-    none to the pull `simex_pull` measures by noising the release again at two levels and
-    extrapolating to none (its own spread, and the spread at the release it reads the same way,
-    into σ). Bias-aware rather than span ± z·σ: the latter covers 97.5–99% where the span
+    none to FIT_BIAS_FACTOR·b̂, with b̂ = mean AP(leaves + d) − AP(leaves) measured by noising the
+    release again. Bias-aware rather than span ± z·σ: the latter covers 97.5–99% where the span
     is about one σ (benchmarks/hard.py). Without noise (exact sums) σ is the spread of the
     order inside the leaves (`_order_interval`). Where the noise is larger than the hull the
     interval is the hull, the bound that holds for every data set (the fit's bias is then no
@@ -402,12 +406,8 @@ def leaf_ap_interval_parts(
     trend_sd = spread[0]
     if leaves.shape[-1] <= TREND_DRAWS_UP_TO and not keep_step:
         trend_sd = float(np.fmax(noise_sd(trend_ap(renoised, edges)), spread[0]))
-    # the noise's pull and the spread at the release, read at two added levels (`simex_pull`)
-    twice = leaf_ap_rows(*leaf_tails(leaves + SIMEX_SCALES[1] * draws[:AP_DRAWS]), "integral")
-    fit_bias, fit_bias_sd, factor = simex_pull(estimate, resampled[:, 0], twice)
-    spread = factor * np.append(spread, [spread[0], trend_sd])
+    spread = np.append(spread, [spread[0], trend_sd])
     sd = float(np.fmax(spread[np.argmin(candidates)], spread[np.argmax(candidates)]))
-    sd = math.hypot(sd, fit_bias_sd)
     reach_below, reach_above = rough_ap_reach(renoised, departing)
     # Each end takes its own side's reach noise (`end_spreads`); `sd` and `noise`, the larger
     # of the two ends', are what a difference of two releases reads (`difference_parts`).
@@ -419,7 +419,11 @@ def leaf_ap_interval_parts(
     ends = end_spreads(sd, order_sd, float(own[0]), float(own[1]))
     sd = math.hypot(sd, order_sd, reach_sd)
     lo, hi = lo - below, hi + above
-    lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
+    integral = resampled[:, 0]
+    finite = integral[np.isfinite(integral)]
+    if finite.size:
+        fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
+        lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
     top_high = top_block_high(leaves, draws, edges)
     if top_high is not None:
         hi = max(hi, top_high)
