@@ -172,6 +172,11 @@ METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 
 def _draw(family: str, rows: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(20261126)
+    if family == "useless":  # benchmarks/hard.py's: scores independent of the labels
+        return rng.random(rows) < 0.3, rng.random(rows)
+    if family == "beta":  # Beta(2, 1) positives against Beta(1, 2) negatives, 30% positives
+        y = rng.random(rows) < 0.3
+        return y, np.where(y, rng.beta(2.0, 1.0, rows), rng.beta(1.0, 2.0, rows))
     if family in ("smooth", "pointmass", "rare"):
         return family_scores(family, rows, rng)
     return user_family(family, rows, rng)
@@ -345,3 +350,46 @@ def test_under_dp_smooth_cells_cannot_place_the_ece(family, model, rows, height)
     lo, hi = est.ci95
     span = max(truths) - min(truths)
     assert span >= HALF * (hi - lo), (span, (lo, hi))
+
+
+END_LEAF_AP = [
+    ("useless", "distdp", 100_000, 6),
+    ("beta", "distdp", 300_000, 7),
+]
+
+
+@pytest.mark.parametrize(("family", "model", "rows", "height"), END_LEAF_AP)
+def test_under_dp_the_end_leaves_cannot_place_the_ap(family, model, rows, height):
+    """The AP's interval reads the range's end leaves whole (`with_end_leaves`: scores clipped
+    at the range's ends can sit anywhere in them), how far their orders move the AP its reach
+    below and above. Where the top leaf makes a reach, a data set with the same counts meets it:
+    the data with only the top leaf's examples reordered, its positives above or below its
+    negatives.
+
+    - scores independent of the labels (hard.py's useless: AP 1.000, width 1.66e-2 against a
+      median error 1.4e-4): the top leaf holds ≈ 1,100 negatives and 500 positives, whose
+      order moves the AP +1.16e-2 and −2.3e-3; those two data sets alone span ≥ 0.9 of the
+      interval: forced (the noise, σ 2.8e-4, is the rest);
+    - smooth Beta(2, 1) / Beta(1, 2) scores: the top leaf's 13 negatives above its 1,465
+      positives lower the AP by 6.2e-4 (the reach below: 6.9e-4), 0.3 of the interval; the
+      orders in every cell span all of it (as `test_under_dp_the_cells_cannot_place_the_truth`
+      shows on the logistic family). Its reach above (2.0e-4) is not the top leaf's (its
+      positives above its 13 negatives: +5e-5) but the departing leaves' below it."""
+    y, s, ev = _release(family, model, rows, height)
+    top = cell_index(s, height) == (1 << height) - 1
+    orders = same_cells(y, s, height)
+    truths = {"data": float(average_precision_score(y, s))}
+    for name in ("up", "down"):
+        scores = np.where(top, orders[name], s)
+        np.testing.assert_array_equal(_counts(y, scores, height), _counts(y, s, height))
+        truths[name] = float(average_precision_score(y, scores))
+    parts = ev.curves.ap_parts
+    assert parts is not None and ev.curves.average_precision.ci95 is not None
+    below, above = parts.reach
+    # the reach below is no wider than a same-release data set goes (within the rest of the
+    # leaves' reordering it leaves out: ≤ 15%)
+    assert truths["data"] - truths["down"] >= 0.85 * below, (truths, parts.reach)
+    if family == "useless":  # the top leaf is the reach above too, and most of the interval
+        assert truths["up"] - truths["data"] >= 0.85 * above, (truths, parts.reach)
+        lo, hi = ev.curves.average_precision.ci95
+        assert truths["up"] - truths["down"] >= 0.9 * (hi - lo), (truths, (lo, hi))
