@@ -59,10 +59,11 @@ class ThresholdMetric:
 
     `name`: the report's key in each threshold row, the gate's name before '@' and the key of
     `fedeval.api.evaluate.ThresholdMetrics`; `label`: the table's column (before "± 95%");
-    `value`: the formula on (TP, FP, P, N), nan where undefined; `ratio`: the same as
-    (numerator, denominator), each rising with TP and falling with FP or not moving with them;
-    `bounds`: its worst case (T, 2) from the corners of
-    `fedeval.estimate.uncertainty.count_corners`.
+    `value`: the formula on (TP, FP, P, N), nan where undefined; `bounds`: its worst case
+    (T, 2) from the corners of `fedeval.estimate.uncertainty.count_corners`; `ratio` (optional):
+    the same as (numerator, denominator), each rising with TP and falling with FP or not moving
+    with them, for Fieller's pivot (without it, the interval is z·σ about the estimate over the
+    worst case, `interval_around`).
 
     `sparse_limit`: where few or no examples are predicted positive the metric is noise
     divided by noise, and is reported as its limit from the top scores with the full [0, 1]
@@ -73,17 +74,17 @@ class ThresholdMetric:
     name: str
     label: str
     value: CountFormula
-    ratio: RatioFormula
     bounds: BoundsFormula
     sparse_limit: bool = False
+    ratio: RatioFormula | None = None
 
 
 THRESHOLD_METRICS: tuple[ThresholdMetric, ...] = (
     ThresholdMetric(
-        "precision", "precision", precision, precision_ratio, precision_bounds, sparse_limit=True
+        "precision", "precision", precision, precision_bounds, True, ratio=precision_ratio
     ),
-    ThresholdMetric("recall", "recall", recall, recall_ratio, worst_case(recall)),
-    ThresholdMetric("accuracy", "accuracy", accuracy, accuracy_ratio, worst_case(accuracy)),
+    ThresholdMetric("recall", "recall", recall, worst_case(recall), ratio=recall_ratio),
+    ThresholdMetric("accuracy", "accuracy", accuracy, worst_case(accuracy), ratio=accuracy_ratio),
 )
 """In the order the report's threshold rows and the table's columns show them."""
 
@@ -109,7 +110,7 @@ class ThresholdParts(NamedTuple):
 
     sd: np.ndarray
     bounds: np.ndarray
-    pivot: RatioPivot
+    pivot: RatioPivot | None
 
 
 def threshold_parts_of(
@@ -137,9 +138,15 @@ def threshold_parts_of(
         p = noisy[..., 1, :].sum(axis=-1)[..., None]
         n = noisy[..., 0, :].sum(axis=-1)[..., None]
         sds = [noise_sd(m.value(tp, fp, p, n)) for m in THRESHOLD_METRICS]
-        moments = [noise_moments(*m.ratio(tp, fp, p, n)) for m in THRESHOLD_METRICS]
+        moments = [
+            moments[i] if m.ratio is None else noise_moments(*m.ratio(tp, fp, p, n))
+            for i, m in enumerate(THRESHOLD_METRICS)
+        ]
     out = []
     for sd, moment, m in zip(sds, moments, THRESHOLD_METRICS, strict=True):
+        if m.ratio is None:
+            out.append(ThresholdParts(sd, m.bounds(*corners), None))
+            continue
         a_lo, d_lo = m.ratio(tp_lo, fp_hi, p_total, n_total)
         a_hi, d_hi = m.ratio(tp_hi, fp_lo, p_total, n_total)
         a_lo, d_lo, a_hi, d_hi = (
@@ -158,6 +165,8 @@ def threshold_interval(estimate: npt.ArrayLike, parts: ThresholdParts) -> npt.ND
     the pivot's roots are the range's ends, and the interval is the range around the estimate
     (`interval_around` with σ = 0), computed as it always was."""
     pivot = parts.pivot
+    if pivot is None:  # a metric registered without its ratio
+        return interval_around(np.asarray(estimate, dtype=np.float64), parts.sd, parts.bounds)
     out = ratio_interval(estimate, pivot)
     noiseless = (pivot.var_num == 0) & (pivot.var_den == 0) & (parts.sd == 0)
     if np.any(noiseless):
