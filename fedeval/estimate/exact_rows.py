@@ -174,29 +174,23 @@ def _given(rows: Block) -> Block:
     return rows
 
 
-def _positives(keys: np.ndarray, lo: int, hi: int) -> int:
-    return int(np.count_nonzero(keys[lo:hi] & 1))
-
-
 def row_tasks(
     s: SortedScores, block: int, pool: Executor | None
 ) -> Iterator[tuple[Callable[[], Block], float, float]]:
     """`rows_from_top` as tasks that run apart (with a `pool`): the packed keys' ranges are cut
-    first, each range's positives counted in the pool, and each block is then made from the
-    counts above it alone (the same arrays as `rows_from_top`, bit for bit: every count is an
-    integer in float64)."""
+    first, and each block is made from the counts above it alone, read off the positives
+    before each multiple of DISTINCT_BLOCK (`SortedScores.positives_below`, counted once and
+    kept for the exact threshold counts that follow) (the same arrays as `rows_from_top`, bit
+    for bit: every count is an integer in float64)."""
     if s.keys is None or pool is None:
         for rows, tp0, fp0 in rows_from_top(s, block):
             yield partial(_given, rows), tp0, fp0
         return
-    keys = s.keys
-    ranges = list(s.key_ranges(block, descending=True))
-    counting = [pool.submit(_positives, keys, lo, hi) for lo, hi in ranges]
-    positives = [f.result() for f in counting]
-    tp0 = fp0 = 0
-    for (lo, hi), pos in zip(ranges, positives, strict=True):
+    n = len(s.keys)
+    for lo, hi in list(s.key_ranges(block, descending=True)):
+        tp0 = s.n_positives - s.positives_below(hi)  # the positives above the range
+        fp0 = n - hi - tp0
         yield partial(_key_block, s, lo, hi, float(tp0), float(fp0)), float(tp0), float(fp0)
-        tp0, fp0 = tp0 + pos, fp0 + (hi - lo - pos)
 
 
 def _steps(a: np.ndarray, before: float) -> np.ndarray:
