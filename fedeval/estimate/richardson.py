@@ -89,8 +89,10 @@ def step_variance(
     The step is read from the same data it corrects: it is an estimate of the smooth bias
     with its own sampling error, independent of the order inside the cells (given the cells'
     counts), so its variance adds to the Mann-Whitney one. Without it, federated AUC intervals
-    at a fixed height held 0.85-0.92 of 400 data draws (100k rows; the error's spread 1.1-1.35×
-    the order's), 0.93-0.97 with it (`benchmarks/hard.py --models federated --height 6|9`).
+    at a fixed height held 0.80-0.93 of 400 data draws on smooth, squeezed, two-range, bimodal
+    and rare scores (100k rows, h = 6-12; the error's spread 1.1-1.35× the order's), 0.935-0.985
+    with it (`benchmarks/hard.py --models federated --height H`), but for squeezed scores at
+    h = 8 (0.80 → 0.85), where the step itself is far from its O(w²) rate.
     `pairs`: the AUC's P·N (default: over these cells, clamped at 0); 0 where it is not
     positive or the cells do not pair.
 
