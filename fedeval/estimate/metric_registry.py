@@ -163,13 +163,24 @@ def threshold_interval(estimate: npt.ArrayLike, parts: ThresholdParts) -> npt.ND
     (`threshold_parts_of`): Fieller's pivot over the worst case of the threshold's leaf
     (`fedeval.estimate.ratio_interval.ratio_interval`). Without noise (no draws: federated)
     the pivot's roots are the range's ends, and the interval is the range around the estimate
-    (`interval_around` with σ = 0), computed as it always was."""
+    (`interval_around` with σ = 0), computed as it always was; with noise, the hull of the
+    pivot's interval and the ratio's σ-interval (`interval_around`): both rest on normal noise,
+    and at few examples under localdp each misses where the other holds."""
     pivot = parts.pivot
     if pivot is None:  # a metric registered without its ratio
         return interval_around(np.asarray(estimate, dtype=np.float64), parts.sd, parts.bounds)
+    est = np.asarray(estimate, dtype=np.float64)
     out = ratio_interval(estimate, pivot)
     noiseless = (pivot.var_num == 0) & (pivot.var_den == 0) & (parts.sd == 0)
     if np.any(noiseless):
-        est = np.asarray(estimate, dtype=np.float64)
         out[noiseless] = interval_around(est[noiseless], 0.0, parts.bounds[noiseless])
+    # The hull with the ratio's own σ-interval where there is noise: each rests on normal
+    # noise, which a few examples' randomised reports are not (300 rows under localdp ε = 5:
+    # recall at t = 0.3 held 0.916-0.923 by the pivot alone, 0.938-0.943 by the σ-interval,
+    # while at a precision of 0 the σ-interval alone held 0.929 and the pivot 0.947).
+    noisy = ~noiseless
+    if np.any(noisy):
+        sigma = interval_around(est[noisy], parts.sd[noisy], parts.bounds[noisy])
+        out[noisy, 0] = np.fmin(out[noisy, 0], sigma[:, 0])
+        out[noisy, 1] = np.fmax(out[noisy, 1], sigma[:, 1])
     return out
