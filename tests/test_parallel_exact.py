@@ -262,6 +262,7 @@ def test_block_chosen_from_threads_and_memory_gives_the_same_values(kind, monkey
     from fedeval.estimate import diagnostics
 
     monkeypatch.setattr(diagnostics, "EXACT_BLOCK", 1 << 10)  # the rule at a test's size
+    monkeypatch.setattr(diagnostics, "FEW_THREADS_BLOCK", 1 << 10)
     monkeypatch.setattr(diagnostics, "EXACT_BLOCK_MAX", 1 << 14)
     monkeypatch.setattr(diagnostics, "EXACT_MEMORY", 1 << 23)
     s, y = _scores(kind, 200_000, 5)

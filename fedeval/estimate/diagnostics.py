@@ -15,12 +15,19 @@ import numpy as np
 
 from fedeval.estimate.area_pass import AreaPass, BlockSums, dot
 from fedeval.estimate.exact import SortedScores, int_dot
-from fedeval.estimate.exact_rows import Block, Inline, ahead, row_tasks
+from fedeval.estimate.exact_rows import Block, Inline, Scratch, ahead, row_tasks
 from fedeval.estimate.roc_pr import Curves
 
 EXACT_BLOCK = 1 << 16
-"""Distinct scores taken at a time by `exact_diagnostics` on one or two threads, and the least
-it takes on more (`exact_block`)."""
+"""The fewest keys `exact_diagnostics` takes at a time on more than two threads (`exact_block`)."""
+
+FEW_THREADS_BLOCK = 1 << 17
+"""Keys `exact_diagnostics` takes at a time on one or two threads. Each block costs about 0.2 ms
+in numpy calls whatever its size, and its temporaries are reused from block to block
+(`Scratch`), so they stay in cache up to here (10^8 float32 logistic scores, 23% distinct,
+distdp's estimate, one thread, CPU-s: 2^16 1.40, 2^17 1.23, 2^18 1.25-1.31; two threads 1.89-2.00,
+1.53-1.65, 1.67-1.71). The float sums (AP, the areas) are added a block at a time: 2^16 before
+session 20 moves them in the last bits only."""
 
 EXACT_BLOCK_MAX = 1 << 20
 """The most keys `exact_block` takes at a time."""
@@ -55,22 +62,6 @@ class ExactCurves(Curves):
         return self.auc
 
 
-@dataclass(frozen=True)
-class _Picked:
-    """A block's distinct scores, `scores[where]` (all of `scores` when `where` is None),
-    gathered only at the points asked for."""
-
-    scores: np.ndarray
-    where: np.ndarray | None
-
-    def at(self, i: np.ndarray) -> np.ndarray:
-        picked: np.ndarray = self.scores[i if self.where is None else self.where[i]]
-        return picked
-
-    def all(self) -> np.ndarray:
-        return self.scores if self.where is None else self.scores[self.where]
-
-
 EXACT_AUC_FLOAT = 2.0**52
 """Below this many (positive, negative) pairs, twice the AUC's integer sum is summed in float64
 (exact: every partial sum is an integer below 2^53); above it, in int64."""
@@ -89,15 +80,15 @@ def distinct_fraction(s: SortedScores, windows: int = 32, width: int = 4096) -> 
 
 
 def exact_block(s: SortedScores, threads: int) -> int:
-    """Keys `exact_diagnostics` takes at a time on `threads` threads: EXACT_BLOCK on one or
-    two (the results as they always were), else EXACT_BLOCK·threads, so that the numpy calls
+    """Keys `exact_diagnostics` takes at a time on `threads` threads: FEW_THREADS_BLOCK on one
+    or two, else EXACT_BLOCK·threads, so that the numpy calls
     per second of all the threads (each hands the GIL over) stay as on two, halved until
     threads + 1 blocks' temporaries (KEY_BYTES a key, DISTINCT_BYTES a distinct score, the
     distinct share sampled: `distinct_fraction`) fit in EXACT_MEMORY, never below
     EXACT_BLOCK nor above EXACT_BLOCK_MAX. (On 16 threads and 2·10^8 keys without the areas,
     the pass took 3.27 s by 2^16 keys, 1.14 s by 2^18, 0.59 s by 2^20.)"""
     if threads <= 2:
-        return EXACT_BLOCK
+        return FEW_THREADS_BLOCK
     per_key = KEY_BYTES + DISTINCT_BYTES * distinct_fraction(s)
     block = min(EXACT_BLOCK * threads, EXACT_BLOCK_MAX)
     while block > EXACT_BLOCK and (threads + 1) * block * per_key > EXACT_MEMORY:
@@ -111,7 +102,6 @@ class _Derived:
     counts above it: its share of the sums, and the points the thinning keeps (held until
     the calling thread adds it in order: only what that reads, not the counts)."""
 
-    picked: _Picked
     points: int  # distinct scores in the block
     tpr: np.ndarray
     fpr: np.ndarray
@@ -120,6 +110,9 @@ class _Derived:
     ap: float
     corner: bool  # the block's first point starts a cell: the point above it is kept too
     keep: np.ndarray  # the block's points kept (indices ≥ 0)
+    kept: np.ndarray  # their scores
+    last: float  # the block's last score
+    every: np.ndarray | None  # all its scores, where it has no more than `few` points
     roc: BlockSums | None = None  # the block's `AreaPass.block` sums of either area
     pr: BlockSums | None = None
 
@@ -134,12 +127,13 @@ def _derive(
     in_float: bool,
     roc: AreaPass | None = None,
     pr: AreaPass | None = None,
+    few: int = 0,
 ) -> _Derived:
     """`_Derived` of a block whose (TP, FP) above it are (tp0, fp0): the thinning's cells
     reached above it, and the curves' point before it (where the areas' segments start), are
     read off those counts (the same float operations as on the last point of the block above,
     so the same cells and points)."""
-    scores, where, tp, fp, dp, dn, count = rows
+    picked, tp, fp, dp, dn, count = rows
     with np.errstate(divide="ignore", invalid="ignore"):
         if in_float:
             twice_auc = 2 * int(dot(dn, tp)) - int(dot(dn, dp))
@@ -173,8 +167,8 @@ def _derive(
             roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, roc_at)
             pr_at = None if first else pr.point(t0 / p, t0 / (t0 + f0))
             pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, pr_at)
+    keep = keep[1:] if corner else keep
     return _Derived(
-        _Picked(scores, where),
         len(tp),
         tpr,
         fpr,
@@ -182,7 +176,10 @@ def _derive(
         twice_auc,
         ap,
         corner,
-        keep[1:] if corner else keep,
+        keep,
+        picked.at(keep),
+        float(picked.at(np.array([len(tp) - 1]))[0]),
+        picked.all() if len(tp) <= few else None,
         roc_sums,
         pr_sums,
     )
@@ -265,13 +262,14 @@ def exact_diagnostics(
     ap = 0.0
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     several = threads > 1 and s.n_positives + s.n_negatives > 2 * block
+    few = 4 * cells + 2  # at most this many points: all of them kept
     pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else Inline()
     if several and roc is not None and pr is not None:  # special segments in the pool too
         roc.executor = pr.executor = pool
     try:
         tasks = (
-            (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr)
-            for make, tp0, fp0 in row_tasks(s, block, pool if several else None)
+            (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr, few)
+            for make, tp0, fp0 in row_tasks(s, block, pool if several else None, Scratch())
         )
         for d in ahead(pool, tasks, threads + 1):
             twice_auc += d.twice_auc
@@ -280,19 +278,18 @@ def exact_diagnostics(
                 roc.take(d.fpr, d.tpr, *d.roc)
                 pr.take(d.tpr, d.precision, *d.pr)
             if every is not None:
-                every.append((d.picked.all(), d.tpr, d.fpr, d.precision))
-                if last[0] + d.points + 1 > 4 * cells + 2:
+                if d.every is None or last[0] + d.points + 1 > few:
                     every = None
+                else:
+                    every.append((d.every, d.tpr, d.fpr, d.precision))
             if d.corner and last[0] > last_kept:  # the corner before this block's first point
                 kept.append(tuple(np.array([v]) for v in last[1:5]))
             if len(d.keep):
-                kept.append(
-                    (d.picked.at(d.keep), d.tpr[d.keep], d.fpr[d.keep], d.precision[d.keep])
-                )
+                kept.append((d.kept, d.tpr[d.keep], d.fpr[d.keep], d.precision[d.keep]))
                 last_kept = last[0] + 1 + int(d.keep[-1])
             last = (
                 last[0] + d.points,
-                float(d.picked.at(np.array([-1]))[0]),
+                d.last,
                 float(d.tpr[-1]),
                 float(d.fpr[-1]),
                 float(d.precision[-1]),

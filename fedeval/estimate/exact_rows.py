@@ -7,31 +7,71 @@ number running)."""
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from fedeval.estimate.exact import SortedScores
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-Block = tuple[
-    np.ndarray, np.ndarray | None, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray
-]
-"""(scores, where, TP, FP, positives, negatives, TP + FP): `rows_from_top`' block."""
+
+@dataclass(frozen=True)
+class Picked:
+    """A block's distinct scores from the top, gathered only at the points asked for:
+    `scores[where]` (all of `scores` when `where` is None), and where `dtype` is given,
+    `scores` are packed keys of scores of that dtype (each read as its key shifted right)."""
+
+    scores: np.ndarray
+    where: np.ndarray | None = None
+    dtype: np.dtype | None = None
+
+    def at(self, i: np.ndarray) -> np.ndarray:
+        picked: np.ndarray = self.scores[i if self.where is None else self.where[i]]
+        return picked if self.dtype is None else np.right_shift(picked, 1).view(self.dtype)
+
+    def all(self) -> np.ndarray:
+        return self.at(np.arange(len(self.scores if self.where is None else self.where)))
 
 
-def rows_from_top(s: SortedScores, block: int) -> Iterator[tuple[Block, float, float]]:
-    """The distinct scores from the top, about `block` at a time: (scores, where, TP, FP,
-    positives, negatives, TP + FP), descending, the counts at each distinct score as float64
-    (integers below 2^53 stay exact through the sums, in SIMD loops); the distinct scores are
-    `scores[where]` (`where` None: all of them), read only where a point is kept. Each block
-    comes with (TP, FP) above it.
+Block = tuple[Picked, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""(scores, TP, FP, positives, negatives, TP + FP): `rows_from_top`' block."""
+
+
+class Scratch:
+    """Arrays each thread reuses from one block to the next (per call of the pass, so they go
+    with it): a block's temporaries then come from the same few buffers, in cache, instead of
+    fresh allocations that glibc serves from each thread's own arena and that grow it. An
+    array got here is valid until the same thread asks for the same name again."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, name: str, size: int, dtype: DTypeLike) -> np.ndarray:
+        """An uninitialised array of `size` elements of `dtype`, this thread's `name`."""
+        held: dict[str, np.ndarray] = self._local.__dict__
+        a = held.get(name)
+        if a is None or len(a) < size or a.dtype != dtype:
+            a = held[name] = np.empty(size + (size >> 3), dtype)
+        return a[:size]
+
+
+def rows_from_top(
+    s: SortedScores, block: int, scratch: Scratch | None = None
+) -> Iterator[tuple[Block, float, float]]:
+    """The distinct scores from the top, about `block` at a time: (scores, TP, FP, positives,
+    negatives, TP + FP), descending, the counts at each distinct score as float64 (integers
+    below 2^53 stay exact through the sums, in SIMD loops), the scores read only where a point
+    is kept (`Picked`). Each block comes with (TP, FP) above it. With `scratch`, a block's
+    count arrays are the thread's buffers: read them before asking for the next block.
 
     Packed keys are read from the top: TP is the running count of their labels (one
     cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
@@ -44,16 +84,19 @@ def rows_from_top(s: SortedScores, block: int) -> Iterator[tuple[Block, float, f
             tp += tp0
             fp = np.cumsum(dn)
             fp += fp0
-            yield (d.values[::-1], None, tp, fp, dp, dn, tp + fp), tp0, fp0
+            yield (Picked(d.values[::-1]), tp, fp, dp, dn, tp + fp), tp0, fp0
             tp0, fp0 = float(tp[-1]), float(fp[-1])
         return
+    scratch = Scratch() if scratch is None else scratch
     for lo, hi in s.key_ranges(block, descending=True):
-        rows = _key_block(s, lo, hi, tp0, fp0)
+        rows = _key_block(s, lo, hi, tp0, fp0, scratch)
         yield rows, tp0, fp0
-        tp0, fp0 = float(rows[2][-1]), float(rows[3][-1])
+        tp0, fp0 = float(rows[1][-1]), float(rows[2][-1])
 
 
-def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Block:
+def _key_block(
+    s: SortedScores, lo: int, hi: int, tp0: float, fp0: float, scratch: Scratch | None = None
+) -> Block:
     """`rows_from_top`' block of the packed keys [lo, hi), with (tp0, fp0) the counts above it.
 
     Read off the runs of equal keys, not key by key: a score's keys are 2v (its negatives)
@@ -68,7 +111,7 @@ def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Blo
     # A key differs from the one before at about this share of every RUN_SAMPLE-th key.
     sample = np.not_equal(keys[1::RUN_SAMPLE], keys[: m - 1 : RUN_SAMPLE])
     if np.count_nonzero(sample) * DENSE_RUNS > len(sample):
-        return _dense_block(s, lo, hi, tp0, fp0)
+        return _dense_block(s, lo, hi, tp0, fp0, Scratch() if scratch is None else scratch)
     new = np.empty(m, bool)  # a run of equal keys starts here
     new[:1] = True
     np.not_equal(keys[1:], keys[:-1], out=new[1:])
@@ -100,7 +143,7 @@ def _key_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Blo
     tp += tp0
     fp = np.cumsum(dn)
     fp += fp0
-    return score.view(s.dtype), None, tp, fp, dp, dn, tp + fp
+    return Picked(score.view(s.dtype)), tp, fp, dp, dn, tp + fp
 
 
 DENSE_RUNS, RUN_SAMPLE = 16, 16
@@ -111,63 +154,57 @@ way where 8% start a run, 4.6 against 5.0 at 16%, 4.7 against 14.4 at 29%; 10M s
 to 4 decimals, about 0.1%: exact_diagnostics 0.16 s key by key, 0.08 s by runs)."""
 
 
-def _dense_block(s: SortedScores, lo: int, hi: int, tp0: float, fp0: float) -> Block:
-    """`_key_block` key by key, where most keys differ from the one before: the positives'
-    running count over every key, read at the end of each score's run."""
+def _dense_block(
+    s: SortedScores, lo: int, hi: int, tp0: float, fp0: float, scratch: Scratch
+) -> Block:
+    """`_key_block` key by key, where most keys differ from the one before, in the keys' own
+    (ascending) order: where each score starts, and the positives below each start, read off
+    the labels packed 64 to a word (a word's positives are its bits set: `np.bitwise_count`),
+    a running count of the words' and the bits below the start in its own word. From the top,
+    a score's rank is the keys from its start up, and its TP the block's positives less those
+    below its start (exact integers, so the same floats as a running count from the top).
+    Two compares, one search for the starts and a few passes over a 64th of the keys; the
+    rest in the distinct scores. The count arrays are `scratch`'s."""
     assert s.keys is not None
-    keys = s.keys[lo:hi][::-1].copy()  # contiguous: every pass below runs in SIMD
-    score = np.right_shift(keys, 1)
-    # The positives from the block's top to each key: a running count in the keys' own
-    # width, in place, made float64 only where read. A block is 2·EXACT_BLOCK keys and the
-    # rest of a run of equal scores, so only a run of 2^32 or more float32 keys needs int64.
-    labels = np.bitwise_and(keys, 1, out=keys)
-    wide = keys.itemsize == 4 and len(keys) > 0xFFFFFFFF
-    below = np.cumsum(labels, dtype=np.int64) if wide else running_count(labels)
-    last = np.empty(len(keys), bool)  # the last key of each score, from the top
-    np.not_equal(score[:-1], score[1:], out=last[:-1])
-    last[-1] = True
-    base = tp0 + fp0 + 1.0  # the rank of the block's first key
-    t = score.view(s.dtype)
-    # The rank of each distinct score's last key is TP + FP there (exact integers: FP is
-    # the rank less TP, so TP + FP is the rank again, bit for bit).
-    if last.all():
-        tp = np.add(below, tp0, dtype=np.float64)
-        count = np.arange(base, base + len(keys))
-        dp = _steps(tp, tp0)
-        return t, None, tp, np.subtract(count, tp), dp, np.subtract(1.0, dp), count
-    ends = np.flatnonzero(last)
-    tp = np.add(below[ends], tp0, dtype=np.float64)
-    count = np.add(ends, base, out=np.empty_like(tp))
-    fp = np.subtract(count, tp)
-    return t, ends, tp, fp, _steps(tp, tp0), _steps(fp, fp0), count
-
-
-PREFIX_COLUMNS = 8
-"""`running_count` reads its array as rows of this many."""
-
-
-def running_count(a: np.ndarray) -> np.ndarray:
-    """`np.cumsum(a)` of non-negative integers, in place, in a's own dtype (its total must fit).
-
-    numpy's cumsum adds one element after another. Here the array is read as rows of
-    PREFIX_COLUMNS: each row's running count by adding each column to the one before, across
-    every row at once, then each row's offset, the running count of the rows' totals (a
-    PREFIX_COLUMNS-th of the elements). Integer sums are exact in any order, so the counts are
-    the same; on 2^17 labels about 2.5 times faster than cumsum."""
-    c = PREFIX_COLUMNS
-    r = len(a) // c
-    if r < 64:
-        return np.cumsum(a, out=a)
-    rows = a[: r * c].reshape(r, c)
-    for j in range(1, c):
-        np.add(rows[:, j], rows[:, j - 1], out=rows[:, j])
-    offsets = np.cumsum(rows[:, -1], dtype=a.dtype)  # the count up to each row's end
-    rows[1:] += offsets[:-1, None]
-    tail = a[r * c :]
-    if len(tail):
-        np.cumsum(tail, out=tail)
-        tail += offsets[-1]
-    return a
+    keys = s.keys[lo:hi]
+    m = len(keys)
+    work = scratch.get("keys", m, keys.dtype)
+    # A score's keys are 2v then 2v + 1: a new score starts where a key exceeds the one
+    # before with its label bit set.
+    np.bitwise_or(keys, 1, out=work)
+    new = scratch.get("new", m, np.bool_)
+    new[:1] = True
+    np.greater(keys[1:], work[:-1], out=new[1:])
+    starts = np.flatnonzero(new)  # ascending
+    np.bitwise_and(keys, 1, out=work)
+    labels = scratch.get("labels", m, np.uint8)
+    np.copyto(labels, work, casting="unsafe")
+    packed = np.packbits(labels, bitorder="little")
+    words = scratch.get("words", -(-m // 64), np.uint64)
+    words[-1:] = 0
+    words.view(np.uint8)[: len(packed)] = packed
+    below = scratch.get("below", len(words) + 1, np.int64)  # positives below each word
+    below[0] = 0
+    np.cumsum(np.bitwise_count(words), dtype=np.int64, out=below[1:])
+    d = len(starts)
+    word = np.right_shift(starts, 6, out=scratch.get("word", d, np.intp))
+    bits = scratch.get("bits", d, np.uint64)  # the bits below each start in its word
+    np.bitwise_and(starts, 63, out=bits.view(np.intp))
+    np.left_shift(np.uint64(1), bits, out=bits)
+    np.subtract(bits, np.uint64(1), out=bits)
+    # (mode "clip": every index is in range, and a take into `out` that may raise copies.)
+    got = np.take(words, word, out=scratch.get("got", d, np.uint64), mode="clip")
+    np.bitwise_and(bits, got, out=bits)
+    at = np.take(below, word, out=scratch.get("at", d, np.int64), mode="clip")
+    np.add(at, np.bitwise_count(bits, out=scratch.get("ones", d, np.uint8)), out=at)
+    # From the top: TP the positives above the block and in it less those below the start.
+    tp = np.subtract(tp0 + float(below[-1]), at[::-1], out=scratch.get("tp", d, np.float64))
+    count = scratch.get("count", d, np.float64)
+    np.subtract(tp0 + fp0 + m, starts[::-1], out=count)
+    fp = np.subtract(count, tp, out=scratch.get("fp", d, np.float64))
+    dp = _steps(tp, tp0, scratch.get("dp", d, np.float64))
+    dn = _steps(fp, fp0, scratch.get("dn", d, np.float64))
+    return Picked(keys, starts[::-1], s.dtype), tp, fp, dp, dn, count
 
 
 def _given(rows: Block) -> Block:
@@ -175,7 +212,7 @@ def _given(rows: Block) -> Block:
 
 
 def row_tasks(
-    s: SortedScores, block: int, pool: Executor | None
+    s: SortedScores, block: int, pool: Executor | None, scratch: Scratch | None = None
 ) -> Iterator[tuple[Callable[[], Block], float, float]]:
     """`rows_from_top` as tasks that run apart (with a `pool`): the packed keys' ranges are cut
     first, and each block is made from the counts above it alone, read off the positives
@@ -183,19 +220,20 @@ def row_tasks(
     kept for the exact threshold counts that follow) (the same arrays as `rows_from_top`, bit
     for bit: every count is an integer in float64)."""
     if s.keys is None or pool is None:
-        for rows, tp0, fp0 in rows_from_top(s, block):
+        for rows, tp0, fp0 in rows_from_top(s, block, scratch):
             yield partial(_given, rows), tp0, fp0
         return
     n = len(s.keys)
     for lo, hi in list(s.key_ranges(block, descending=True)):
         tp0 = s.n_positives - s.positives_below(hi)  # the positives above the range
         fp0 = n - hi - tp0
-        yield partial(_key_block, s, lo, hi, float(tp0), float(fp0)), float(tp0), float(fp0)
+        make = partial(_key_block, s, lo, hi, float(tp0), float(fp0), scratch)
+        yield make, float(tp0), float(fp0)
 
 
-def _steps(a: np.ndarray, before: float) -> np.ndarray:
-    """np.diff(a, prepend=before) without the joined copy."""
-    out = np.empty_like(a)
+def _steps(a: np.ndarray, before: float, out: np.ndarray | None = None) -> np.ndarray:
+    """np.diff(a, prepend=before) without the joined copy (into `out` when given)."""
+    out = np.empty_like(a) if out is None else out
     out[0] = a[0] - before
     np.subtract(a[1:], a[:-1], out=out[1:])
     return out
