@@ -105,10 +105,12 @@ class AreaPass:
         steps: np.ndarray,
         unit: float,
         prev: tuple[float, float, float] | None,
+        work: np.ndarray | None = None,
     ) -> BlockSums:
         """`add`'s sums over one block, from the point before it (`prev`; None: the curve's
         first point opens the block): (its area, its special segments, its last point). Reads
-        only the estimate: safe in any thread, blocks in any order."""
+        only the estimate: safe in any thread, blocks in any order. `work`: float64 room for
+        2·(len(x) + 1) temporaries (a thread's buffer reused block after block), else fresh."""
         w = steps
         m = len(x)
         ux = self.estimate[0]
@@ -119,7 +121,9 @@ class AreaPass:
         hi = int(np.searchsorted(ux, x[-1], side="right"))
         knots = ux[lo:hi]
         at_knots = np.searchsorted(x, knots, side="left")
-        d = np.empty(m + 1)  # d[k + 1]: at x[k]; d[0]: at the previous point
+        if work is None:
+            work = np.empty(2 * (m + 1))
+        d = work[: m + 1]  # d[k + 1]: at x[k]; d[0]: at the previous point
         np.subtract(y, self._lines(x, out=d[1:], knots=(lo, hi, at_knots)), out=d[1:])
         if prev is None:
             w[0] = 0.0  # no segment before the first point
@@ -127,15 +131,17 @@ class AreaPass:
         else:
             xp, yp, d[0] = prev
         last = (float(x[-1]), float(y[-1]), float(d[-1]))
-        a = np.abs(d)
+        a = np.abs(d, out=work[m + 1 : 2 * (m + 1)])
         total = 0.5 * (dot(w, a[:-1]) + dot(w, a[1:]))
         # Two triangles where d changes sign: less than the trapezoid. (By sign bits: d is
-        # never −0, and where one end is 0 the triangles' correction is 0.)
+        # never −0, and where one end is 0 the triangles' correction is 0.) Usually one sign
+        # all along a block: then no search.
         negative = np.signbit(d)
-        cross = np.flatnonzero(negative[:-1] != negative[1:])
-        if len(cross):
-            a0, a1 = a[cross], a[cross + 1]
-            total -= dot(w[cross], a0 * a1 / (a0 + a1))
+        if negative.any() and not negative.all():
+            cross = np.flatnonzero(negative[:-1] != negative[1:])
+            if len(cross):
+                a0, a1 = a[cross], a[cross + 1]
+                total -= dot(w[cross], a0 * a1 / (a0 + a1))
         total *= unit
         # The segments not straight on the estimate's side: holding one of its knots (either
         # end included: its limits may differ there), or starting before its first knot or

@@ -128,6 +128,7 @@ def _derive(
     roc: AreaPass | None = None,
     pr: AreaPass | None = None,
     few: int = 0,
+    scratch: Scratch | None = None,
 ) -> _Derived:
     """`_Derived` of a block whose (TP, FP) above it are (tp0, fp0): the thinning's cells
     reached above it, and the curves' point before it (where the areas' segments start), are
@@ -164,9 +165,10 @@ def _derive(
             first = tp0 == 0 and fp0 == 0
             t0, f0 = np.float64(tp0), np.float64(fp0)
             roc_at = roc.point(0.0, 0.0) if first else roc.point(f0 / n, t0 / p)  # (0, 0): start
-            roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, roc_at)
+            work = None if scratch is None else scratch.get("area", 2 * len(tp) + 2, np.float64)
+            roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, roc_at, work)
             pr_at = None if first else pr.point(t0 / p, t0 / (t0 + f0))
-            pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, pr_at)
+            pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, pr_at, work)
     keep = keep[1:] if corner else keep
     return _Derived(
         len(tp),
@@ -263,13 +265,14 @@ def exact_diagnostics(
     in_float = 2 * p * n < EXACT_AUC_FLOAT
     several = threads > 1 and s.n_positives + s.n_negatives > 2 * block
     few = 4 * cells + 2  # at most this many points: all of them kept
+    scratch = Scratch()  # each thread's temporaries, reused block after block
     pool: Executor = ThreadPoolExecutor(threads, "fedeval-exact") if several else Inline()
     if several and roc is not None and pr is not None:  # special segments in the pool too
         roc.executor = pr.executor = pool
     try:
         tasks = (
-            (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr, few)
-            for make, tp0, fp0 in row_tasks(s, block, pool if several else None, Scratch())
+            (_derive_made, make, tp0, fp0, p, n, cells, in_float, roc, pr, few, scratch)
+            for make, tp0, fp0 in row_tasks(s, block, pool if several else None, scratch)
         )
         for d in ahead(pool, tasks, threads + 1):
             twice_auc += d.twice_auc
