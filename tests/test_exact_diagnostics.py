@@ -209,3 +209,25 @@ def test_key_block_rows_are_the_counts_at_each_distinct_score(kind):
             for a in (tp, fp, dp, dn, count):
                 assert a.dtype == np.float64
             tp0, fp0 = tp0 + int(pos.sum()), fp0 + int(neg.sum())
+
+
+def test_scratch_buffers_are_one_per_thread_and_name():
+    """A block's temporaries are reused from one block to the next on its thread, never
+    shared between the pool's threads (two blocks in flight would write each other's
+    counts), and grown when a block is larger than any before."""
+    import threading
+
+    from fedeval.estimate.exact_rows import Scratch
+
+    scratch = Scratch()
+    a = scratch.get("tp", 1000, np.float64)
+    assert np.shares_memory(a, scratch.get("tp", 900, np.float64))  # reused
+    assert not np.shares_memory(a, scratch.get("fp", 1000, np.float64))  # another name
+    wider = scratch.get("tp", 5000, np.float64)
+    assert len(wider) == 5000 and wider.dtype == np.float64
+    other: list[np.ndarray] = []
+    t = threading.Thread(target=lambda: other.append(scratch.get("tp", 1000, np.float64)))
+    t.start()
+    t.join()
+    assert not np.shares_memory(other[0], wider)
+    assert not np.shares_memory(other[0], scratch.get("tp", 1000, np.float64))

@@ -70,11 +70,12 @@ def rows_from_top(
     """The distinct scores from the top, about `block` at a time: (scores, TP, FP, positives,
     negatives, TP + FP), descending, the counts at each distinct score as float64 (integers
     below 2^53 stay exact through the sums, in SIMD loops), the scores read only where a point
-    is kept (`Picked`). Each block comes with (TP, FP) above it. With `scratch`, a block's
-    count arrays are the thread's buffers: read them before asking for the next block.
+    is kept (`Picked`). Each block comes with (TP, FP) above it. A block of packed keys may
+    hold its count arrays in the thread's buffers (`scratch`, else the generator's own): read
+    them before asking for the next block.
 
-    Packed keys are read from the top: TP is the running count of their labels (one
-    cumulative sum), FP the rank less TP, and a run of equal scores is read at its end."""
+    Packed keys are read from the top: TP is the positives at and above each distinct score
+    (`_key_block`), FP the rank less TP, and a run of equal scores is never cut."""
     tp0 = fp0 = 0.0
     if s.keys is None:
         for d in s.distinct_blocks(block, descending=True):
