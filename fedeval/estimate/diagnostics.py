@@ -15,7 +15,14 @@ import numpy as np
 
 from fedeval.estimate.area_pass import AreaPass, BlockSums, dot
 from fedeval.estimate.exact import SortedScores, int_dot
-from fedeval.estimate.exact_rows import Block, Inline, Scratch, ahead, row_tasks
+from fedeval.estimate.exact_rows import (
+    TEMPORARIES,
+    Block,
+    Inline,
+    Scratch,
+    ahead,
+    row_tasks,
+)
 from fedeval.estimate.roc_pr import Curves
 
 EXACT_BLOCK = 1 << 16
@@ -165,7 +172,9 @@ def _derive(
             first = tp0 == 0 and fp0 == 0
             t0, f0 = np.float64(tp0), np.float64(fp0)
             roc_at = roc.point(0.0, 0.0) if first else roc.point(f0 / n, t0 / p)  # (0, 0): start
-            work = None if scratch is None else scratch.get("area", 2 * len(tp) + 2, np.float64)
+            work = None
+            if scratch is not None:  # 2·d + 2 floats: as much of it as the areas use
+                work = scratch.get(TEMPORARIES, 3 * len(tp) + 2, np.uint64).view(np.float64)
             roc_sums = roc.block(fpr, tpr, dn, 1 / n if n else math.nan, roc_at, work)
             pr_at = None if first else pr.point(t0 / p, t0 / (t0 + f0))
             pr_sums = pr.block(tpr, precision, dp, 1 / p if p else math.nan, pr_at, work)

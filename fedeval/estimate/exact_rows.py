@@ -64,6 +64,12 @@ class Scratch:
         return a[:size]
 
 
+TEMPORARIES = "temporaries"
+"""The `Scratch` buffer of 3·d + 2 words (d distinct scores in a block) that `_dense_block`'s
+integer temporaries and then the areas' (`fedeval.estimate.area_pass.AreaPass.block`) use in
+turn: a thread holds one, not both."""
+
+
 def rows_from_top(
     s: SortedScores, block: int, scratch: Scratch | None = None
 ) -> Iterator[tuple[Block, float, float]]:
@@ -188,15 +194,17 @@ def _dense_block(
     below[0] = 0
     np.cumsum(np.bitwise_count(words), dtype=np.int64, out=below[1:])
     d = len(starts)
-    word = np.right_shift(starts, 6, out=scratch.get("word", d, np.intp))
-    bits = scratch.get("bits", d, np.uint64)  # the bits below each start in its word
+    # Three integer temporaries in the thread's TEMPORARIES buffer (the areas' later).
+    room = scratch.get(TEMPORARIES, 3 * d + 2, np.uint64)
+    word = np.right_shift(starts, 6, out=room[:d].view(np.intp))
+    bits = room[d : 2 * d]  # the bits below each start in its word
     np.bitwise_and(starts, 63, out=bits.view(np.intp))
     np.left_shift(np.uint64(1), bits, out=bits)
     np.subtract(bits, np.uint64(1), out=bits)
     # (mode "clip": every index is in range, and a take into `out` that may raise copies.)
-    got = np.take(words, word, out=scratch.get("got", d, np.uint64), mode="clip")
+    got = np.take(words, word, out=room[2 * d : 3 * d], mode="clip")
     np.bitwise_and(bits, got, out=bits)
-    at = np.take(below, word, out=scratch.get("at", d, np.int64), mode="clip")
+    at = np.take(below, word, out=got.view(np.int64), mode="clip")
     np.add(at, np.bitwise_count(bits, out=scratch.get("ones", d, np.uint8)), out=at)
     # From the top: TP the positives above the block and in it less those below the start.
     tp = np.subtract(tp0 + float(below[-1]), at[::-1], out=scratch.get("tp", d, np.float64))
