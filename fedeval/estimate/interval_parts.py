@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.estimate.metric_registry import ThresholdParts
-from fedeval.estimate.richardson import richardson_shares, step_variance
+from fedeval.estimate.richardson import richardson_shares, romberg_step, step_variance
 from fedeval.estimate.smoothness import (
     RICHARDSON_MIN_CELLS,
     auc_parts,
@@ -73,12 +73,14 @@ def leaf_auc_parts(
     if departing is None:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     shares = richardson_shares(edges)
+    romberg = _romberg(leaves, departing, edges, shares)
     raw, bias, half, order_variance = (
         float(x) for x in auc_parts(leaves, departing, shares=shares)
     )
+    far = raw - bias + float(romberg)
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0
-    lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
+    lo, hi = min(raw, raw - bias, far) - slack, max(raw, raw - bias, far) + slack
     # The Richardson step's own sampling error (a data property, as the order inside leaves).
     clamped = np.clip(leaves, 0.0, None)
     smooth = clamped - np.minimum(departing, clamped)
@@ -90,7 +92,8 @@ def leaf_auc_parts(
         resampled = leaves + draws
         moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
         r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
-        ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
+        f = r - b + _romberg(resampled, moved, edges, shares)
+        ends = [noise_sd(x) for x in (r - w, r - b - w, f - w, r + w, r - b + w, f + w)]
         noise_variance = float(np.square(np.fmax.reduce(ends)))
         variance += noise_variance
     return IntervalParts(
@@ -101,6 +104,23 @@ def leaf_auc_parts(
         math.sqrt(order_variance),
         step_sd=math.sqrt(step),
     )
+
+
+def _romberg(
+    leaves: np.ndarray, departing: np.ndarray, edges: np.ndarray | None, shares: np.ndarray | None
+) -> np.ndarray:
+    """The Romberg step (R₁(h) − R₁(h−1))/15 (`romberg_step`) of the smooth parts of leaves
+    (..., 2, L) (less their `departing` examples, as `auc_parts` reads them), over the noisy
+    P·N as the Richardson step's; 0 where the parents number fewer than RICHARDSON_MIN_CELLS
+    (the coarse level's own step is not read there) or L is not a multiple of 4."""
+    leaves = np.asarray(leaves, dtype=np.float64)
+    n_leaves = leaves.shape[-1]
+    if n_leaves // 2 < RICHARDSON_MIN_CELLS or n_leaves % 4:
+        return np.zeros(leaves.shape[:-2])
+    smooth = leaves - np.minimum(departing, np.clip(leaves, 0.0, None))
+    coarse = None if edges is None else richardson_shares(np.asarray(edges)[::2])
+    pairs = leaves[..., 0, :].sum(axis=-1) * leaves[..., 1, :].sum(axis=-1)
+    return romberg_step(smooth[..., 0, :], smooth[..., 1, :], shares, coarse, pairs)
 
 
 def difference_parts(baseline: IntervalParts, candidate: IntervalParts) -> IntervalParts:
