@@ -5,7 +5,9 @@ one up (`fedeval.estimate.smoothness.auc_parts`, `fedeval.estimate.average_preci
 leaf_ap_candidates`): (value one level up − value)/3, the step for an O(w²) error of leaves that
 halve their parents. At the thresholds' alignment level the leaves are cut at the declared
 thresholds instead (`fedeval.core.axis`: widths 1/11 and 1/22 for the default k/11), and there
-each parent's step is weighed by its own leaves' widths. Post-processing of the release only.
+each parent's step is weighed by its own leaves' widths. Where the step has not reached its
+rate (the data in a few leaves of the axis) the AUC's range reaches on to the Romberg step's
+value (`romberg_step`). Post-processing of the release only.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def step_variance(
     at a fixed height held 0.80-0.93 of 400 data draws on smooth, squeezed, two-range, bimodal
     and rare scores (100k rows, h = 6-12; the error's spread 1.1-1.35× the order's), 0.935-0.985
     with it (`benchmarks/hard.py --models federated --height H`), but for squeezed scores at
-    h = 8 (0.80 → 0.85), where the step itself is far from its O(w²) rate.
+    h = 8 (0.80 → 0.85), where the step itself is far from its O(w²) rate: there the
+    Romberg step's end (`romberg_step`) holds them (0.983).
     `pairs`: the AUC's P·N (default: over these cells, clamped at 0); 0 where it is not
     positive or the cells do not pair.
 
