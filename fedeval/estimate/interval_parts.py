@@ -33,7 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.estimate.metric_registry import ThresholdParts
-from fedeval.estimate.richardson import richardson_shares, romberg_step, step_variance
+from fedeval.estimate.richardson import (
+    richardson_shares,
+    romberg_step,
+    shrunk_step,
+    step_variance,
+)
 from fedeval.estimate.smoothness import (
     RICHARDSON_MIN_CELLS,
     auc_parts,
@@ -69,7 +74,8 @@ def leaf_auc_parts(
     docstring gives the argument): range min/max(raw, R₁, R₂) ∓ the departing pairs'
     half-width, with R₁ = raw − bias (the Richardson step) and R₂ = R₁ + (R₁(h) − R₁(h−1))/15
     (the Romberg step, `romberg_step`, on the smooth parts; R₁ where the parents number fewer
-    than RICHARDSON_MIN_CELLS); order variance the smooth leaves' Mann-Whitney
+    than RICHARDSON_MIN_CELLS; with noise draws, less ROMBERG_SDS of its re-noised spread,
+    `shrunk_step`, and so on each draw); order variance the smooth leaves' Mann-Whitney
     Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)² plus the Richardson step's sampling variance
     (`step_variance`, on the smooth parts), noise the largest re-noised spread of the range's
     six ends (raw, R₁ and R₂, each ∓ the half-width). `departing`: `departures` of these
@@ -82,7 +88,11 @@ def leaf_auc_parts(
     it in 0.850 of 400 federated data draws with [raw, R₁], 0.983 with [raw, R₂], 1.11× as
     wide (`benchmarks/hard.py --quick --families squeezed --models federated --height 8`).
     Where R₁ has converged R₁(h) − R₁(h−1) is its sampling spread alone (a smooth density's
-    expected counts: 2e-10 at 256 leaves), a sixteenth of which moves the far end by ~0.15σ."""
+    expected counts: 2e-10 at 256 leaves), a sixteenth of which moves the far end by ~0.15σ
+    of exact leaves. Under DP noise the step is mostly noise (distdp ε = 0.5, 38,000 rows, 2%
+    positives, 16 leaves: |step| 0-1.7× its re-noised spread), and counted in full it widened
+    the planner's difference of two such releases 2.6% (`fedeval.api.compare_plan`); shrunk by
+    2 spreads it counts where the release shows it beyond its noise."""
     if departing is None:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     shares = richardson_shares(edges)
@@ -90,6 +100,17 @@ def leaf_auc_parts(
     raw, bias, half, order_variance = (
         float(x) for x in auc_parts(leaves, departing, shares=shares)
     )
+    ends: list[np.ndarray] = []
+    if draws is not None:
+        resampled = leaves + draws
+        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
+        r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
+        steps = _romberg(resampled, moved, edges, shares)
+        spread = float(noise_sd(steps)) if len(steps) > 1 else 0.0
+        spread = spread if math.isfinite(spread) else 0.0
+        romberg = shrunk_step(romberg, spread)
+        f = r - b + shrunk_step(steps, spread)
+        ends = [noise_sd(x) for x in (r - w, r - b - w, f - w, r + w, r - b + w, f + w)]
     far = raw - bias + float(romberg)
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0
@@ -101,12 +122,7 @@ def leaf_auc_parts(
     step = float(step_variance(smooth[0], smooth[1], shares, pairs))
     variance = order_variance + step
     noise_variance = 0.0
-    if draws is not None:
-        resampled = leaves + draws
-        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
-        r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
-        f = r - b + _romberg(resampled, moved, edges, shares)
-        ends = [noise_sd(x) for x in (r - w, r - b - w, f - w, r + w, r - b + w, f + w)]
+    if ends:
         noise_variance = float(np.square(np.fmax.reduce(ends)))
         variance += noise_variance
     return IntervalParts(
