@@ -10,7 +10,7 @@ from sklearn.metrics import roc_auc_score
 
 from fedeval.api.evaluate import auc_buckets, auc_discretisation_bias, auc_interval
 from fedeval.estimate.metrics import auc_from_buckets
-from fedeval.estimate.richardson import step_variance
+from fedeval.estimate.richardson import romberg_step, shrunk_step, step_variance
 from fedeval.estimate.uncertainty import (
     bias_aware_interval,
     noise_sd,
@@ -69,27 +69,40 @@ def test_auc_discretisation_bias_of_stacked_leaves_is_each_ones():
     assert auc_discretisation_bias(leaves[:, :, :4], None).shape == (5,)
 
 
+def _romberg(leaves):
+    """The Romberg step (R₁(h) − R₁(h−1))/15 of leaves (..., 2, L) read as smooth throughout."""
+    pairs = leaves[..., 0, :].sum(axis=-1) * leaves[..., 1, :].sum(axis=-1)
+    return romberg_step(leaves[..., 0, :], leaves[..., 1, :], None, None, pairs)
+
+
 def test_auc_interval_spread_is_the_noisier_end_of_its_range():
-    # σ is max(sd raw, sd corrected) over the draws, with the within-leaf variance (and the
-    # step's, `step_variance`): the lower
-    # end (the upper is clipped at 1 here) is the bias-aware one at that σ, and lower than at
-    # the raw AUC's spread, which the corrected end's exceeds by its own noise.
+    # σ is the largest sd over the draws of the range's ends (raw, corrected, and corrected +
+    # the Romberg step less 2 of its sds), with the within-leaf variance (and the step's,
+    # `step_variance`): the lower end (the upper is clipped at 1 here) is the bias-aware one
+    # at that σ, and lower than at the raw AUC's spread, which the corrected end's exceeds by
+    # its own noise.
     exact, _, noise = _rare_release_noise(height=5)
     release, draws = exact + noise[0, 0], noise[0, 1:]
     resampled = release + draws
     raw = auc_from_buckets(resampled[:, 0], resampled[:, 1])
     corrected = raw - auc_discretisation_bias(resampled, None)
+    spread = float(noise_sd(_romberg(resampled)))
+    far = corrected + shrunk_step(_romberg(resampled), spread)
     sd_raw, sd_corrected = float(noise_sd(raw)), float(noise_sd(corrected))
+    sd_ends = max(sd_raw, sd_corrected, float(noise_sd(far)))
     assert sd_corrected > 1.03 * sd_raw  # the term the raw AUC's spread leaves out
     ends = auc_from_buckets(release[0], release[1])
-    ends = sorted([float(ends), float(ends - auc_discretisation_bias(release, None))])
+    one_up = ends - auc_discretisation_bias(release, None)
+    ends = sorted(
+        [float(ends), float(one_up), float(one_up + shrunk_step(_romberg(release), spread))]
+    )
     within = within_bucket_auc_variance(release[0], release[1])
     clamped = np.clip(release, 0.0, None)  # and the Richardson step's own sampling variance
     within += float(step_variance(*clamped, None, clamped[0].sum() * clamped[1].sum()))
     lo, _ = auc_interval(release, draws, None)
-    expected = bias_aware_interval(*ends, math.sqrt(sd_corrected**2 + within))[0]
+    expected = bias_aware_interval(ends[0], ends[-1], math.sqrt(sd_ends**2 + within))[0]
     assert lo == pytest.approx(expected, rel=1e-12, abs=1e-15)
-    assert lo < bias_aware_interval(*ends, math.sqrt(sd_raw**2 + within))[0] - 1e-4
+    assert lo < bias_aware_interval(ends[0], ends[-1], math.sqrt(sd_raw**2 + within))[0] - 1e-4
 
 
 @pytest.mark.parametrize("buckets", [2, 3, 4, 7])

@@ -6,7 +6,8 @@ Every bias-aware interval of the curve areas (`fedeval.api.evaluate.auc_interval
 `bias_aware_interval(low, high, sd)`:
 
 - [low, high], a **range** the release cannot tell apart: the discretisation readings (ties or
-  a smooth density inside a leaf, the Richardson step, the monotone fit's bias) and the worst
+  a smooth density inside a leaf, the Richardson step and, for the AUC, its Romberg step
+  (`fedeval.estimate.richardson.romberg_step`), the monotone fit's bias) and the worst
   case of the examples that depart from smooth. These are deterministic errors of the
   reading, not noise: the truth sits anywhere in the range, the same way on every release of
   the same data;
@@ -32,7 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedeval.estimate.metric_registry import ThresholdParts
-from fedeval.estimate.richardson import richardson_shares, step_variance
+from fedeval.estimate.richardson import (
+    richardson_shares,
+    romberg_step,
+    shrunk_step,
+    step_variance,
+)
 from fedeval.estimate.smoothness import (
     RICHARDSON_MIN_CELLS,
     auc_parts,
@@ -65,20 +71,50 @@ def leaf_auc_parts(
     departing: np.ndarray | None = None,
 ) -> IntervalParts:
     """The parts of the leaves' AUC interval (`fedeval.api.evaluate.auc_interval`, whose
-    docstring gives the argument): range min/max(raw, raw − bias) ∓ the departing pairs'
-    half-width, order variance the smooth leaves' Mann-Whitney Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)²
-    plus the Richardson step's sampling variance (`step_variance`, on the smooth parts), noise
-    the larger re-noised spread of the range's four ends. `departing`: `departures` of these
-    leaves, draws and edges where already computed."""
+    docstring gives the argument): range min/max(raw, R₁, R₂) ∓ the departing pairs'
+    half-width, with R₁ = raw − bias (the Richardson step) and R₂ = R₁ + (R₁(h) − R₁(h−1))/15
+    (the Romberg step, `romberg_step`, on the smooth parts; R₁ where the parents number fewer
+    than RICHARDSON_MIN_CELLS; with noise draws, less ROMBERG_SDS of its re-noised spread,
+    `shrunk_step`, and so on each draw); order variance the smooth leaves' Mann-Whitney
+    Σ pᵢnᵢ(pᵢ + nᵢ + 1)/12/(PN)² plus the Richardson step's sampling variance
+    (`step_variance`, on the smooth parts), noise the largest re-noised spread of the range's
+    six ends (raw, R₁ and R₂, each ∓ the half-width). `departing`: `departures` of these
+    leaves, draws and edges where already computed.
+
+    R₂ is the range's far end where the Richardson step has not reached its O(w²) rate: scores
+    squeezed into [0.45, 0.55] with thresholds 0.47 … 0.53 fill a few dozen of 256 leaves, R₁
+    still errs by 1.9e-5 (0.7σ at 100k rows; its error falls 26-fold from h = 7 to h = 8, not
+    16-fold) and R₂ overshoots by 1.3e-5, so the truth sits inside [R₁, R₂]: the interval held
+    it in 0.850 of 400 federated data draws with [raw, R₁], 0.983 with [raw, R₂], 1.11× as
+    wide (`benchmarks/hard.py --quick --families squeezed --models federated --height 8`).
+    Where R₁ has converged R₁(h) − R₁(h−1) is its sampling spread alone (a smooth density's
+    expected counts: 2e-10 at 256 leaves), a sixteenth of which moves the far end by ~0.15σ
+    of exact leaves. Under DP noise the step is mostly noise (distdp ε = 0.5, 38,000 rows, 2%
+    positives, 16 leaves: |step| 0-1.7× its re-noised spread), and counted in full it widened
+    the planner's difference of two such releases 2.6% (`fedeval.api.compare_plan`); shrunk by
+    2 spreads it counts where the release shows it beyond its noise."""
     if departing is None:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     shares = richardson_shares(edges)
+    romberg = _romberg(leaves, departing, edges, shares)
     raw, bias, half, order_variance = (
         float(x) for x in auc_parts(leaves, departing, shares=shares)
     )
+    ends: list[np.ndarray] = []
+    if draws is not None:
+        resampled = leaves + draws
+        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
+        r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
+        steps = _romberg(resampled, moved, edges, shares)
+        spread = float(noise_sd(steps)) if len(steps) > 1 else 0.0
+        spread = spread if math.isfinite(spread) else 0.0
+        romberg = shrunk_step(romberg, spread)
+        f = r - b + shrunk_step(steps, spread)
+        ends = [noise_sd(x) for x in (r - w, r - b - w, f - w, r + w, r - b + w, f + w)]
+    far = raw - bias + float(romberg)
     # A truth exactly at the worst case (all of a leaf on one side) must not fall out by rounding.
     slack = half + ROUNDING if half > 0 else 0.0
-    lo, hi = min(raw, raw - bias) - slack, max(raw, raw - bias) + slack
+    lo, hi = min(raw, raw - bias, far) - slack, max(raw, raw - bias, far) + slack
     # The Richardson step's own sampling error (a data property, as the order inside leaves).
     clamped = np.clip(leaves, 0.0, None)
     smooth = clamped - np.minimum(departing, clamped)
@@ -86,11 +122,7 @@ def leaf_auc_parts(
     step = float(step_variance(smooth[0], smooth[1], shares, pairs))
     variance = order_variance + step
     noise_variance = 0.0
-    if draws is not None:
-        resampled = leaves + draws
-        moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
-        r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
-        ends = [noise_sd(x) for x in (r - w, r - b - w, r + w, r - b + w)]
+    if ends:
         noise_variance = float(np.square(np.fmax.reduce(ends)))
         variance += noise_variance
     return IntervalParts(
@@ -101,6 +133,23 @@ def leaf_auc_parts(
         math.sqrt(order_variance),
         step_sd=math.sqrt(step),
     )
+
+
+def _romberg(
+    leaves: np.ndarray, departing: np.ndarray, edges: np.ndarray | None, shares: np.ndarray | None
+) -> np.ndarray:
+    """The Romberg step (R₁(h) − R₁(h−1))/15 (`romberg_step`) of the smooth parts of leaves
+    (..., 2, L) (less their `departing` examples, as `auc_parts` reads them), over the noisy
+    P·N as the Richardson step's; 0 where the parents number fewer than RICHARDSON_MIN_CELLS
+    (the coarse level's own step is not read there) or L is not a multiple of 4."""
+    leaves = np.asarray(leaves, dtype=np.float64)
+    n_leaves = leaves.shape[-1]
+    if n_leaves // 2 < RICHARDSON_MIN_CELLS or n_leaves % 4:
+        return np.zeros(leaves.shape[:-2])
+    smooth = leaves - np.minimum(departing, np.clip(leaves, 0.0, None))
+    coarse = None if edges is None else richardson_shares(np.asarray(edges)[::2])
+    pairs = leaves[..., 0, :].sum(axis=-1) * leaves[..., 1, :].sum(axis=-1)
+    return romberg_step(smooth[..., 0, :], smooth[..., 1, :], shares, coarse, pairs)
 
 
 def difference_parts(baseline: IntervalParts, candidate: IntervalParts) -> IntervalParts:

@@ -5,7 +5,9 @@ one up (`fedeval.estimate.smoothness.auc_parts`, `fedeval.estimate.average_preci
 leaf_ap_candidates`): (value one level up − value)/3, the step for an O(w²) error of leaves that
 halve their parents. At the thresholds' alignment level the leaves are cut at the declared
 thresholds instead (`fedeval.core.axis`: widths 1/11 and 1/22 for the default k/11), and there
-each parent's step is weighed by its own leaves' widths. Post-processing of the release only.
+each parent's step is weighed by its own leaves' widths. Where the step has not reached its
+rate (the data in a few leaves of the axis) the AUC's range reaches on to the Romberg step's
+value (`romberg_step`). Post-processing of the release only.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def step_variance(
     at a fixed height held 0.80-0.93 of 400 data draws on smooth, squeezed, two-range, bimodal
     and rare scores (100k rows, h = 6-12; the error's spread 1.1-1.35× the order's), 0.935-0.985
     with it (`benchmarks/hard.py --models federated --height H`), but for squeezed scores at
-    h = 8 (0.80 → 0.85), where the step itself is far from its O(w²) rate.
+    h = 8 (0.80 → 0.85), where the step itself is far from its O(w²) rate: there the
+    Romberg step's end (`romberg_step`) holds them (0.983).
     `pairs`: the AUC's P·N (default: over these cells, clamped at 0); 0 where it is not
     positive or the cells do not pair.
 
@@ -117,3 +120,81 @@ def step_variance(
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(total > 0, terms.sum(axis=-1) / np.where(total > 0, total, 1.0) ** 2, 0.0)
     return np.asarray(out, dtype=np.float64)
+
+
+ROMBERG_DIVISOR = 15.0
+"""The Romberg step's divisor 2⁴ − 1: the remainder the Richardson step leaves is O(w⁴) on a
+density smooth at the leaves' scale, so halving the leaves cuts it 16-fold
+(`romberg_step`)."""
+
+
+def romberg_step(
+    negatives: np.ndarray,
+    positives: np.ndarray,
+    fine_shares: np.ndarray | None,
+    coarse_shares: np.ndarray | None,
+    pairs: np.ndarray | float,
+) -> npt.NDArray[np.float64]:
+    """The Romberg step (R₁(h) − R₁(h−1))/15 of the Richardson-corrected AUC R₁ of cells
+    (..., L), L a multiple of 4, read at their own width (h) and with their parents (h − 1,
+    pairs of cells merged), over `pairs` (the AUC's P·N); 0 where L is not a multiple of 4 or
+    `pairs` is not positive. `fine_shares`, `coarse_shares`: `richardson_shares` of the cells'
+    and of their parents' edges (None: ⅓ each).
+
+    With dⱼ = p_L·n_U − p_U·n_L per parent (its pairs counted ½ that its two cells order), the
+    raw AUC one level up is raw + Σdⱼ/(2PN) and R₁ = raw − Σsⱼdⱼ/(2PN), so
+    R₁(h) − R₁(h−1) = (Σₖ sₖDₖ − Σⱼ (1 + sⱼ)dⱼ)/(2PN), Dₖ the same pairs of the parents
+    (grandparent k). Where the Richardson step has reached its O(w²) rate the parents' bias
+    is 4× the cells' (Dₖ-terms cancel the dⱼ-terms) and the step is the O(w⁴) remainder's
+    sixteenth part (Romberg's second column: Richardson 1911; Press et al., Numerical Recipes
+    §4.3). Where the coarse level is far from that rate (scores squeezed into a few cells of
+    the axis: R₁'s error fell 26-fold from h = 7 to h = 8 where w⁴ falls 16-fold) the step
+    says how far R₁ may still be from the smooth limit; `fedeval.estimate.interval_parts`
+    takes R₁ + step as the far end of the AUC's smooth range.
+
+    >>> n, p = np.array([2.0, 1, 1, 0]), np.array([0.0, 1, 1, 2])
+    >>> round(float(romberg_step(n, p, None, None, 16.0)), 6)  # (⅓·(−8) + (4/3)·4)/(2·16)/15
+    0.005556
+    >>> float(romberg_step(n[:2], p[:2], None, None, 1.0))  # no grandparent
+    0.0
+    """
+    neg = np.asarray(negatives, dtype=np.float64)
+    pos = np.asarray(positives, dtype=np.float64)
+    cells = pos.shape[-1]
+    if cells < 4 or cells % 4:
+        return np.zeros(pos.shape[:-1])
+
+    def ordered(p: np.ndarray, n: np.ndarray) -> np.ndarray:
+        out: np.ndarray = p[..., 0::2] * n[..., 1::2] - p[..., 1::2] * n[..., 0::2]
+        return out
+
+    fine = ordered(pos, neg)
+    coarse = ordered(pos[..., 0::2] + pos[..., 1::2], neg[..., 0::2] + neg[..., 1::2])
+    s_fine = 1.0 / 3.0 if fine_shares is None else fine_shares
+    s_coarse = 1.0 / 3.0 if coarse_shares is None else coarse_shares
+    diff = (s_coarse * coarse).sum(axis=-1) - ((1.0 + s_fine) * fine).sum(axis=-1)
+    total = 2.0 * ROMBERG_DIVISOR * np.asarray(pairs, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(total > 0, diff / np.where(total > 0, total, 1.0), 0.0)
+    return np.asarray(out, dtype=np.float64)
+
+
+ROMBERG_SDS = 2.0
+"""The Romberg step counts only beyond this many sds of its own noise (`shrunk_step`): under
+DP noise R₁(h) − R₁(h−1) is a difference of noisy corrections, and a step within its noise
+shows nothing the release can tell from a converged one (the noise is in the interval's σ
+already). At 2 sds a noise-only step counts in ~5% of releases, by ~0.01 sd on average."""
+
+
+def shrunk_step(step: np.ndarray | float, spread: float) -> npt.NDArray[np.float64]:
+    """The step less ROMBERG_SDS × its noise `spread` in size, 0 where within it (soft
+    thresholding: continuous in the step): sign(x)·max(|x| − 2σ, 0). `spread` 0 (no noise:
+    federated) leaves the step as it is.
+
+    >>> shrunk_step(np.array([3.0, -1.0, -5.0]), 1.0).tolist()
+    [1.0, 0.0, -3.0]
+    """
+    x = np.asarray(step, dtype=np.float64)
+    reach = ROMBERG_SDS * spread
+    out: npt.NDArray[np.float64] = x - np.clip(x, -reach, reach)
+    return out
