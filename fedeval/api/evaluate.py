@@ -142,24 +142,24 @@ def auc_interval(
     """95% interval of the AUC from consistent leaves (2, L) and fresh noise draws on them
     (draws, 2, L) or None, clipped to [0, 1]: bias-aware (`bias_aware_interval`) over a range
     of what the release cannot tell apart, with spread √(σ² + the Mann-Whitney variance of the
-    smooth leaves), σ the larger re-noised spread of the range's two ends.
+    smooth leaves), σ the largest re-noised spread of the range's ends.
 
-    The range (`fedeval.estimate.smoothness.auc_parts`) splits each leaf's examples by what
-    the release shows of them (`departures`; `edges`: the leaves' edges in the scores' units,
-    None: equal widths): the pairs of the smooth part are ordered as a smooth density orders
-    them, from the ½-counting (ties) to it less the Richardson step's bias (pairs a parent
-    counts ½ that its leaves order, a third of them, or where the leaves' widths differ each
-    parent's own share, `fedeval.estimate.richardson`); the pairs that involve an example
-    departing from smooth (a point mass, a grid, a cliff, a class squeezed into a leaf: the
-    fewest examples that make its parent's residual) take the worst case ± their number/(2PN),
-    which holds for any data. With fewer than RICHARDSON_MIN_CELLS leaves every example
-    departs. Before: the Richardson range over every leaf, which on scores squeezed into
-    [0.45, 0.55] (7 occupied leaves of 128) corrected 40% of the bias and held the AUC in 0 of
-    200 releases (benchmarks/hard.py). Taking every pair of a flagged parent at its worst
-    instead doubled the interval on smooth scores with 2% positives (34,000 rows, distdp
-    ε = 0.5), whose negatives' density bends faster than the smooth model across the lowest
-    coarse leaves; the pairs those departing negatives make with the few positives of their
-    leaf are 1.03–1.11× as wide (tests/test_rough_intervals.py).
+    The range (`fedeval.estimate.smoothness.auc_parts`) splits each leaf's examples by what the
+    release shows of them (`departures`; `edges`: the leaves' edges in the scores' units, None:
+    equal widths): the pairs of the smooth part are ordered as a smooth density orders them, from
+    the ½-counting (ties) to it less the Richardson step's bias (pairs a parent counts ½ that its
+    leaves order, a third of them, or where the leaves' widths differ each parent's own share,
+    `fedeval.estimate.richardson`) and on to the Romberg value one step further where the Richardson
+    step has not reached its rate (`leaf_auc_parts`); the pairs that involve an example departing
+    from smooth (a point mass, a grid, a cliff, a class squeezed into a leaf: the fewest examples
+    that make its parent's residual) take the worst case ± their number/(2PN), which holds for any
+    data. With fewer than RICHARDSON_MIN_CELLS leaves every example departs. Before: the Richardson
+    range over every leaf, which on scores squeezed into [0.45, 0.55] (7 occupied leaves of 128)
+    corrected 40% of the bias and held the AUC in 0 of 200 releases (benchmarks/hard.py). Taking
+    every pair of a flagged parent at its worst instead doubled the interval on smooth scores with
+    2% positives (34,000 rows, distdp ε = 0.5), whose negatives' density bends faster than the
+    smooth model across the lowest coarse leaves; the pairs those departing negatives make with the
+    few positives of their leaf are 1.03–1.11× as wide (tests/test_rough_intervals.py).
 
     Around the unclipped estimate: near 1 (or 0) the clipped one shifts the interval inwards and
     its far side covers more than the noise allows (measured: 0.98 for an AUC of 0.992 under
