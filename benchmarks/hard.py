@@ -132,6 +132,7 @@ FAMILIES = (
     "massat",
     "useless",
     "thinmass",
+    "tiedtop",
 )
 SMALL_ROWS = {
     "rare-small": 20_000,
@@ -141,6 +142,7 @@ SMALL_ROWS = {
     "fewtop": 5_000,
     "fivetop": 5_000,
     "thinmass": 2_000,
+    "tiedtop": 709,
 }
 ROWS = {
     "grid": 200_000,
@@ -224,6 +226,7 @@ THRESHOLDS = {
     "massat": (0.3, 0.45, 0.5, 0.55, 0.7),  # 0.5 holds 30% of the rows
     "useless": (0.13, 0.3, 0.47, 0.62, 0.85),
     "thinmass": (0.3, 0.5, 0.6797, 0.6803, 0.85),  # 40% of rows on 0.68, between two of them
+    "tiedtop": (0.1, 0.3, 0.5, 0.7, 0.9),
 }
 
 THRESHOLDS["peaks"] = THRESHOLDS["pointmass"]
@@ -378,7 +381,13 @@ def adversarial_scores(
       ~1e3× and the ECE's smooth reading took that difference as a slope across the wide
       leaves beside the mass, moving more examples across bin edges than those leaves hold
       (2,000 rows: the ECE's median error 0.89 with the interval [0, 1]; at 100k rows the
-      leaves beside it are narrow enough that it held).
+      leaves beside it are narrow enough that it held);
+    - tiedtop: 709 rows, 8.5% of them tied on 0.967 with labels Bernoulli(0.96) above
+      negatives around 0.045 (logit ~ N(−3.06, 0.53)) and 0.7% other positives (logit ~
+      N(0.41, 1.7)) (`benchmarks/shapes.py`, session 20): under localdp ε = 5 the release
+      often shows no negative at the top, the AP estimate sits at 1 and its interval
+      [0.94–0.99, 1] misses a truth of 0.93 held down by the 2–3 negatives tied with the
+      top's positives (every miss above the truth).
     """
     if family in ("inverted", "majority", "lowrange", "minimal"):
         share = {"inverted": 0.3, "majority": 0.98, "lowrange": 0.2, "minimal": 0.2}[family]
@@ -411,6 +420,13 @@ def adversarial_scores(
         return y, s
     if family == "useless":
         return rng.random(n) < 0.3, rng.random(n)
+    if family == "tiedtop":
+        y = rng.random(n) < 0.007
+        s = _sigmoid(rng.normal(np.where(y, 0.41, -3.06), np.where(y, 1.7, 0.53)))
+        on = rng.random(n) < 0.085
+        s[on] = 0.967
+        y[on] = rng.random(int(on.sum())) < 0.96
+        return y, s
     if family == "thinmass":
         y = rng.random(n) < 0.3
         s = _smooth_scores(y, rng)
