@@ -131,6 +131,8 @@ FAMILIES = (
     "separated",
     "massat",
     "useless",
+    "thinmass",
+    "tiedtop",
 )
 SMALL_ROWS = {
     "rare-small": 20_000,
@@ -139,6 +141,8 @@ SMALL_ROWS = {
     "minimal": 300,
     "fewtop": 5_000,
     "fivetop": 5_000,
+    "thinmass": 2_000,
+    "tiedtop": 709,
 }
 ROWS = {
     "grid": 200_000,
@@ -221,6 +225,8 @@ THRESHOLDS = {
     "separated": (0.2, 0.45, 0.5, 0.55, 0.8),  # three in the empty gap: precision, recall 1
     "massat": (0.3, 0.45, 0.5, 0.55, 0.7),  # 0.5 holds 30% of the rows
     "useless": (0.13, 0.3, 0.47, 0.62, 0.85),
+    "thinmass": (0.3, 0.5, 0.6797, 0.6803, 0.85),  # 40% of rows on 0.68, between two of them
+    "tiedtop": (0.1, 0.3, 0.5, 0.7, 0.9),
 }
 
 THRESHOLDS["peaks"] = THRESHOLDS["pointmass"]
@@ -368,7 +374,20 @@ def adversarial_scores(
       and recall at thresholds in the gap exactly 1, on the bound every interval is clipped to;
     - massat: 30% of rows on exactly 0.5, a declared threshold (labels Bernoulli(0.25)), the
       rest Beta(4, 2) / Beta(2, 4), 25% positives: the mass sits on a cell's lower edge;
-    - useless: scores independent of labels (uniform), 30% positives: AUC 0.5, AP the share.
+    - useless: scores independent of labels (uniform), 30% positives: AUC 0.5, AP the share;
+    - thinmass: 40% of rows on 0.68 (labels Bernoulli(0.6)), between two declared thresholds
+      6e-4 apart, so in a leaf far narrower than its neighbours, the rest smooth binormal with
+      30% positives (`benchmarks/shapes.py`, session 20): the neighbours' densities differ by
+      ~1e3× and the ECE's smooth reading took that difference as a slope across the wide
+      leaves beside the mass, moving more examples across bin edges than those leaves hold
+      (2,000 rows: the ECE's median error 0.89 with the interval [0, 1]; at 100k rows the
+      leaves beside it are narrow enough that it held);
+    - tiedtop: 709 rows, 8.5% of them tied on 0.967 with labels Bernoulli(0.96) above
+      negatives around 0.045 (logit ~ N(−3.06, 0.53)) and 0.7% other positives (logit ~
+      N(0.41, 1.7)) (`benchmarks/shapes.py`, session 20): under localdp ε = 5 the release
+      often shows no negative at the top, the AP estimate sits at 1 and its interval
+      [0.94–0.99, 1] misses a truth of 0.93 held down by the 2–3 negatives tied with the
+      top's positives (every miss above the truth).
     """
     if family in ("inverted", "majority", "lowrange", "minimal"):
         share = {"inverted": 0.3, "majority": 0.98, "lowrange": 0.2, "minimal": 0.2}[family]
@@ -401,6 +420,20 @@ def adversarial_scores(
         return y, s
     if family == "useless":
         return rng.random(n) < 0.3, rng.random(n)
+    if family == "tiedtop":
+        y = rng.random(n) < 0.007
+        s = _sigmoid(rng.normal(np.where(y, 0.41, -3.06), np.where(y, 1.7, 0.53)))
+        on = rng.random(n) < 0.085
+        s[on] = 0.967
+        y[on] = rng.random(int(on.sum())) < 0.96
+        return y, s
+    if family == "thinmass":
+        y = rng.random(n) < 0.3
+        s = _smooth_scores(y, rng)
+        on = rng.random(n) < 0.4
+        s[on] = 0.68
+        y[on] = rng.random(int(on.sum())) < 0.6
+        return y, s
     if family == "tworanges":
         low = rng.random(n) < 0.8
         y = rng.random(n) < np.where(low, 0.05, 0.6)

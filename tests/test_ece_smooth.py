@@ -15,7 +15,7 @@ from families import family_scores, user_family
 from scipy.stats import binom
 
 import fedeval
-from fedeval.estimate.ece import bin_gaps, split_gaps
+from fedeval.estimate.ece import bin_gaps, ece_estimate, slope_caps, split_gaps, split_geometry
 from fedeval.estimate.ece_range import discretisation_range, smooth_offsets
 from fedeval.estimate.smoothness import departures, with_end_leaves
 
@@ -205,3 +205,22 @@ def test_a_coin_flip_at_a_sign_change_is_in_the_range():
             held += binom.pmf(k, 2, f)
     # The range is a 95 % one of the data's sampling given the counts.
     assert held >= 0.95, held
+
+
+def test_a_slope_beside_a_narrow_point_mass_moves_no_example_a_density_cannot():
+    # 1,000 examples on 0.68 in a leaf 6e-4 wide (declared thresholds close together), 50 in a
+    # wide leaf below it and none in the wide leaf above, which crosses 5 bin edges: the
+    # neighbours' difference of densities is a slope of ~3e6 examples per unit², which read as
+    # is split ~1e5 examples (of either sign) into bins no example is in, and the ECE read 1.0
+    # of a true 0.081. Capped where a class's density across its leaf would go negative
+    # (`slope_caps`), the empty leaf moves nothing and the 50 examples at most all of
+    # themselves: each example moves Σ|D_b| by at most 1, so the reading is within 50/1,050.
+    edges = np.array([0.0, 0.6797, 0.6803, 1.0])
+    leaves = np.array([[40.0, 400.0, 0.0], [10.0, 600.0, 0.0]])  # (negatives, positives)
+    mid = (edges[:-1] + edges[1:]) / 2
+    exact = (abs(10 - 0.3 * 50) + abs(600 - 0.68 * 1000)) / 1050  # the 50 at 0.3
+    est = ece_estimate(leaves, None, mid, edges=edges)
+    assert abs(est.estimate - exact) <= 50 / 1050
+    assert np.all(
+        split_gaps(leaves, edges, 15, caps=slope_caps(leaves, split_geometry(edges, 15)))[11:] == 0
+    )

@@ -17,7 +17,14 @@ import numpy as np
 import numpy.typing as npt
 from scipy.optimize import linprog
 
-from fedeval.estimate.ece import bin_gaps, class_tilt, leaf_bins, split_gaps, split_geometry
+from fedeval.estimate.ece import (
+    bin_gaps,
+    class_tilt,
+    leaf_bins,
+    slope_caps,
+    split_gaps,
+    split_geometry,
+)
 
 P = ParamSpec("P")
 
@@ -161,7 +168,8 @@ def discretisation_parts(
     tilt = np.zeros((2, len(leaf)))
     if offset is not None:  # the classes' slopes across a leaf move its split (`split_gaps`)
         ends = np.stack([ol, oh])
-        tilt = class_tilt(counts[None], geometry)[0]  # its parts are these ends
+        # its parts are these ends; the slopes a density cannot have at the bound
+        tilt = class_tilt(counts[None], geometry, slope_caps(counts, geometry))[0]
         c_part = ends.mean(axis=0)
         tilted = by_bin((1 - c_part) * tilt[1] - c_part * tilt[0])
     for (share_lo, share_hi), (g_lo, g_hi, c_min, c_max) in readings:
