@@ -10,6 +10,7 @@ the smooth reading's width."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.stats import binom
 from sklearn.metrics import average_precision_score
 
@@ -18,10 +19,12 @@ from fedeval.api.evaluate import auc_discretisation_bias, evaluate_data, thresho
 from fedeval.core.axis import ScoreAxis
 from fedeval.core.hierarchy import cell_index
 from fedeval.estimate.metrics import auc_from_buckets
+from fedeval.estimate.roc_pr import leaf_ap, leaf_tails
 from fedeval.estimate.smoothness import (
     RICHARDSON_MIN_CELLS,
     ap_hull,
     departures,
+    rough_ap_reach,
     rough_parents,
     smoothness_residuals,
 )
@@ -171,6 +174,31 @@ def test_ap_hull_holds_tied_scores():
         lo, hi = ap_hull(_leaves(y, s, 3))
         ap = average_precision_score(y, s)
         assert lo - 1e-12 <= ap <= hi + 1e-12, (lo, ap, hi)
+
+
+def test_ap_hull_holds_positives_tied_above_their_leafs_negatives():
+    # Thirty positives share one score above the thirty negatives of their leaf, below forty
+    # negatives: each scores 30/70, above any order of them (k/(40 + k)) and above the whole
+    # leaf tied (30/100). The other leaves hold one class each, so the hull is this leaf's.
+    s = np.concatenate(
+        [
+            np.linspace(0.8, 0.95, 40),
+            np.full(30, 0.7),
+            np.linspace(0.55, 0.65, 30),
+            np.linspace(0.05, 0.3, 100),
+        ]
+    )
+    y = np.concatenate([np.zeros(40, bool), np.ones(30, bool), np.zeros(130, bool)])
+    leaves = _leaves(y, s, 2)
+    ap = average_precision_score(y, s)
+    assert ap == pytest.approx(30 / 70)
+    lo, hi = ap_hull(leaves)
+    assert lo - 1e-12 <= ap <= hi + 1e-12, (lo, ap, hi)
+    assert hi == pytest.approx(30 / 70)  # the bound is reached: nothing looser
+    # The same leaves read as departing from smooth reach the same height above the mix.
+    _, above = rough_ap_reach(leaves, leaves)
+    mix = leaf_ap(*leaf_tails(leaves), "integral")
+    assert mix + float(above) == pytest.approx(30 / 70)
 
 
 def test_positives_on_one_value_under_localdp_are_held():

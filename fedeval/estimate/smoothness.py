@@ -336,7 +336,12 @@ def _precision_sums(
     ·(ψ(c' + p + 1) − ψ(c' + 1)) with c' the examples above them (`within_leaf_bounds`); ties:
     every positive at the leaf's precision, p·(a + p)/(c + m), as scikit-learn scores a tied
     score. A tie is outside the orders' range (one positive tied with many is not at any
-    rank), so a bound for any data takes both."""
+    rank), so a bound for any data takes both. Highest of all: the positives tied in one
+    block above the leaf's negatives, p·(a + p)/(c + p) — a positive with k positives and j
+    negatives at or above it in its leaf scores (a + k)/(c + k + j) ≤ (a + p)/(c + p), as
+    a ≤ c; positives first in order stay below it (each k < p), and so does the whole leaf
+    tied. (The orders' top alone missed the AP of leaves whose positives share a score: 0.43
+    above a hull of 0.30, tests/test_rough_intervals.py.)"""
     m = p + n
 
     def ordered(above: Floats) -> Floats:
@@ -345,7 +350,8 @@ def _precision_sums(
     with np.errstate(divide="ignore", invalid="ignore"):
         tie = np.where(c + m > 0, p * (a + p) / np.where(c + m > 0, c + m, 1.0), 0.0)
         low = np.minimum(ordered(c + n), tie)
-        high = np.maximum(ordered(c), tie)
+        block = np.where(c + p > 0, p * (a + p) / np.where(c + p > 0, c + p, 1.0), 0.0)
+        high = np.maximum(np.maximum(ordered(c), tie), block)
         log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
         mix = np.where(m > 0, p / m + (a - p * c / m) * log_term, 0.0)
     mix = p * np.clip(np.nan_to_num(mix), 0.0, 1.0)
@@ -400,7 +406,8 @@ def rough_ap_reach(leaves: np.ndarray, departing: np.ndarray) -> tuple[np.ndarra
     e₋ of them departing: the rest (pₛ, nₛ) mix uniformly (the integral rule), the departing
     ones sit anywhere in the leaf or tie. Lowest: the departing negatives above the mix and
     the departing positives below it, or the departing ones tied in one block above or below
-    the mix; highest: the departing positives above the mix, or the tied block. With every
+    the mix; highest: the departing positives tied in one block above the mix (each at the
+    block's precision, above any order of them: `_precision_sums`), or the tied block. With every
     example departing that is `_precision_sums`' range over orders and ties; with none, the
     integral rule itself."""
     p, n, a, c = _leaf_terms(np.asarray(leaves, dtype=np.float64))
@@ -440,8 +447,8 @@ def _reach(
             _mixed(ps, ns, a, c + e_n) + _positives_in_order(e_p, a + ps, c + e_n + ps + ns),
             np.minimum(tie_top, tie_bottom),
         )
-        high = np.maximum(
-            _positives_in_order(e_p, a, c) + _mixed(ps, ns, a + e_p, c + e_p),
+        high = np.maximum(  # the departing positives tied in one block above the mix
+            _tied(e_p, 0.0 * e_n, a, c) + _mixed(ps, ns, a + e_p, c + e_p),
             np.maximum(tie_top, tie_bottom),
         )
     return mix - low, high - mix
