@@ -44,7 +44,12 @@ from fedeval.estimate.calibration import (
 from fedeval.estimate.calibration_rows import equidepth_edges_rows
 from fedeval.estimate.ece import ece_estimate
 from fedeval.estimate.ece_range import discretisation_range, smooth_offsets
-from fedeval.estimate.smoothness import RICHARDSON_MIN_CELLS, departures, with_end_leaves
+from fedeval.estimate.smoothness import (
+    RICHARDSON_MIN_CELLS,
+    beside_cliffs,
+    departures,
+    with_end_leaves,
+)
 from fedeval.estimate.uncertainty import REFIT_DRAWS, interval, noise_sd
 from fedeval.privacy.decode import noise_draws
 from fedeval.privacy.registry import model_of
@@ -260,7 +265,8 @@ def release_ece(
     # The end leaves at their worst, as the AP reads them: nothing beyond them checks their
     # density (a mass on the range's bound, a density diverging there).
     smooth = smooth_offsets(leaves, edges)
-    disc = discretisation_range(leaves, edges, with_end_leaves(departing), n_bins, smooth=smooth)
+    placed = with_end_leaves(beside_cliffs(departing, leaves))
+    disc = discretisation_range(leaves, edges, placed, n_bins, smooth=smooth)
     est = ece_estimate(
         leaves,
         draws,
