@@ -423,23 +423,27 @@ def adversarial_scores(
     if family == "tiedtop":
         y = rng.random(n) < 0.007
         s = _sigmoid(rng.normal(np.where(y, 0.41, -3.06), np.where(y, 1.7, 0.53)))
-        on = rng.random(n) < 0.085
-        s[on] = 0.967
-        y[on] = rng.random(int(on.sum())) < 0.96
-        return y, s
+        return _with_mass(y, s, rng, share=0.085, value=0.967, rate=0.96)
     if family == "thinmass":
         y = rng.random(n) < 0.3
-        s = _smooth_scores(y, rng)
-        on = rng.random(n) < 0.4
-        s[on] = 0.68
-        y[on] = rng.random(int(on.sum())) < 0.6
-        return y, s
+        return _with_mass(y, _smooth_scores(y, rng), rng, share=0.4, value=0.68, rate=0.6)
     if family == "tworanges":
         low = rng.random(n) < 0.8
         y = rng.random(n) < np.where(low, 0.05, 0.6)
         z = rng.normal(np.where(y, 1.0, -1.0), 1.0)
         return y, np.where(low, 0.2 * _sigmoid(z), 0.5 + 0.5 * _sigmoid(z))
     raise ValueError(family)
+
+
+def _with_mass(
+    y: np.ndarray, s: np.ndarray, rng: np.random.Generator, share: float, value: float, rate: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(y, s) with a share of the rows moved onto one score `value`, their labels redrawn
+    Bernoulli(`rate`): a point mass (in place)."""
+    on = rng.random(y.size) < share
+    s[on] = value
+    y[on] = rng.random(int(on.sum())) < rate
+    return y, s
 
 
 def hash_family(family: str) -> int:

@@ -96,7 +96,8 @@ def leaf_auc_parts(
     if departing is None:
         departing = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS)
     shares = richardson_shares(edges)
-    romberg = _romberg(leaves, departing, edges, shares)
+    coarse = None if edges is None else richardson_shares(np.asarray(edges)[::2])
+    romberg = _romberg(leaves, departing, shares, coarse)
     raw, bias, half, order_variance = (
         float(x) for x in auc_parts(leaves, departing, shares=shares)
     )
@@ -105,7 +106,7 @@ def leaf_auc_parts(
         resampled = leaves + draws
         moved = departures(leaves, draws, edges, RICHARDSON_MIN_CELLS, resampled)
         r, b, w, _ = auc_parts(resampled, moved, order_variance=False, shares=shares)
-        steps = _romberg(resampled, moved, edges, shares)
+        steps = _romberg(resampled, moved, shares, coarse)
         spread = float(noise_sd(steps)) if len(steps) > 1 else 0.0
         spread = spread if math.isfinite(spread) else 0.0
         romberg = shrunk_step(romberg, spread)
@@ -136,18 +137,21 @@ def leaf_auc_parts(
 
 
 def _romberg(
-    leaves: np.ndarray, departing: np.ndarray, edges: np.ndarray | None, shares: np.ndarray | None
+    leaves: np.ndarray,
+    departing: np.ndarray,
+    shares: np.ndarray | None,
+    coarse: np.ndarray | None,
 ) -> np.ndarray:
     """The Romberg step (R₁(h) − R₁(h−1))/15 (`romberg_step`) of the smooth parts of leaves
     (..., 2, L) (less their `departing` examples, as `auc_parts` reads them), over the noisy
     P·N as the Richardson step's; 0 where the parents number fewer than RICHARDSON_MIN_CELLS
-    (the coarse level's own step is not read there) or L is not a multiple of 4."""
+    (the coarse level's own step is not read there) or L is not a multiple of 4. `shares`,
+    `coarse`: `richardson_shares` of the leaves' and of their parents' edges (None: ⅓)."""
     leaves = np.asarray(leaves, dtype=np.float64)
     n_leaves = leaves.shape[-1]
     if n_leaves // 2 < RICHARDSON_MIN_CELLS or n_leaves % 4:
         return np.zeros(leaves.shape[:-2])
     smooth = leaves - np.minimum(departing, np.clip(leaves, 0.0, None))
-    coarse = None if edges is None else richardson_shares(np.asarray(edges)[::2])
     pairs = leaves[..., 0, :].sum(axis=-1) * leaves[..., 1, :].sum(axis=-1)
     return romberg_step(smooth[..., 0, :], smooth[..., 1, :], shares, coarse, pairs)
 
