@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.ap_order import shuffled_ap, shuffled_ap_mean
+from fedeval.estimate.ap_top_block import top_block_low
 from fedeval.estimate.interval_parts import IntervalParts
 from fedeval.estimate.richardson import shared_step
 from fedeval.estimate.roc_pr import (
@@ -434,6 +435,9 @@ def leaf_ap_interval_parts(
         ends = (0.0, 0.0)
     parts = APParts(lo, hi, sd, noise, order_sd, reach=(below, above), ends_sd=ends)
     ci = parts.interval()
+    top_low = top_block_low(leaves, draws[:AP_DRAWS])
+    if top_low is not None:
+        ci[0] = min(ci[0], top_low)
     return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0))), parts
 
 
