@@ -48,7 +48,19 @@ def test_ece_of_scores_in_a_fraction_of_a_wide_leaf_is_held(monkeypatch):
     ev = evaluate_data(data, model="federated", thresholds=list(THRESHOLDS), height=4, seed=0)
     lo, hi = ev.ece.ci95
     assert lo <= ev.ece.exact <= hi
-    monkeypatch.setattr(calibrate, "beside_cliffs", lambda departing, leaves: departing)
+    monkeypatch.setattr(calibrate, "beside_cliffs", lambda departing, leaves, draws=None: departing)
     old = evaluate_data(data, model="federated", thresholds=list(THRESHOLDS), height=4, seed=0)
     assert old.ece.ci95[0] > old.ece.exact  # the smooth reading alone misses it
     assert old.ece.estimate == pytest.approx(ev.ece.estimate)  # the estimate is unchanged
+
+
+def test_under_noise_a_parent_its_noise_cannot_tell_from_empty_is_a_cliff():
+    leaves = np.array([[62.0, 442, 2.5, -1.0, 30, 30, 30, 30], [1.0, 10, 0.5, 0.2, 5, 5, 5, 5]])
+    departing = np.zeros_like(leaves)
+    departing[:, 2:4] = np.inf
+    rng = np.random.default_rng(3)
+    noisy = rng.normal(0.0, 2.0, (400, 2, 8))  # parent sd ≈ 2.8: 2.5 negatives are within it
+    assert np.isinf(beside_cliffs(departing, leaves, noisy)[:, 1]).all()
+    assert (beside_cliffs(departing, leaves)[:, 1] == 0).all()  # exact counts: it holds 2.5
+    quiet = rng.normal(0.0, 0.2, (400, 2, 8))  # sd ≈ 0.28: 2.5 negatives are told apart
+    assert (beside_cliffs(departing, leaves, quiet)[0, 1] == 0).all()

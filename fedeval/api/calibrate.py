@@ -265,7 +265,7 @@ def release_ece(
     # The end leaves at their worst, as the AP reads them: nothing beyond them checks their
     # density (a mass on the range's bound, a density diverging there).
     smooth = smooth_offsets(leaves, edges)
-    placed = with_end_leaves(beside_cliffs(departing, leaves))
+    placed = with_end_leaves(beside_cliffs(departing, leaves, draws))
     disc = discretisation_range(leaves, edges, placed, n_bins, smooth=smooth)
     est = ece_estimate(
         leaves,

@@ -336,7 +336,12 @@ def ece_estimate(
     `edges` (L + 1): the gaps are read as a smooth density reads the leaves (`split_gaps`: a
     leaf across a bin edge split by the overlap), the noise on them likewise, instead of each
     leaf whole at `score` (the discretisation term is then about that reading:
-    `discretisation_range` with `smooth`)."""
+    `discretisation_range` with `smooth`).
+
+    The interval is read from the estimate uncapped (the ECE is at most 1, but capping each
+    draw at 1 where the noise carries them past it piles them up there and their spread
+    vanishes: 811 scores in [0.9945, 0.9999], 23 positives, localdp ε = 5, an ECE of 0.97
+    held in 0.73 of 100 releases by [0.99, 1]-wide intervals, 0.98 uncapped), then clipped."""
     below, above = discretisation if isinstance(discretisation, tuple) else (discretisation,) * 2
     leaves = np.asarray(leaves, dtype=np.float64)
     score = np.asarray(score, dtype=np.float64)
@@ -363,7 +368,10 @@ def ece_estimate(
     e = gaps_of(draws)  # (R, M): the noise on each D_b
     n_noise = draws.sum(axis=(1, 2))  # (R,): the noise on the total
     var = np.mean(e * e, axis=0)  # the noise is zero-mean: its second moment is its variance
-    value = min(float(_debiased(gaps, var).sum()) / total, 1.0)
+    # Uncapped for the interval: the ECE is at most 1, but where the noise carries the
+    # estimate past 1 the capped draws pile up at 1 and their spread vanishes (below).
+    raw = float(_debiased(gaps, var).sum()) / total
+    value = min(raw, 1.0)
     if not interval:
         return Estimate(value)
     sd_total = float(np.sqrt(np.mean(n_noise * n_noise)))
@@ -383,12 +391,12 @@ def ece_estimate(
     zeroed = np.where(gaps * gaps <= Z95 * Z95 * var, 0.0, debiased)
     for truth in (debiased, gaps, zeroed):
         t = float(np.abs(truth).sum()) / total
-        est = np.minimum(_debiased(truth + e, var).sum(axis=1) / denom, 1.0)
+        est = _debiased(truth + e, var).sum(axis=1) / denom
         err = np.where(total + n_noise > 0, est - t, 1.0)
         q_lo, q_hi = np.quantile(err, [TAIL, 1 - TAIL])
-        lo, hi = min(lo, value - float(q_hi)), max(hi, value - float(q_lo))
-    lo = value - bias_aware_half(max(value - lo, 0.0), below)
-    hi = value + bias_aware_half(max(hi - value, 0.0), above)
+        lo, hi = min(lo, raw - float(q_hi)), max(hi, raw - float(q_lo))
+    lo = raw - bias_aware_half(max(raw - lo, 0.0), below)
+    hi = raw + bias_aware_half(max(hi - raw, 0.0), above)
     return Estimate(value, None, (min(max(lo, 0.0), value), max(min(hi, 1.0), value)))
 
 
