@@ -119,9 +119,18 @@ def consistent_leaves(
 
     z = [np.asarray(m, dtype=np.float64) for m in measured]
     vz = [float(v) for v in variances]  # all scalars here
+    # Fewer fresh arrays, the same operations (so the same values): each level's pairs summed
+    # once (the bottom-up pass sums z_{k+1}'s pairs once z_{k+1} is final; the top-down pass
+    # reads those sums and then holds its gap in them), the children's weighted sums made in
+    # one scratch array, and a level's final values written over the z_k this call made. A
+    # fresh array's pages fault on first touch: in a new process, where the height choice
+    # decodes 20 trees of up to 17 × 2^14 leaves, that was most of this function's time.
+    pairs: list[np.ndarray | None] = [None] * len(levels)
+    made = [False] * len(levels)  # z[i] is an array of this call's (writable in place)
+    scratch: np.ndarray | None = None
     # Bottom-up: z_k = weighted mean of y_k and the sum of the children's z_{k+1}.
     for i in range(len(levels) - 2, -1, -1):
-        child_sum = _pair_sum(z[i + 1])
+        child_sum = pairs[i + 1] = _pair_sum(z[i + 1])
         v_own, v_children = vz[i], 2.0 * vz[i + 1]
         if v_own == 0.0:
             continue  # an exact measurement stays as it is
@@ -136,10 +145,17 @@ def consistent_leaves(
             vz[i] = 0.0
             continue
         w_own = v_children / (v_own + v_children)
-        # w_own·z + (1 − w_own)·Σ children, with the products summed in place (the same values)
+        # w_own·z + (1 − w_own)·Σ children
         own = w_own * z[i]
-        child_sum *= 1.0 - w_own
-        z[i] = own + child_sum if own.shape != child_sum.shape else np.add(own, child_sum, out=own)
+        if own.shape == child_sum.shape:
+            if scratch is None or scratch.size < child_sum.size:
+                scratch = np.empty(child_sum.size)
+            scaled = scratch[: child_sum.size].reshape(child_sum.shape)
+            np.multiply(child_sum, 1.0 - w_own, out=scaled)
+            z[i] = np.add(own, scaled, out=own)
+        else:
+            z[i] = own + child_sum * (1.0 - w_own)
+        made[i] = True
         vz[i] = v_own * v_children / (v_own + v_children)
     # Top-down: children absorb the parent's disagreement equally (siblings share a variance):
     # z + gap/2 for each child, added into the siblings' strided halves (the same values as
@@ -147,12 +163,15 @@ def consistent_leaves(
     # ~5.9 → ~4 ms).
     out = z[0]
     for i in range(1, len(levels)):
-        gap = out - _pair_sum(z[i])
+        below = pairs[i]
+        assert below is not None  # summed by the bottom-up pass, read by this step alone
+        gap = np.subtract(out, below, out=below) if out.shape == below.shape else out - below
         gap /= 2.0
         shape = np.broadcast_shapes(z[i].shape[:-1], gap.shape[:-1]) + z[i].shape[-1:]
-        out = np.empty(shape)
-        np.add(z[i][..., 0::2], gap, out=out[..., 0::2])
-        np.add(z[i][..., 1::2], gap, out=out[..., 1::2])
+        new = z[i] if made[i] and z[i].shape == shape else np.empty(shape)
+        np.add(z[i][..., 0::2], gap, out=new[..., 0::2])
+        np.add(z[i][..., 1::2], gap, out=new[..., 1::2])
+        out = new
     return out
 
 
