@@ -277,8 +277,12 @@ def class_tilt(
     ahead[..., -1] = density[..., -1] - density[..., -2]
     moved: npt.NDArray[np.float64] = ahead[..., g.leaf] * g.inv_pair * g.lever
     if caps is not None:  # the slopes a density cannot have, at the bound (`slope_caps`)
+        # Only the pairs of capped leaves are read afresh (a few of a fine axis's 2^16): the
+        # same products at those entries as a choice over all of them, the rest as they are.
         at = caps[..., g.leaf]
-        moved = np.where(np.isnan(at), moved, np.nan_to_num(at) * flat[..., g.leaf] * g.lever)
+        cls, pair = np.nonzero(~np.isnan(at))
+        capped = np.nan_to_num(at[cls, pair])
+        moved[..., cls, pair] = capped * flat[..., cls, g.leaf[pair]] * g.lever[pair]
     return moved
 
 

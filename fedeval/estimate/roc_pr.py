@@ -238,10 +238,23 @@ def _precision_terms(
         h = digamma(c + m + 1) - digamma(c + 1)
         prec = (all_positive(p, m, 1) * (a + 1) * h + all_positive(p, m, 2) * (m - (c + 1) * h)) / p
     else:  # "integral"
+        # Each step written over the last (the same operations in the same order, so the same
+        # values, with a third of the temporaries: 60 draws' 2^13 sub-cells, `trend_ap`).
+        above = c > 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            log_term = np.where(c > 0, np.log1p(m / np.where(c > 0, c, 1.0)) / m, 0.0)
-        prec = p / m + (a - p * c / m) * log_term
-    terms: np.ndarray = p * np.clip(prec, 0.0, 1.0)
+            log_term = np.where(above, c, 1.0)
+            np.divide(m, log_term, out=log_term)
+            np.log1p(log_term, out=log_term)
+            np.divide(log_term, m, out=log_term)
+        log_term[~above] = 0.0
+        tilt = np.multiply(p, c, out=c)
+        tilt /= m
+        np.subtract(a, tilt, out=tilt)
+        tilt *= log_term
+        prec = p / m
+        prec += tilt
+    np.clip(prec, 0.0, 1.0, out=prec)
+    terms: np.ndarray = np.multiply(p, prec, out=prec)
     return terms
 
 
