@@ -11,6 +11,7 @@ Sources: Cormode & Markov, appendix A (dyadic counts, prefix queries, quantiles)
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -277,8 +278,32 @@ def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     noisy partial means is), which would lift the class's whole upper tail. Measured on 1.5%
     positives at 200k rows, distdp ε = 1, 40 releases: the leaves' AP bias −0.008 → −0.003,
     its spread 0.0078 → 0.0058.
+
+    The last few fits are kept (`FIT_MEMO`): a release's evaluation fits the same leaves up
+    to seven times (the curves, the AP's hull, its reach, its order spread, the top block), and
+    the fit of leaves equal bit for bit is returned (a copy) instead of taken again.
     """
-    return _monotone_cumulative(np.asarray(leaves, dtype=np.float64))
+    x = np.asarray(leaves, dtype=np.float64)
+    if x.size > FIT_MEMO_MAX:
+        return _monotone_cumulative(x)
+    bits = np.ascontiguousarray(x).view(np.int64)  # equal bit for bit, -0.0 and NaN included
+    with _fit_lock:
+        for key, fit in _fit_memo:
+            if key.shape == bits.shape and np.array_equal(key, bits):
+                return fit.copy()
+    fit = _monotone_cumulative(x)
+    with _fit_lock:
+        _fit_memo.insert(0, (bits.copy(), fit.copy()))
+        del _fit_memo[FIT_MEMO:]
+    return fit
+
+
+FIT_MEMO = 6
+"""Fits `monotone_cumulative` keeps (the most recent), for leaves of at most FIT_MEMO_MAX
+entries: a few MB at most."""
+FIT_MEMO_MAX = 1 << 17
+_fit_memo: list[tuple[np.ndarray, np.ndarray]] = []
+_fit_lock = threading.Lock()
 
 
 def _monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
