@@ -11,11 +11,12 @@ Sources: Cormode & Markov, appendix A (dyadic counts, prefix queries, quantiles)
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+from fedeval.core.memo import MISS, BitMemo
 
 # scipy.optimize is imported on the first fit, not with this module: it is the largest import
 # of a Flower ClientApp or ServerApp (which read cell indices but never fit), about 0.5 CPU-s of
@@ -279,31 +280,21 @@ def monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
     positives at 200k rows, distdp ε = 1, 40 releases: the leaves' AP bias −0.008 → −0.003,
     its spread 0.0078 → 0.0058.
 
-    The last few fits are kept (`FIT_MEMO`): a release's evaluation fits the same leaves up
-    to seven times (the curves, the AP's hull, its reach, its order spread, the top block), and
-    the fit of leaves equal bit for bit is returned (a copy) instead of taken again.
+    The last few fits are kept (`fedeval.core.memo.BitMemo`): a release's evaluation fits the
+    same leaves up to seven times (the curves, the AP's hull, its reach, its order spread, the
+    top block), and the fit of leaves equal bit for bit is returned (a copy), not taken again.
     """
     x = np.asarray(leaves, dtype=np.float64)
-    if x.size > FIT_MEMO_MAX:
-        return _monotone_cumulative(x)
-    bits = np.ascontiguousarray(x).view(np.int64)  # equal bit for bit, -0.0 and NaN included
-    with _fit_lock:
-        for key, fit in _fit_memo:
-            if key.shape == bits.shape and np.array_equal(key, bits):
-                return fit.copy()
-    fit = _monotone_cumulative(x)
-    with _fit_lock:
-        _fit_memo.insert(0, (bits.copy(), fit.copy()))
-        del _fit_memo[FIT_MEMO:]
-    return fit
+    fit = _fits.get(x)
+    if fit is MISS:
+        fit = _monotone_cumulative(x)
+        _fits.put(fit, x)
+    out: np.ndarray = fit
+    return out
 
 
-FIT_MEMO = 6
-"""Fits `monotone_cumulative` keeps (the most recent), for leaves of at most FIT_MEMO_MAX
-entries: a few MB at most."""
-FIT_MEMO_MAX = 1 << 17
-_fit_memo: list[tuple[np.ndarray, np.ndarray]] = []
-_fit_lock = threading.Lock()
+_fits = BitMemo(size=6, max_entries=1 << 17)
+"""`monotone_cumulative`'s last fits (leaves up to 2^17 entries: a few MB)."""
 
 
 def _monotone_cumulative(leaves: np.ndarray) -> np.ndarray:
@@ -347,12 +338,21 @@ def _own_fit(y: np.ndarray) -> bool:
     """Whether `y` is already what isotonic regression returns, bit for bit: strictly
     increasing (no block is pooled), or non-decreasing integers below 2^53 (a pooled run of
     equal integers has that integer as its exact mean)."""
-    step = np.diff(y)
-    if not np.all(step >= 0):
+    # One pass for both orders (the least step: ≥ 0 iff every step is, NaN failing both), and
+    # the integers tried on a few entries first: a row of noisy sums fails at once.
+    least = np.diff(y).min()
+    if not least >= 0:
         return False
-    return bool(np.all(step > 0)) or bool(
-        np.all(y == np.rint(y)) and max(abs(y[0]), abs(y[-1])) < 2.0**53
-    )
+    if least > 0:
+        return True
+    head = y[:OWN_FIT_HEAD]
+    if not np.all(head == np.rint(head)):
+        return False
+    return bool(np.all(y == np.rint(y)) and max(abs(y[0]), abs(y[-1])) < 2.0**53)
+
+
+OWN_FIT_HEAD = 64
+"""Entries `_own_fit` tries for integers before the whole row."""
 
 
 def quantiles(leaves: np.ndarray, q: np.ndarray) -> np.ndarray:

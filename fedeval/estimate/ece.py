@@ -63,6 +63,7 @@ import numpy.typing as npt
 from scipy.optimize import brentq
 from scipy.special import ndtr
 
+from fedeval.core.memo import MISS, BitMemo
 from fedeval.core.results import Estimate, undetermined_note
 from fedeval.estimate.uncertainty import Z95
 
@@ -230,10 +231,20 @@ def slope_caps(leaves: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64] 
     empty leaf beside one, across two bin edges, was read holding 85 examples it has not,
     and the ECE interval held the truth in 23% of 200 releases). Read on the release
     (clamped at 0) and kept as the factor sign(β)·2/w² on each input's count, so the reading
-    stays linear in the counts and the noise draws are read by the same map."""
+    stays linear in the counts and the noise draws are read by the same map. Kept for the
+    last few counts (`fedeval.core.memo.BitMemo`): the ECE's estimate and its discretisation
+    range read the same release's."""
     counts = np.clip(np.asarray(leaves, dtype=np.float64), 0.0, None)
     if len(g.width) < 2:
         return None
+    caps = _caps.get(counts, g)
+    if caps is MISS:
+        caps = _slope_caps(counts, g)
+        _caps.put(caps, counts, g)
+    return caps  # type: ignore[no-any-return]
+
+
+def _slope_caps(counts: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64] | None:
     beta = _slopes(counts[None], g)[0]
     inv_w2 = 2.0 / (g.safe_width * g.safe_width)
     capped = (np.abs(beta) > counts * inv_w2) & (g.width > 0)
@@ -263,9 +274,27 @@ def class_tilt(
     x_l)² − (at_lo − x_l)²)/2 (x_l the leaf's centre; 0 for a part that is the whole leaf),
     β the class's slope there, the central difference of its neighbours' densities n/w (one
     side at either end), linear in the counts of (rows, 2, L). `caps` (2, L; `slope_caps`): the
-    release's leaves whose slope a density cannot have, read at the bound instead."""
+    release's leaves whose slope a density cannot have, read at the bound instead. Kept for the
+    last few readings of one row (`fedeval.core.memo.BitMemo`): on exact counts the ECE's
+    estimate reads the same leaves as its discretisation range."""
     if len(g.width) < 2:
         return np.zeros((*flat.shape[:2], len(g.leaf)))
+    if len(flat) != 1:  # noise draws: read once each
+        return _class_tilt(flat, g, caps)
+    moved = _tilts.get(flat, g, caps)
+    if moved is MISS:
+        moved = _class_tilt(flat, g, caps)
+        _tilts.put(moved, flat, g, caps)
+    return moved  # type: ignore[no-any-return]
+
+
+_caps = BitMemo(size=4, max_entries=1 << 18)
+_tilts = BitMemo(size=4, max_entries=1 << 18)
+
+
+def _class_tilt(
+    flat: np.ndarray, g: SplitGeometry, caps: np.ndarray | None
+) -> npt.NDArray[np.float64]:
     # Each leaf's density once, its neighbours' difference by slices (nxt = l + 1 and prv =
     # l − 1 inside, the leaf itself at either end), then gathered at the pairs' leaves: the
     # same elementwise operations as reading each pair's neighbours afresh, so the same
