@@ -72,13 +72,19 @@ def _trees(rng: np.random.Generator):
     ]:
         yield name, [rng.normal(size=(2, 1 << k)) * 9 for k in levels], variances, levels
     # the height choice's read: zeros above, one level of vectors at the leaves
-    yield "zeros above", [np.zeros((5, 1 << k)) for k in levels[:-1]] + [
-        rng.random((5, 1 << h))
-    ], even, levels
+    yield (
+        "zeros above",
+        [np.zeros((5, 1 << k)) for k in levels[:-1]] + [rng.random((5, 1 << h))],
+        even,
+        levels,
+    )
     # noise draws under the release's own upper levels (broadcast), and draws at every level
-    yield "broadcast", [rng.normal(size=(2, 1 << k)) for k in levels[:-1]] + [
-        rng.normal(size=(7, 2, 1 << h))
-    ], even, levels
+    yield (
+        "broadcast",
+        [rng.normal(size=(2, 1 << k)) for k in levels[:-1]] + [rng.normal(size=(7, 2, 1 << h))],
+        even,
+        levels,
+    )
     yield "draws", [rng.normal(size=(7, 2, 1 << k)) for k in levels], even, levels
 
 
