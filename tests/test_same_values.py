@@ -223,3 +223,38 @@ def test_bit_memo_matches_bits_and_objects_only():
     memo.put(np.full(1, 3.0), np.ones(3), token)  # the first entry leaves (size 2)
     assert memo.get(a, token) is MISS
     assert memo.get(np.ones(3), token).tolist() == [3.0]
+
+
+def _log_slopes_before(density: np.ndarray, mid: np.ndarray) -> np.ndarray:
+    """`trend_split`'s slopes as they were read: three full readings, chosen in turn."""
+    occupied = density > 0
+    log_d = np.where(occupied, np.log(np.where(occupied, density, 1.0)), np.nan)
+    pad = np.full((*density.shape[:-1], 1), np.nan)
+    below = np.concatenate([pad, log_d[..., :-1]], axis=-1)
+    above = np.concatenate([log_d[..., 1:], pad], axis=-1)
+    mid_below = np.concatenate([[np.nan], mid[:-1]])
+    mid_above = np.concatenate([mid[1:], [np.nan]])
+    with np.errstate(invalid="ignore"):
+        centred = (above - below) / (mid_above - mid_below)
+        from_below = (log_d - below) / (mid - mid_below)
+        from_above = (above - log_d) / (mid_above - mid)
+    slope = np.where(np.isfinite(centred), centred, np.nan)
+    slope = np.where(np.isnan(slope) & np.isfinite(from_below), from_below, slope)
+    slope = np.where(np.isnan(slope) & np.isfinite(from_above), from_above, slope)
+    return np.nan_to_num(slope, nan=0.0)
+
+
+@pytest.mark.parametrize("n_leaves", [1, 2, 3, 64])
+def test_log_slopes_are_the_values_of_before(n_leaves):
+    """Leaves with mass, empty leaves alone and in runs, at either end, on uneven widths."""
+    from fedeval.estimate.average_precision import _log_slopes
+
+    rng = np.random.default_rng(n_leaves)
+    edges = np.sort(np.r_[0.0, rng.random(n_leaves - 1), 1.0])
+    mid = (edges[:-1] + edges[1:]) / 2.0
+    density = rng.gamma(0.7, 5.0, size=(6, 2, n_leaves)) * (rng.random((6, 2, n_leaves)) > 0.3)
+    density[0] = 0.0
+    density[1, :, :1] = 0.0
+    got, want = _log_slopes(density, mid), _log_slopes_before(density, mid)
+    assert got.shape == want.shape
+    assert _bits(got) == _bits(want)
