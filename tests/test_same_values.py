@@ -258,3 +258,41 @@ def test_log_slopes_are_the_values_of_before(n_leaves):
     got, want = _log_slopes(density, mid), _log_slopes_before(density, mid)
     assert got.shape == want.shape
     assert _bits(got) == _bits(want)
+
+
+def _class_tilt_before(flat, g, caps):
+    density = np.where(g.width > 0, flat / g.safe_width, 0.0)
+    ahead = np.empty_like(density)
+    ahead[..., 1:-1] = density[..., 2:] - density[..., :-2]
+    ahead[..., 0] = density[..., 1] - density[..., 0]
+    ahead[..., -1] = density[..., -1] - density[..., -2]
+    moved = ahead[..., g.leaf] * g.inv_pair * g.lever
+    if caps is not None:
+        at = caps[..., g.leaf]
+        moved = np.where(np.isnan(at), moved, np.nan_to_num(at) * flat[..., g.leaf] * g.lever)
+    return moved
+
+
+def test_split_gaps_and_slopes_are_the_values_of_before():
+    """The ECE's gaps of noisy draws (rows of both signs, a leaf of no width) and the release's
+    slope caps, against the formulas as they were written."""
+    from fedeval.estimate.ece import slope_caps, split_gaps
+
+    rng = np.random.default_rng(11)
+    edges = np.sort(np.r_[0.0, rng.random(70), 1.0])
+    edges[20] = edges[21]  # a leaf of no width
+    g = split_geometry(edges, 15)
+    leaves = rng.gamma(0.6, 40.0, size=(2, 71))
+    leaves[1, 30:33] = 0.0
+    draws = rng.normal(0.0, 6.0, size=(9, 2, 71))
+    caps = slope_caps(leaves, g)
+    assert caps is not None and np.isfinite(caps).any()  # some leaves are capped
+    got_gaps = split_gaps(leaves + draws, edges, 15, caps=caps)
+    want = []
+    for row in leaves + draws:
+        chunk = row[None]
+        part = g.f * ((1 - g.c) * chunk[:, 1, g.leaf] - g.c * chunk[:, 0, g.leaf])
+        moved = _class_tilt_before(chunk, g, caps)
+        part = part + (1 - g.c) * moved[:, 1] - g.c * moved[:, 0]
+        want.append(np.bincount(g.b, part[0], minlength=15))
+    assert _bits(got_gaps) == _bits(np.array(want))

@@ -138,12 +138,22 @@ def split_gaps(
         chunk = flat[r0 : r0 + step]
         k = len(chunk)
         # (k, pairs): each pair's part of its leaf's gap, summed into its bin per row.
-        part = g.f * ((1 - c) * chunk[:, 1, leaf] - c * chunk[:, 0, leaf])
+        # g.f·((1 − c)·P − c·N) + (1 − c)·tilt₊ − c·tilt₋, each product written over its
+        # factor's gathered copy (the same operations in the same order)
+        part = chunk[:, 1, leaf]
+        part *= 1 - c
+        other = chunk[:, 0, leaf]
+        other *= c
+        part -= other
+        part *= g.f
         if tilt is None:
             moved = class_tilt(chunk, g, caps)
         else:
             moved = tilt.reshape(rows, 2, -1)[r0 : r0 + step]
-        part = part + (1 - c) * moved[:, 1] - c * moved[:, 0]
+        np.multiply(moved[:, 1], 1 - c, out=other)
+        part += other
+        np.multiply(moved[:, 0], c, out=other)
+        part -= other
         cell = (b + n_bins * np.arange(k)[:, None]).ravel()
         sums = np.bincount(cell, part.ravel(), minlength=k * n_bins)
         out[r0 : r0 + k] = sums.reshape(k, n_bins)
@@ -257,13 +267,22 @@ def _slope_caps(counts: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64]
 def _slopes(flat: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64]:
     """(rows, 2, L): each class's slope across each leaf, the central difference of its
     neighbours' densities n/w (one side at either end)."""
-    density = np.where(g.width > 0, flat / g.safe_width, 0.0)
+    ahead = _ahead(flat, g)
+    ahead *= g.inv
+    return ahead
+
+
+def _ahead(flat: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64]:
+    """(rows, 2, L): each leaf's neighbours' densities n/w, the one ahead less the one behind
+    (the leaf itself at either end); its differences written into one array (the same values
+    as subtracting the slices into new ones)."""
+    density = flat / g.safe_width
+    density[..., ~(g.width > 0)] = 0.0  # as np.where(width > 0, n/w, 0) reads it
     ahead = np.empty_like(density)
-    ahead[..., 1:-1] = density[..., 2:] - density[..., :-2]
+    np.subtract(density[..., 2:], density[..., :-2], out=ahead[..., 1:-1])
     ahead[..., 0] = density[..., 1] - density[..., 0]
     ahead[..., -1] = density[..., -1] - density[..., -2]
-    slope: npt.NDArray[np.float64] = ahead * g.inv
-    return slope
+    return ahead
 
 
 def class_tilt(
@@ -299,12 +318,9 @@ def _class_tilt(
     # l − 1 inside, the leaf itself at either end), then gathered at the pairs' leaves: the
     # same elementwise operations as reading each pair's neighbours afresh, so the same
     # values, over L entries instead of twice the pairs (a fine axis: 3 calls a release).
-    density = np.where(g.width > 0, flat / g.safe_width, 0.0)
-    ahead = np.empty_like(density)
-    ahead[..., 1:-1] = density[..., 2:] - density[..., :-2]
-    ahead[..., 0] = density[..., 1] - density[..., 0]
-    ahead[..., -1] = density[..., -1] - density[..., -2]
-    moved: npt.NDArray[np.float64] = ahead[..., g.leaf] * g.inv_pair * g.lever
+    moved: npt.NDArray[np.float64] = _ahead(flat, g)[..., g.leaf]
+    moved *= g.inv_pair
+    moved *= g.lever
     if caps is not None:  # the slopes a density cannot have, at the bound (`slope_caps`)
         # Only the pairs of capped leaves are read afresh (a few of a fine axis's 2^16): the
         # same products at those entries as a choice over all of them, the rest as they are.
