@@ -276,7 +276,7 @@ def _ahead(flat: np.ndarray, g: SplitGeometry) -> npt.NDArray[np.float64]:
     """(rows, 2, L): each leaf's neighbours' densities n/w, the one ahead less the one behind
     (the leaf itself at either end); its differences written into one array (the same values
     as subtracting the slices into new ones)."""
-    density = flat / g.safe_width
+    density: npt.NDArray[np.float64] = flat / g.safe_width
     density[..., ~(g.width > 0)] = 0.0  # as np.where(width > 0, n/w, 0) reads it
     ahead = np.empty_like(density)
     np.subtract(density[..., 2:], density[..., :-2], out=ahead[..., 1:-1])
