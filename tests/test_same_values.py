@@ -296,3 +296,62 @@ def test_split_gaps_and_slopes_are_the_values_of_before():
         part = part + (1 - g.c) * moved[:, 1] - g.c * moved[:, 0]
         want.append(np.bincount(g.b, part[0], minlength=15))
     assert _bits(got_gaps) == _bits(np.array(want))
+
+
+def _per_cell_before(measured, variances):
+    """`consistent_leaves` with per-cell variances as it was: every level's variances copied
+    out to its counts' shape first."""
+    z = [np.asarray(m, dtype=np.float64) for m in measured]
+    vz = [
+        np.broadcast_to(np.asarray(v, np.float64), zi.shape).copy()
+        for v, zi in zip(variances, z, strict=True)
+    ]
+    for i in range(len(z) - 2, -1, -1):
+        child_sum, v_children = _pair_sum(z[i + 1]), _pair_sum(vz[i + 1])
+        v_own = vz[i]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w_own = np.where(
+                v_own == 0.0,
+                1.0,
+                np.where(
+                    ~np.isfinite(v_own),
+                    0.0,
+                    np.where(~np.isfinite(v_children), 1.0, v_children / (v_own + v_children)),
+                ),
+            )
+            both = np.where(
+                np.isfinite(v_own) & np.isfinite(v_children),
+                v_own * v_children / np.where(v_own + v_children > 0, v_own + v_children, 1.0),
+                np.minimum(v_own, v_children),
+            )
+        z[i] = w_own * z[i] + (1.0 - w_own) * child_sum
+        vz[i] = both
+    out = z[0]
+    for i in range(1, len(z)):
+        gap = out - _pair_sum(z[i])
+        v = vz[i].reshape(*vz[i].shape[:-1], -1, 2)
+        total = v.sum(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(np.isfinite(total) & (total > 0), v / total, 0.5)
+        out = z[i] + np.repeat(gap, 2, axis=-1) * share.reshape(vz[i].shape)
+    return out
+
+
+def test_per_cell_variances_are_the_values_of_before():
+    """Per-cell variances (OUE's, with empty cells at 0 and unmeasured ones infinite, a scalar
+    level among them) under a stack of draws at every level and under the release's own upper
+    levels (broadcast)."""
+    rng = np.random.default_rng(9)
+    levels = list(range(1, 7))
+    variances = [rng.uniform(0.5, 9.0, (2, 1 << k)) for k in levels]
+    variances[1] = 2.5  # one number for a level
+    variances[2][0, 1] = 0.0
+    variances[3][1, :3] = np.inf
+    variances[5][:, 7] = 0.0
+    draws = [rng.normal(size=(5, 2, 1 << k)) * 4 for k in levels]
+    release = [rng.normal(size=(2, 1 << k)) * 4 for k in levels[:-1]] + [draws[-1]]
+    for measured in (draws, release):
+        got = consistent_leaves(measured, variances, levels)
+        want = _per_cell_before(measured, variances)
+        assert got.shape == want.shape
+        assert _bits(got) == _bits(want)

@@ -190,8 +190,14 @@ def _consistent_per_cell(
     passes, elementwise, and the top-down split in proportion to the two children's variances
     (equal where both are 0 or both infinite)."""
     z = [np.asarray(m, dtype=np.float64) for m in measured]
+    # Each level's variances at their own shape (full along the cells), not copied out to the
+    # counts' (a stack of noise draws shares one set): every entry is what the broadcast copy
+    # held, so the weights, the combined variances and the shares are the same values, and
+    # they broadcast against the counts where they meet them.
     vz = [
-        np.broadcast_to(np.asarray(v, np.float64), zi.shape).copy()
+        np.broadcast_to(
+            np.asarray(v, np.float64), np.broadcast_shapes(np.shape(v), zi.shape[-1:])
+        ).copy()
         for v, zi in zip(variances, z, strict=True)
     ]
     for i in range(len(z) - 2, -1, -1):
