@@ -307,8 +307,8 @@ def class_tilt(
     return moved  # type: ignore[no-any-return]
 
 
-_caps = BitMemo(size=4, max_entries=1 << 18)
-_tilts = BitMemo(size=4, max_entries=1 << 18)
+_caps = BitMemo(size=2, max_entries=1 << 18)
+_tilts = BitMemo(size=2, max_entries=1 << 18)
 
 
 def _class_tilt(
