@@ -223,7 +223,7 @@ def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
         # arithmetic), the others never read; one gather of the terms instead of four of the
         # counts (60 draws × 2^13 sub-cells, `trend_ap`: each fresh copy is 4 MB of pages).
         with np.errstate(all="ignore"):
-            every = _precision_terms(p, n, tp[:, :-1], fp[:, :-1], rule)
+            every = _precision_terms(p, n, tp[:, :-1], fp[:, :-1], rule, own=True)
         terms = every[live]
     out = np.zeros(len(tp))
     bounds = np.r_[0, ends].tolist()
@@ -235,11 +235,12 @@ def leaf_ap_rows(fp: np.ndarray, tp: np.ndarray, rule: str) -> np.ndarray:
 
 
 def _precision_terms(
-    p: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray, rule: str
+    p: np.ndarray, n: np.ndarray, a: np.ndarray, b: np.ndarray, rule: str, *, own: bool = False
 ) -> np.ndarray:
     """Each leaf's sum of precisions at its positives under `rule` (`leaf_ap`), from its p
-    positives and n negatives (p > 0) and the a positives and b negatives above it."""
-    c, m = a + b, p + n
+    positives and n negatives (p > 0) and the a positives and b negatives above it. `own`:
+    `n` is the caller's scratch, and the leaves' totals p + n are written over it."""
+    c, m = a + b, (np.add(p, n, out=n) if own else p + n)
     if rule == "step":
         prec = (a + p) / (c + m)
     elif rule == "shuffled":
@@ -259,7 +260,7 @@ def _precision_terms(
         tilt /= m
         np.subtract(a, tilt, out=tilt)
         tilt *= log_term
-        prec = p / m
+        prec = np.divide(p, m, out=log_term)  # its last read was above
         prec += tilt
     np.clip(prec, 0.0, 1.0, out=prec)
     terms: np.ndarray = np.multiply(p, prec, out=prec)
