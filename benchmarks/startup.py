@@ -16,6 +16,14 @@ disturbed. The cases:
   1,000-row Parquet file it writes to ``benchmarks/_data/startup_1000.parquet`` (deterministic:
   seed 0, 30 % positives).
 
+Before the timed rounds, one untimed run of every case with Python writing bytecode (the
+environment's ``PYTHONDONTWRITEBYTECODE`` left out for that run alone): an installed package has
+its modules compiled (pip compiles on install), but a checkout run where that variable is set
+keeps stale ``__pycache__`` files stale, so every timed process compiled each changed module
+afresh (17 of fedeval's modules after a day's merges: ``evaluate 1k`` 0.09 s slower, 1.20 ×
+the floor where the same code with current bytecode gave 1.15 ×). The timed runs keep the
+environment as it is.
+
 Targets (issue 28), checked and printed at the end: ``--version``, ``--help`` and completion
 ≤ 0.3 × floor; ``evaluate 1k`` ≤ 1.2 × floor.
 
@@ -66,8 +74,10 @@ def cases(python: str) -> dict[str, tuple[list[str], dict[str, str]]]:
     }
 
 
-def run_once(cmd: list[str], extra: dict[str, str]) -> float:
+def run_once(cmd: list[str], extra: dict[str, str], *, write_bytecode: bool = False) -> float:
     env = {**os.environ, **extra, "COLUMNS": "100"}
+    if write_bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True)
     elapsed = time.perf_counter() - t0
@@ -89,6 +99,8 @@ def main() -> int:
     out = subprocess.run(cmd, env={**os.environ, **extra}, capture_output=True, text=True)
     if "evaluate" not in out.stdout.split():
         raise SystemExit(f"completion printed {out.stdout!r}, not 'evaluate'")
+    for cmd, extra in todo.values():  # untimed: the bytecode of what each case imports, current
+        run_once(cmd, extra, write_bytecode=True)
     times: dict[str, list[float]] = {name: [] for name in todo}
     for r in range(args.rounds):
         for name, (cmd, extra) in todo.items():

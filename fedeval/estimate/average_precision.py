@@ -132,23 +132,23 @@ above, the integral rule's, which it follows where leaves are that fine."""
 
 def _log_slopes(density: np.ndarray, mid: np.ndarray) -> np.ndarray:
     """Per leaf, the slope of the log density read from its neighbours' (centred where both
-    hold mass, one-sided against the leaf's own where one does, 0 where neither can say)."""
+    hold mass, one-sided against the leaf's own where one does, 0 where neither can say).
+
+    The one-sided slope from below at leaf j is the one from above at leaf j − 1 (the same
+    difference over the same distance), so the differences are taken once and each reading
+    is written where it is finite, the weakest first (the same values as choosing among the
+    three full readings, with a third of the temporaries)."""
     occupied = density > 0
-    log_d = np.where(occupied, np.log(np.where(occupied, density, 1.0)), np.nan)
-    pad = np.full((*density.shape[:-1], 1), np.nan)
-    below = np.concatenate([pad, log_d[..., :-1]], axis=-1)
-    above = np.concatenate([log_d[..., 1:], pad], axis=-1)
-    mid_below = np.concatenate([[np.nan], mid[:-1]])
-    mid_above = np.concatenate([mid[1:], [np.nan]])
+    log_d = np.log(np.where(occupied, density, 1.0))
+    log_d[~occupied] = np.nan
     with np.errstate(invalid="ignore"):
-        centred = (above - below) / (mid_above - mid_below)
-        from_below = (log_d - below) / (mid - mid_below)
-        from_above = (above - log_d) / (mid_above - mid)
-    slope = np.where(np.isfinite(centred), centred, np.nan)
-    slope = np.where(np.isnan(slope) & np.isfinite(from_below), from_below, slope)
-    slope = np.where(np.isnan(slope) & np.isfinite(from_above), from_above, slope)
-    out: npt.NDArray[np.float64] = np.nan_to_num(slope, nan=0.0)
-    return out
+        step = np.diff(log_d, axis=-1) / np.diff(mid)
+        centred = (log_d[..., 2:] - log_d[..., :-2]) / (mid[2:] - mid[:-2])
+    slope: npt.NDArray[np.float64] = np.zeros(density.shape)
+    for part, reading in ((slope[..., :-1], step), (slope[..., 1:], step)):
+        np.copyto(part, reading, where=np.isfinite(reading))  # from above, then from below
+    np.copyto(slope[..., 1:-1], centred, where=np.isfinite(centred))
+    return slope
 
 
 def trend_split(leaves: np.ndarray, edges: np.ndarray, cells: int = TREND_CELLS) -> np.ndarray:
@@ -168,10 +168,14 @@ def trend_split(leaves: np.ndarray, edges: np.ndarray, cells: int = TREND_CELLS)
     counts = np.diff(monotone_cumulative(leaves), axis=-1)
     slopes = _log_slopes(counts / width, mid)
     t = (np.arange(cells) + 0.5) / cells - 0.5
-    weights = np.exp(np.clip(slopes[..., None] * width[:, None] * t, -700.0, 700.0))
-    shares = weights / weights.sum(axis=-1, keepdims=True)
-    split: np.ndarray = (counts[..., None] * shares).reshape(*counts.shape[:-1], -1)
-    return split
+    # exp(clip(g·w·t)), its shares and the counts split by them, each step written over the
+    # last (the same operations, so the same values; 60 draws of 2^10 leaves make 8 MB a step)
+    weights = slopes[..., None] * width[:, None] * t
+    np.clip(weights, -700.0, 700.0, out=weights)
+    np.exp(weights, out=weights)
+    np.divide(weights, weights.sum(axis=-1, keepdims=True), out=weights)
+    split: np.ndarray = np.multiply(counts[..., None], weights, out=weights)
+    return split.reshape(*counts.shape[:-1], -1)
 
 
 def trend_ap(leaves: np.ndarray, edges: np.ndarray | None) -> np.ndarray:

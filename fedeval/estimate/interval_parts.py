@@ -151,7 +151,11 @@ def _romberg(
     n_leaves = leaves.shape[-1]
     if n_leaves // 2 < RICHARDSON_MIN_CELLS or n_leaves % 4:
         return np.zeros(leaves.shape[:-2])
-    smooth = leaves - np.minimum(departing, np.clip(leaves, 0.0, None))
+    # leaves − min(departing, max(leaves, 0)), each step written over the last (the same values)
+    clamped = np.clip(leaves, 0.0, None)
+    same = np.shape(departing) == clamped.shape
+    smooth = np.minimum(departing, clamped, out=clamped if same else None)
+    np.subtract(leaves, smooth, out=smooth)
     pairs = leaves[..., 0, :].sum(axis=-1) * leaves[..., 1, :].sum(axis=-1)
     return romberg_step(smooth[..., 0, :], smooth[..., 1, :], shares, coarse, pairs)
 

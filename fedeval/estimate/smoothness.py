@@ -331,7 +331,8 @@ def auc_parts(
     smooth_p, smooth_n = pos - e_p, neg - e_n
     lower_p, upper_p = smooth_p[..., 0::2], smooth_p[..., 1::2]
     lower_n, upper_n = smooth_n[..., 0::2], smooth_n[..., 1::2]
-    pairs = lower_p * upper_n - upper_p * lower_n
+    pairs = lower_p * upper_n
+    pairs -= upper_p * lower_n
     with np.errstate(divide="ignore", invalid="ignore"):
         if shares is None:
             bias = pairs.sum(axis=-1) / (6.0 * p_total * n_total)
@@ -344,7 +345,11 @@ def auc_parts(
     clamped = p.sum(axis=-1) * n.sum(axis=-1)
     noisy = p_total * n_total
     defined = (noisy > 0) & (clamped > 0)
-    shared = (e_p * n + e_n * p - e_p * e_n).sum(axis=-1)
+    inside = e_p * n  # e₊·n + e₋·p − e₊·e₋, each product into one scratch array
+    scratch = np.multiply(e_n, p)
+    inside += scratch
+    inside -= np.multiply(e_p, e_n, out=scratch)
+    shared = inside.sum(axis=-1)
     half = np.where(defined, shared / (2.0 * np.where(defined, noisy, 1.0)), 0.5)
     if not order_variance:
         return raw, bias, half, None
