@@ -15,11 +15,7 @@ from fedeval.estimate.ap_order import shuffled_ap, shuffled_ap_mean
 from fedeval.estimate.ap_top_block import top_block_low
 from fedeval.estimate.interval_parts import IntervalParts
 from fedeval.estimate.richardson import shared_step
-from fedeval.estimate.roc_pr import (
-    leaf_ap,
-    leaf_ap_rows,
-    leaf_tails,
-)
+from fedeval.estimate.roc_pr import leaf_ap, leaf_ap_rows, leaf_tails
 from fedeval.estimate.smoothness import rough_ap_reach
 from fedeval.estimate.uncertainty import (
     ROUNDING,
