@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fedeval
-from fedeval.estimate.ap_top_block import top_block_low
+from fedeval.estimate.ap_top_block import TopTails, top_block_low
 from fedeval.estimate.roc_pr import leaf_ap, leaf_tails
 from fedeval.estimate.uncertainty import Z95
 
@@ -26,14 +26,14 @@ def test_the_floor_is_the_release_where_the_top_shows_its_negatives() -> None:
     # every leaf holds clear negatives: nothing hides, no floor
     leaves = np.array([[500.0, 400.0, 300.0, 200.0], [10.0, 20.0, 30.0, 40.0]])
     draws = np.random.default_rng(0).normal(0.0, 2.0, (200, 2, 4))
-    assert top_block_low(leaves, draws) is None
+    assert top_block_low(TopTails.of(leaves, draws)) is None
 
 
 def test_the_floor_mixes_the_negatives_the_noise_can_hide_into_the_top_block() -> None:
     # leaves from the bottom: the top two show positives only, 30 each
     leaves = np.array([[300.0, 200.0, 0.0, 0.0], [5.0, 5.0, 30.0, 30.0]])
     draws = np.random.default_rng(1).normal(0.0, 2.0, (4000, 2, 4))
-    floor = top_block_low(leaves, draws)
+    floor = top_block_low(TopTails.of(leaves, draws))
     assert floor is not None
     # The block: the top two leaves (the third's 200 negatives are clear of the noise);
     # hidden: Z95 · s_2, s_2 ≈ 2√2 the noise sd of two leaves' negatives, among 60

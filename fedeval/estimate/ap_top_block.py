@@ -6,13 +6,42 @@ Post-processing of the release and fresh draws of its noise; no count of the dat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from fedeval.estimate.roc_pr import leaf_ap, leaf_tails
 from fedeval.estimate.uncertainty import Z95, noise_sd
 
 
-def top_block_low(leaves: np.ndarray, draws: np.ndarray) -> float | None:
+@dataclass(frozen=True)
+class TopTails:
+    """The release's tails from the top, FP_k and TP_k above the k-th edge (`leaf_tails`), with
+    their noise over fresh draws: `noise` (D, 2, L) the top k leaves' sum in each class, `s_neg`
+    and `s_pos` its spread. What both worlds of the top block (`top_block_low` and
+    `fedeval.estimate.average_precision.top_block_high`) read; made once a release."""
+
+    fp: np.ndarray
+    tp: np.ndarray
+    noise: np.ndarray
+    s_neg: np.ndarray
+    s_pos: np.ndarray
+
+    @classmethod
+    def of(cls, leaves: np.ndarray, draws: np.ndarray) -> TopTails:
+        """From the leaves (2, L) and draws (D, 2, L) of the release's noise."""
+        fp, tp = leaf_tails(leaves)
+        noise = np.cumsum(draws[:, :, ::-1], axis=-1)
+        return cls(fp, tp, noise, noise_sd(noise[:, 0]), noise_sd(noise[:, 1]))
+
+    def block(self, z: float) -> int:
+        """The top block: the most leaves, counted from the top, whose negatives are within
+        z·s_k of none (0 where the top leaf shows negatives already)."""
+        clear = self.fp[1:] > z * self.s_neg  # the release shows negatives above the k-th edge
+        return int(np.argmax(clear)) if clear.any() else clear.size
+
+
+def top_block_low(top: TopTails) -> float | None:
     """The AP where the release's top block holds as many negatives as its noise may hide,
     mixed with its positives: a floor for the AP interval's low end (the interval already
     holds the noise, so the floor is not widened again); None where the release shows
@@ -21,7 +50,7 @@ def top_block_low(leaves: np.ndarray, draws: np.ndarray) -> float | None:
     The top block: the most leaves, counted from the top, whose negatives (the fitted tail
     FP_k above the k-th edge) are within z·s_k of none (z = Z95: the one-sided 97.5% bound an
     end of a 95% interval takes; s_k the spread of the top k leaves' negatives' noise over
-    `draws`, (D, 2, L)). The world: z·s_k negatives (FP_k where the fit reads more) uniformly
+    the draws, `TopTails`). The world: z·s_k negatives (FP_k where the fit reads more) uniformly
     mixed with the block's TP_k positives, the leaves below as released. Its AP: the integral
     rule's. Where the fit reads about z·s_k negatives in the block already (smooth data: the
     block ends where the negatives become clear) the world is about the release; where it
@@ -41,15 +70,12 @@ def top_block_low(leaves: np.ndarray, draws: np.ndarray) -> float | None:
 
     >>> leaves = np.array([[0.0, 0.0, 0.0, 0.0], [5.0, 5.0, 5.0, 5.0]])  # positives only
     >>> draws = np.random.default_rng(0).normal(0.0, 2.0, (200, 2, 4))
-    >>> ap = top_block_low(leaves, draws)
-    >>> 0.5 < ap < 0.9  # the hidden negatives (≈ 1.3·4·2) among 20 positives
+    >>> ap = top_block_low(TopTails.of(leaves, draws))
+    >>> 0.5 < ap < 0.9  # the hidden negatives (≈ 1.96·2·√4 ≈ 7.8) among 20 positives
     True
     """
-    fp, tp = leaf_tails(leaves)
-    noise = np.cumsum(draws[:, :, ::-1], axis=-1)  # (D, 2, L): the top k leaves' noise
-    s_neg = noise_sd(noise[:, 0])
-    clear = fp[1:] > Z95 * s_neg  # the release shows negatives above the k-th edge
-    k = int(np.argmax(clear)) if clear.any() else clear.size
+    fp, tp, s_neg = top.fp, top.tp, top.s_neg
+    k = top.block(Z95)
     if k == 0 or not tp[-1] > 0 or not np.isfinite(s_neg[k - 1]):
         return None
     hidden = max(Z95 * float(s_neg[k - 1]) - float(fp[k]), 0.0)

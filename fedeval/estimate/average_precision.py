@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from fedeval.core.hierarchy import monotone_cumulative
 from fedeval.estimate.ap_order import shuffled_ap, shuffled_ap_mean
-from fedeval.estimate.ap_top_block import top_block_low
+from fedeval.estimate.ap_top_block import TopTails, top_block_low
 from fedeval.estimate.interval_parts import IntervalParts
 from fedeval.estimate.richardson import shared_step
 from fedeval.estimate.roc_pr import leaf_ap, leaf_ap_rows, leaf_tails
@@ -240,15 +240,15 @@ world kept needs: each test is one-sided (none, more, fewer), so the one-sided 9
 
 
 def top_block_high(
-    leaves: np.ndarray, draws: np.ndarray, edges: np.ndarray | None = None
+    leaves: np.ndarray, tails: TopTails, edges: np.ndarray | None = None
 ) -> float | None:
     """The AP where the release's top is all positives ranked first, where the release cannot
     rule that out; None where it can. Post-processing of the release and its noise draws.
 
     The top block: the most leaves, counted from the top, whose negatives (the fitted tail
     FP_k above the k-th edge) are within z·s_k of none (z = TOP_BLOCK_Z), s_k the spread of
-    that tail's noise over `draws` (the raw tails of the draws: the noise of the top k leaves'
-    sum). The world kept: the block's positives ranked above its negatives (the noise cannot
+    that tail's noise over the draws (`tails`: the raw tails of the draws, the noise of the top k
+    leaves' sum). The world kept: the block's positives ranked above its negatives (the noise cannot
     place those few negatives; they may all sit below), and the leaves below read along their
     neighbours' trend (`trend_split`, `edges` the leaves' edges; None: equal widths). Where the
     block's positives TP_k are themselves within z·s_k of none (their noise as large as their
@@ -275,11 +275,8 @@ def top_block_high(
     the world moves the AP's span by about 1e-4 and the interval's median width by 1.4%
     (benchmarks/hard.py's smooth family, 200 releases).
     """
-    fp, tp = leaf_tails(leaves)
-    noise = np.cumsum(draws[:AP_DRAWS, :, ::-1], axis=-1)  # (D, 2, L): the top k leaves' noise
-    s_neg, s_pos = noise_sd(noise[:, 0]), noise_sd(noise[:, 1])
-    clear = fp[1:] > TOP_BLOCK_Z * s_neg  # the release shows negatives above the k-th edge
-    k = int(np.argmax(clear)) if clear.any() else clear.size
+    fp, tp, noise, s_pos = tails.fp, tails.tp, tails.noise, tails.s_pos
+    k = tails.block(TOP_BLOCK_Z)
     if k == 0 or not tp[-1] > 0:
         return None
     top, total = float(tp[k]), float(tp[-1])
@@ -425,7 +422,8 @@ def leaf_ap_interval_parts(
     if finite.size:
         fit_bias = FIT_BIAS_FACTOR * (float(finite.mean()) - estimate)
         lo, hi = lo - max(fit_bias, 0.0), hi - min(fit_bias, 0.0)
-    top_high = top_block_high(leaves, draws, edges)
+    top = TopTails.of(leaves, draws[:AP_DRAWS])  # both worlds of the top block read it
+    top_high = top_block_high(leaves, top, edges)
     if top_high is not None:
         hi = max(hi, top_high)
     if not sd < ap_hi - ap_lo:
@@ -435,7 +433,7 @@ def leaf_ap_interval_parts(
         ends = (0.0, 0.0)
     parts = APParts(lo, hi, sd, noise, order_sd, reach=(below, above), ends_sd=ends)
     ci = parts.interval()
-    top_low = top_block_low(leaves, draws[:AP_DRAWS])
+    top_low = top_block_low(top)
     if top_low is not None:
         ci[0] = min(ci[0], top_low)
     return (float(np.clip(ci[0], 0.0, 1.0)), float(np.clip(ci[1], 0.0, 1.0))), parts
